@@ -1,0 +1,3 @@
+module github.com/drovehq/drove
+
+go 1.24.0
