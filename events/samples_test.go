@@ -1,0 +1,96 @@
+package events
+
+import (
+	"testing"
+	"time"
+)
+
+// samples holds one valid payload of every registered type; the round-trip
+// tests and the fuzz corpus are built from it, and TestSamplesCoverRegistry
+// fails when a new type is registered without one.
+func samples() []Payload {
+	no := false
+	started := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	job0 := Job{Index: 0, Opcodes: []Opcode{
+		{OpID: OpInstanceMigrate, Instance: "inst1", Mode: ModeMigrateLive, AllowFailover: true},
+	}}
+	job1 := Job{Index: 1, Opcodes: []Opcode{
+		{OpID: OpInstanceReplaceDisks, Instance: "inst2", Mode: ModeReplaceNewSecondary, RemoteNode: "node4"},
+	}, Depends: []Dependency{{Job: -1, Statuses: []JobStatus{JobSuccess}}}}
+	job2 := Job{Index: 2, Opcodes: []Opcode{
+		{OpID: OpInstanceFailover, Instance: "inst8", TargetNode: "node5"},
+	}, Depends: []Dependency{{Job: -2, Statuses: []JobStatus{}}}}
+	node := NodeAnnounced{
+		Name: "node1", Group: "g1",
+		Total:     Resources{MemoryMiB: 65536, DiskMiB: 1 << 20, CPUs: 16, Spindles: 4},
+		Free:      Resources{MemoryMiB: 32768, DiskMiB: 1 << 19, CPUs: 8, Spindles: 2},
+		VMCapable: true, Tags: []string{"rack:a1"},
+	}
+	drained := NodeUpdated(node)
+	drained.Drained = true
+	return []Payload{
+		GroupDeclared{Name: "g1", AllocPolicy: AllocPreferred, Tags: []string{"dc:ams"}},
+		node,
+		drained,
+		InstanceDeclared{
+			Name: "inst1", Owner: "acct-42",
+			Size:    Size{MemoryMiB: 4096, VCPUs: 2, DisksMiB: []int64{10240, 20480}, Spindles: 1},
+			Storage: StorageZFSReplicated, RunState: RunRunning,
+			PrimaryNode: "node1", SecondaryNode: "node2",
+			NICs: []NIC{{MAC: "aa:00:00:00:00:01", Network: "public"}},
+			Tags: []string{"<web>&co"}, UserMigration: &no,
+		},
+		InstancePlaced{Instance: "inst1", Group: "g2", PrimaryNode: "node2", SecondaryNode: "node4",
+			PreviousGroup: "g1", PreviousPrimary: "node1", PreviousSecondary: "node2", Request: "req-1"},
+		EvacuationRequested{Request: "req-1", Nodes: []string{"node1", "node2"}, Mode: EvacAll,
+			DryRun: true, IgnoreSoftErrors: true, MaxMovesPerNode: 2},
+		GroupChangeRequested{Request: "req-2", Instances: []string{"inst1"}, TargetGroups: []string{"g2"}},
+		RequestApproved{Request: "req-1"},
+		RequestCancelled{Request: "req-1"},
+		RequestRejected{Request: "req-1", Reason: "node1 is not in any group"},
+		RequestFinished{Request: "req-1",
+			Moved:  []Moved{{Instance: "inst1", Group: "g1", Nodes: []string{"node2", "node4"}}},
+			Failed: []Failed{{Instance: "inst9", Reason: "plain storage cannot be evacuated"}}},
+		PlanComputed{Request: "req-1",
+			Moved:       []Moved{{Instance: "inst1", Group: "g1", Nodes: []string{"node2", "node4"}}},
+			Failed:      []Failed{{Instance: "inst9", Reason: "plain storage cannot be evacuated"}},
+			Jobs:        []Job{job0, job1, job2},
+			ScoreBefore: 3.25, ScoreAfter: 1.5},
+		JobReleased{Request: "req-1", Job: job1},
+		JobCancelled{Request: "req-1", Job: 2, Reason: "request cancelled"},
+		JobEnded{Request: "req-1", Job: 0, Status: JobError, Error: "target out of memory"},
+		OpcodeDispatched{Request: "req-1", Job: 1, Index: 0, Node: "node2", Opcode: job1.Opcodes[0]},
+		OpcodeStarted{Request: "req-1", Job: 1, Index: 0, Node: "node2"},
+		OpcodeEnded{Request: "req-1", Job: 1, Index: 0, Node: "node2", Status: JobSuccess},
+		Progress{Request: "req-1", Job: 1, Index: 0, Instance: "inst2", Node: "node2",
+			Phase: PhaseSync, State: ProgressRunning, Current: 45916, Total: 91832,
+			ETASeconds: 0.218, BytesPerSecond: 22943, Message: "syncing data",
+			Started: started, DurationSeconds: 0.377},
+		End{Request: "req-1", Job: 1, Index: 0, Instance: "inst2", Node: "node2",
+			Phase: PhaseSwitch, State: EndSuccessful, Message: "migration successful"},
+		MoveStatusReported{Request: "req-1", Instance: "inst2", Node: "node2", Status: StatusMigrationSource},
+		AuditRecorded{Action: "migrate", Subject: "inst1", Outcome: AuditDenied,
+			Detail: "owner acct-42 may not migrate inst1"},
+	}
+}
+
+// sampleEnvelope wraps p the way a service would.
+func sampleEnvelope(p Payload) Envelope {
+	return New(p,
+		WithTime(time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)),
+		WithProducer("planner-1"),
+		WithReason(Reason{Actor: "operator:alice", Why: "rack a1 maintenance", RequestID: "req-1"}),
+	)
+}
+
+func TestSamplesCoverRegistry(t *testing.T) {
+	have := map[string]bool{}
+	for _, p := range samples() {
+		have[p.Type()] = true
+	}
+	for _, typ := range Types() {
+		if !have[typ] {
+			t.Errorf("no sample for %s; add one to samples()", typ)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package events
+
+// Topics. Each names the stream a family of events lives in; the payload of
+// each type decides its partition key (see the key() methods in types.go), so
+// the per-key order noted below holds whoever produces the event.
+const (
+	// TopicRequests holds what operators and owners ask for and how each
+	// request ends: evacuations, group changes, approvals, cancellations,
+	// rejections, finishes. Keyed by request id.
+	TopicRequests = "drove.requests"
+
+	// TopicInventory holds the declared state of groups, nodes and
+	// instances and every placement change. Keyed by group, node or instance
+	// name, so each object's history is in order.
+	TopicInventory = "drove.inventory"
+
+	// TopicPlans holds the planner's computed plans. Keyed by request id.
+	TopicPlans = "drove.plans"
+
+	// TopicJobs holds the lifecycle of a plan's jobs: released (its
+	// dependencies are met), cancelled, ended. Keyed by request id, so a
+	// request's jobs are read in the order their fates were decided.
+	TopicJobs = "drove.jobs"
+
+	// TopicOpcodes holds opcodes dispatched to a node and the node's word
+	// that each started and ended. Keyed by node name, so an executor reads
+	// its own work in order.
+	TopicOpcodes = "drove.opcodes"
+
+	// TopicProgress holds progress and end events of moves (RFD 34's watch
+	// stream) and the status each node reports for a move (oVirt's model).
+	// Keyed by instance name: an instance has at most one move at a time.
+	TopicProgress = "drove.progress"
+
+	// TopicAudit holds decisions that changed nothing in the system but must
+	// be answerable later: who was allowed or denied what.
+	TopicAudit = "drove.audit"
+)
+
+// Topics lists every topic, for creating them and for replaying the log.
+func Topics() []string {
+	return []string{
+		TopicRequests, TopicInventory, TopicPlans, TopicJobs,
+		TopicOpcodes, TopicProgress, TopicAudit,
+	}
+}
+
+// Consumer groups. A group's committed offsets are its memory of what it has
+// already applied: renaming a group replays everything. Change a name only
+// when a full replay is what you want.
+const (
+	// GroupPlanner turns requests into plans.
+	GroupPlanner = "drove-planner"
+	// GroupDispatcher releases jobs whose dependencies are met and
+	// dispatches their opcodes to nodes.
+	GroupDispatcher = "drove-dispatcher"
+	// GroupExecutorPrefix + node name is each node executor's group: every
+	// node reads the opcodes topic on its own.
+	GroupExecutorPrefix = "drove-executor-"
+	// GroupProjector builds the Postgres views.
+	GroupProjector = "drove-projector"
+	// GroupGateway follows progress for watchers of the API.
+	GroupGateway = "drove-gateway"
+)
+
+// ExecutorGroup is the consumer group of the executor on node. Renaming a
+// node gives its executor a new group, which replays the opcodes topic.
+func ExecutorGroup(node string) string { return GroupExecutorPrefix + node }
