@@ -1,0 +1,91 @@
+package planner
+
+import "fmt"
+
+// RequestKind is the kind of a request, with Ganeti's IAllocator names.
+type RequestKind string
+
+const (
+	// NodeEvacuate moves instances off their nodes within their group.
+	NodeEvacuate RequestKind = "node-evacuate"
+	// ChangeGroup moves instances to other node groups.
+	ChangeGroup RequestKind = "change-group"
+)
+
+// EvacMode says which role an evacuation empties the nodes of.
+type EvacMode string
+
+const (
+	PrimaryOnly   EvacMode = "primary-only"
+	SecondaryOnly EvacMode = "secondary-only"
+	EvacAll       EvacMode = "all"
+)
+
+// Valid reports whether m is a known mode.
+func (m EvacMode) Valid() bool {
+	return m == PrimaryOnly || m == SecondaryOnly || m == EvacAll
+}
+
+// Request asks the planner to move instances.
+type Request struct {
+	Kind      RequestKind
+	Instances []string
+	// TargetGroups, for ChangeGroup, are the groups (UUID or name) the
+	// instances may go to; empty means any group but their own.
+	TargetGroups []string
+	// Mode, for NodeEvacuate, is the role being emptied.
+	Mode EvacMode
+	// EvacuatedNodes, for NodeEvacuate, are the nodes being emptied; they
+	// never receive instances. Ganeti's protocol does not carry them, so
+	// when empty they are inferred: a node is being emptied when every
+	// instance holding it in the mode's role is in the request.
+	EvacuatedNodes []string
+}
+
+// Options tune a plan. The zero value is not valid; start from
+// DefaultOptions.
+type Options struct {
+	// MaxMovesPerNode bounds the moves a node sends at once (KubeVirt's
+	// default is 2 outbound migrations per node).
+	MaxMovesPerNode int
+	// IgnoreSoftErrors lets moves break soft constraints (N+1, exclusion
+	// tags, vCPU and spindle ratios, the disk reserve) in an emergency.
+	// Memory and disk capacity still hold.
+	IgnoreSoftErrors bool
+	// PairCandidates is how many best nodes per role the search keeps when
+	// it has to choose a new primary and a new secondary together; larger
+	// groups are pruned to this many before pairs are scored exactly. Zero
+	// means the default.
+	PairCandidates int
+}
+
+// DefaultOptions returns the options Drove runs with.
+func DefaultOptions() Options {
+	return Options{MaxMovesPerNode: 2, PairCandidates: 12}
+}
+
+// Validate reports every problem of the options at once.
+func (o Options) Validate() error {
+	var probs []string
+	if o.MaxMovesPerNode < 1 {
+		probs = append(probs, fmt.Sprintf("max moves per node must be at least 1, got %d", o.MaxMovesPerNode))
+	}
+	if o.PairCandidates < 0 {
+		probs = append(probs, fmt.Sprintf("pair candidates must not be negative, got %d", o.PairCandidates))
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: invalid options: %s", ErrBadRequest, joinProblems(probs))
+}
+
+func joinProblems(p []string) string {
+	out := ""
+	for i, s := range p {
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+package planner
+
+import "math"
+
+// Ganeti's cluster score ("hbal" prints it as the score of a group) is a
+// weighted sum of per-node statistics: standard deviations over the online
+// nodes, and counts. Lower is better. Drove scores exactly the components a
+// static snapshot determines, with Ganeti's weights; components that are
+// identical without dynamic load data or forthcoming instances are merged,
+// adding their weights. Location tags are not modelled: their components
+// are zero.
+//
+// The statistics are kept as running sums per group so that a tried move is
+// scored by replacing the contribution of the few nodes it touches: O(1) per
+// candidate instead of Ganeti's O(nodes), which is what makes Drove's search
+// fast on large groups.
+
+// Standard-deviation components, over online nodes.
+const (
+	sdFreeMem      = iota // free_mem_cv
+	sdFreeDisk            // free_disk_cv + free_disk_cv_forth
+	sdReservedMem         // reserved_mem_cv
+	sdVCPURatio           // vcpu_ratio_cv + vcpu_ratio_cv_forth
+	sdPrimaryLoad         // cpu_load_cv + mem_load_cv + net_load_cv
+	sdDiskLoad            // disk_load_cv
+	sdSpindles            // spindles_cv + spindles_cv_forth
+	sdFreeMemForth        // free_mem_cv_forth
+	sdCount
+)
+
+var sdWeights = [sdCount]float64{0.5, 1, 1, 1, 3, 1, 1, 0.5}
+
+// Sum components over online nodes, and over offline nodes.
+const (
+	onN1      = iota // n1_cnt
+	onTags           // pri_tags_score
+	onRtotal         // reserved_mem_rtotal
+	onCount
+)
+
+var onWeights = [onCount]float64{1, 2, 0.25}
+
+const (
+	offAll = iota // offline_all_cnt
+	offPri        // offline_pri_cnt
+	offCount
+)
+
+var offWeights = [offCount]float64{4, 16}
+
+// groupStats are the running sums of one group's score.
+type groupStats struct {
+	n   float64
+	sum [sdCount]float64
+	sq  [sdCount]float64
+	on  [onCount]float64
+	off [offCount]float64
+}
+
+// add adds (sign=1) or removes (sign=-1) a node's contribution.
+func (g *groupStats) add(n *nodeState, sign float64) {
+	if n.offline {
+		g.off[offAll] += sign * float64(n.nPri+n.nSec)
+		g.off[offPri] += sign * float64(n.nPri)
+		return
+	}
+	var v [sdCount]float64
+	v[sdFreeMem] = n.pMem()
+	v[sdFreeDisk] = n.pDsk()
+	pRem := float64(n.rMem) / n.tMem
+	v[sdReservedMem] = pRem
+	v[sdVCPURatio] = float64(n.uCpu) / n.tCpu
+	v[sdPrimaryLoad] = float64(n.nPri)
+	v[sdDiskLoad] = float64(n.nPri + n.nSec)
+	v[sdSpindles] = n.instSp / n.hiSp
+	v[sdFreeMemForth] = float64(n.fMemForth) / n.tMem
+	for i, x := range v {
+		g.sum[i] += sign * x
+		g.sq[i] += sign * x * x
+	}
+	g.n += sign
+	if n.failN1 {
+		g.on[onN1] += sign * float64(n.nPri+n.nSec)
+	}
+	g.on[onTags] += sign * float64(n.conflicts)
+	g.on[onRtotal] += sign * pRem
+}
+
+func (g *groupStats) score() float64 {
+	var s float64
+	if g.n > 0 {
+		for i := 0; i < sdCount; i++ {
+			mean := g.sum[i] / g.n
+			v := g.sq[i]/g.n - mean*mean
+			if v > 0 {
+				s += sdWeights[i] * math.Sqrt(v)
+			}
+		}
+	}
+	for i := 0; i < onCount; i++ {
+		s += onWeights[i] * g.on[i]
+	}
+	for i := 0; i < offCount; i++ {
+		s += offWeights[i] * g.off[i]
+	}
+	return s
+}
+
+// exactGroupScore recomputes a group's score from its nodes with two-pass
+// standard deviations, free of the rounding a long run of incremental
+// updates collects. Reported scores use it.
+func (s *state) exactGroupScore(g int) float64 {
+	var vals [sdCount][]float64
+	var on [onCount]float64
+	var off [offCount]float64
+	for _, i := range s.groupNodes[g] {
+		n := &s.nodes[i]
+		var one groupStats
+		one.add(n, 1)
+		if n.offline {
+			for k := range off {
+				off[k] += one.off[k]
+			}
+			continue
+		}
+		for k := range on {
+			on[k] += one.on[k]
+		}
+		for k := 0; k < sdCount; k++ {
+			vals[k] = append(vals[k], one.sum[k])
+		}
+	}
+	var score float64
+	for k := 0; k < sdCount; k++ {
+		score += sdWeights[k] * stdDev(vals[k])
+	}
+	for k := range on {
+		score += onWeights[k] * on[k]
+	}
+	for k := range off {
+		score += offWeights[k] * off[k]
+	}
+	return score
+}
+
+func stdDev(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	mean := sum / float64(len(xs))
+	var v float64
+	for _, x := range xs {
+		v += (x - mean) * (x - mean)
+	}
+	return math.Sqrt(v / float64(len(xs)))
+}
+
+// Score returns Ganeti's cluster score of every group of c, in group order,
+// and their sum.
+func Score(c *Cluster) (total float64, groups []GroupScore, err error) {
+	s, err := newState(c, DefaultOptions())
+	if err != nil {
+		return 0, nil, err
+	}
+	for g := range c.Groups {
+		v := s.exactGroupScore(g)
+		total += v
+		groups = append(groups, GroupScore{Group: c.Groups[g].Name, Before: v, After: v})
+	}
+	return total, groups, nil
+}

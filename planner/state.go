@@ -1,0 +1,198 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+)
+
+// state is the planner's working copy of a cluster: node books, instance
+// placements and per-group score sums, changed as moves are committed.
+type state struct {
+	c          *Cluster
+	opts       Options
+	nodes      []nodeState
+	insts      []instState
+	groups     []groupStats
+	groupNodes [][]int32 // node indices of each group, in snapshot order
+}
+
+// newState checks the snapshot and builds the books the way Ganeti's
+// loader does: nodes start from what they report, instances are placed on
+// them, then memory reservations for failover peers are derived.
+func newState(c *Cluster, o Options) (*state, error) {
+	s := &state{c: c, opts: o}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	s.nodes = make([]nodeState, len(c.Nodes))
+	s.groupNodes = make([][]int32, len(c.Groups))
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		g := &c.Groups[n.Group]
+		pol := g.Policy
+		live := !n.Offline && n.VMCapable
+		ns := nodeState{
+			idx:       int32(i),
+			group:     int32(n.Group),
+			offline:   !live || n.Drained,
+			vcpuRatio: pol.VCPURatio,
+			excl:      n.ExclusiveStorage,
+			peers:     map[int32]int64{},
+			tags:      map[string]int32{},
+		}
+		if live {
+			ns.tMem = float64(n.TotalMemory)
+			ns.nMem = n.ReservedMemory
+			if c.StaticNodeMemory > 0 {
+				ns.nMem = c.StaticNodeMemory
+			}
+			ns.fMemForth = n.FreeMemory
+			ns.tDsk = float64(n.TotalDisk)
+			ns.fDsk = n.FreeDisk
+			ns.tCpu = float64(n.TotalCPUs)
+			ns.uCpu = n.ReservedCPUs
+			ns.tSp = n.TotalSpindles
+			ns.fSp = n.FreeSpindles
+			ns.hiSp = pol.SpindleRatio * float64(n.TotalSpindles)
+		}
+		s.nodes[i] = ns
+		s.groupNodes[n.Group] = append(s.groupNodes[n.Group], int32(i))
+	}
+	prefixes := c.exclusionPrefixes()
+	s.insts = make([]instState, len(c.Instances))
+	for i := range c.Instances {
+		in := &c.Instances[i]
+		st := instState{
+			idx:        int32(i),
+			mem:        in.Memory,
+			dsk:        in.DiskSpace,
+			vcpus:      in.VCPUs,
+			spindleUse: in.SpindleUse,
+			spindles:   totalSpindles(in.Disks),
+			usesMem:    in.State == Up,
+			online:     in.State != Offline,
+			usesSecMem: in.State != Offline,
+			localDisk:  in.Storage.usesLocalDisk(),
+			kind:       in.Storage,
+			mirror:     in.Storage.Mirroring(),
+			pri:        int32(in.Primary),
+			sec:        NoNode,
+		}
+		if st.mirror == MirroredInternally {
+			st.sec = int32(in.Secondary)
+		}
+		for _, t := range in.Tags {
+			for _, p := range prefixes {
+				if strings.HasPrefix(t, p) {
+					st.exclTags = append(st.exclTags, t)
+					break
+				}
+			}
+		}
+		s.insts[i] = st
+		s.placeLoaded(&st)
+	}
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		n.rMem = n.maxPeer()
+		recorded := int64(n.tMem) - n.nMem - n.iMem
+		reported := c.Nodes[i].FreeMemory
+		if n.tMem == 0 {
+			reported = 0
+		}
+		n.xMem = recorded - reported
+		n.failN1 = n.unallocated() <= n.rMem
+	}
+	s.groups = make([]groupStats, len(c.Groups))
+	for i := range s.nodes {
+		s.groups[s.nodes[i].group].add(&s.nodes[i], 1)
+	}
+	return s, nil
+}
+
+// placeLoaded records an instance found on its nodes. Unlike a move, it
+// takes no memory or disk: the nodes' reported free space already counts
+// it (Ganeti's setPri and setSec).
+func (s *state) placeLoaded(in *instState) {
+	p := &s.nodes[in.pri]
+	if in.online {
+		p.uCpu += in.vcpus
+	}
+	if in.usesMem {
+		p.iMem += in.mem
+	} else {
+		p.fMemForth -= in.mem
+	}
+	_, p.instSp = p.spindleDelta(in, true)
+	p.nPri++
+	p.conflicts += p.tagDelta(in, true)
+	commitPriTags(p, in, true)
+	if in.sec == NoNode {
+		return
+	}
+	sn := &s.nodes[in.sec]
+	_, sn.instSp = sn.spindleDelta(in, true)
+	sn.nSec++
+	if in.usesSecMem {
+		sn.peers[in.pri] += in.mem
+	}
+}
+
+func totalSpindles(ds []Disk) int64 {
+	var t int64
+	for _, d := range ds {
+		if d.Spindles <= 0 {
+			return -1
+		}
+		t += d.Spindles
+	}
+	return t
+}
+
+// check rejects snapshots the planner cannot reason about.
+func (s *state) check() error {
+	c := s.c
+	var probs []string
+	if len(c.Groups) == 0 {
+		probs = append(probs, "no node groups")
+	}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if n.Group < 0 || n.Group >= len(c.Groups) {
+			probs = append(probs, fmt.Sprintf("node %q is in no known group", n.Name))
+		}
+		if !n.Offline && n.VMCapable && (n.TotalMemory <= 0 || n.TotalCPUs <= 0) {
+			probs = append(probs, fmt.Sprintf("node %q: total_memory and total_cpus must be positive", n.Name))
+		}
+	}
+	for i := range c.Instances {
+		in := &c.Instances[i]
+		if in.Primary < 0 || in.Primary >= len(c.Nodes) {
+			probs = append(probs, fmt.Sprintf("instance %q has no known primary node", in.Name))
+			continue
+		}
+		if in.Storage.Mirroring() == MirroredInternally {
+			switch {
+			case in.Secondary < 0 || in.Secondary >= len(c.Nodes):
+				probs = append(probs, fmt.Sprintf("instance %q (%s) has no known secondary node", in.Name, in.Storage))
+			case in.Secondary == in.Primary:
+				probs = append(probs, fmt.Sprintf("instance %q has the same primary and secondary node %q", in.Name, c.Nodes[in.Primary].Name))
+			}
+		}
+		if in.Memory < 0 || in.DiskSpace < 0 || in.VCPUs < 0 {
+			probs = append(probs, fmt.Sprintf("instance %q has a negative size", in.Name))
+		}
+	}
+	if len(probs) > 8 {
+		probs = append(probs[:8], fmt.Sprintf("and %d more", len(probs)-8))
+	}
+	if len(probs) > 0 {
+		return fmt.Errorf("%w: %s", ErrInconsistent, joinProblems(probs))
+	}
+	return nil
+}
+
+// usable reports whether node i may receive instances.
+func (s *state) usable(i int32) bool { return !s.nodes[i].offline }
+
+func (s *state) nodeName(i int32) string { return s.c.Nodes[i].Name }
