@@ -1,0 +1,439 @@
+package iallocator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/drovehq/drove/planner"
+)
+
+// Decode reads an IAllocator request: the cluster it describes and what it
+// asks. Fields Drove does not use are ignored, as Ganeti sends many; a
+// missing or mistyped field Drove needs is an error naming it, such as
+// `nodes["node1"].total_memory: missing`.
+func Decode(data []byte) (*planner.Cluster, planner.Request, error) {
+	var req planner.Request
+	top, err := objectOf(data, "")
+	if err != nil {
+		return nil, req, err
+	}
+	c := &planner.Cluster{Policy: planner.DefaultIPolicy()}
+	if v, ok := top.get("cluster_name"); ok {
+		if err := decodeInto(v, "cluster_name", &c.Name); err != nil {
+			return nil, req, err
+		}
+	}
+	if err := top.required("cluster_tags", &c.Tags); err != nil {
+		return nil, req, err
+	}
+	if v, ok := top.get("ipolicy"); ok {
+		if c.Policy, err = decodePolicy(v, "ipolicy"); err != nil {
+			return nil, req, err
+		}
+	}
+	var hvs []string
+	if v, ok := top.get("enabled_hypervisors"); ok {
+		if err := decodeInto(v, "enabled_hypervisors", &hvs); err != nil {
+			return nil, req, err
+		}
+	}
+	if len(hvs) > 0 && hvs[0] == "kvm" {
+		// Ganeti's hail: KVM nodes under-report what the node itself
+		// uses, so it assumes a static 4 GiB.
+		c.StaticNodeMemory = 4096
+	}
+
+	groups, err := top.object("nodegroups")
+	if err != nil {
+		return nil, req, err
+	}
+	groupIdx := map[string]int{}
+	for _, kv := range groups.fields {
+		g, err := decodeGroup(kv.key, kv.value, c.Policy)
+		if err != nil {
+			return nil, req, err
+		}
+		groupIdx[kv.key] = len(c.Groups)
+		c.Groups = append(c.Groups, g)
+	}
+
+	nodes, err := top.object("nodes")
+	if err != nil {
+		return nil, req, err
+	}
+	nodeIdx := map[string]int{}
+	for _, kv := range nodes.fields {
+		n, err := decodeNode(kv.key, kv.value, groupIdx)
+		if err != nil {
+			return nil, req, err
+		}
+		nodeIdx[kv.key] = len(c.Nodes)
+		c.Nodes = append(c.Nodes, n)
+	}
+
+	insts, err := top.object("instances")
+	if err != nil {
+		return nil, req, err
+	}
+	for _, kv := range insts.fields {
+		in, err := decodeInstance(kv.key, kv.value, nodeIdx)
+		if err != nil {
+			return nil, req, err
+		}
+		c.Instances = append(c.Instances, in)
+	}
+
+	rv, ok := top.get("request")
+	if !ok {
+		return nil, req, fieldErr("request", "missing")
+	}
+	req, err = decodeRequest(rv, c)
+	if err != nil {
+		return nil, req, err
+	}
+	return c, req, nil
+}
+
+func decodeRequest(data json.RawMessage, c *planner.Cluster) (planner.Request, error) {
+	var r planner.Request
+	obj, err := objectOf(data, "request")
+	if err != nil {
+		return r, err
+	}
+	var kind string
+	if err := obj.required("type", &kind); err != nil {
+		return r, err
+	}
+	r.Kind = planner.RequestKind(kind)
+	switch r.Kind {
+	case planner.NodeEvacuate:
+		var mode string
+		if err := obj.required("evac_mode", &mode); err != nil {
+			return r, err
+		}
+		r.Mode = planner.EvacMode(mode)
+		if !r.Mode.Valid() {
+			return r, fieldErr("request.evac_mode", fmt.Sprintf("%q is not one of primary-only, secondary-only, all", mode))
+		}
+		if v, ok := obj.get("evacuate_nodes"); ok {
+			if err := decodeInto(v, "request.evacuate_nodes", &r.EvacuatedNodes); err != nil {
+				return r, err
+			}
+			for i, n := range r.EvacuatedNodes {
+				if c.NodeIndex(n) < 0 {
+					return r, fieldErr(fmt.Sprintf("request.evacuate_nodes[%d]", i), fmt.Sprintf("unknown node %q", n))
+				}
+			}
+		}
+	case planner.ChangeGroup:
+		if err := obj.required("target_groups", &r.TargetGroups); err != nil {
+			return r, err
+		}
+		for i, g := range r.TargetGroups {
+			if c.GroupIndex(g) < 0 {
+				return r, fieldErr(fmt.Sprintf("request.target_groups[%d]", i), fmt.Sprintf("unknown node group %q", g))
+			}
+		}
+	case "allocate", "relocate", "multi-allocate", "allocate-secondary":
+		return r, fieldErr("request.type", fmt.Sprintf("%q requests are not supported; Drove answers node-evacuate and change-group", kind))
+	default:
+		return r, fieldErr("request.type", fmt.Sprintf("unknown request type %q (want node-evacuate or change-group)", kind))
+	}
+	if err := obj.required("instances", &r.Instances); err != nil {
+		return r, err
+	}
+	seen := map[string]bool{}
+	for i, name := range r.Instances {
+		if c.InstanceIndex(name) < 0 {
+			return r, fieldErr(fmt.Sprintf("request.instances[%d]", i), fmt.Sprintf("unknown instance %q", name))
+		}
+		if seen[name] {
+			return r, fieldErr(fmt.Sprintf("request.instances[%d]", i), fmt.Sprintf("instance %q is listed twice", name))
+		}
+		seen[name] = true
+	}
+	return r, nil
+}
+
+func decodeGroup(uuid string, data json.RawMessage, clusterPolicy planner.IPolicy) (planner.Group, error) {
+	path := fmt.Sprintf("nodegroups[%q]", uuid)
+	g := planner.Group{UUID: uuid, Policy: clusterPolicy}
+	obj, err := objectOf(data, path)
+	if err != nil {
+		return g, err
+	}
+	var policy string
+	if err := obj.required("name", &g.Name); err != nil {
+		return g, err
+	}
+	if err := obj.required("alloc_policy", &policy); err != nil {
+		return g, err
+	}
+	g.AllocPolicy = planner.AllocPolicy(policy)
+	if !g.AllocPolicy.Valid() {
+		return g, fieldErr(path+".alloc_policy", fmt.Sprintf("%q is not one of preferred, last_resort, unallocable", policy))
+	}
+	if v, ok := obj.get("tags"); ok {
+		if err := decodeInto(v, path+".tags", &g.Tags); err != nil {
+			return g, err
+		}
+	}
+	if v, ok := obj.get("ipolicy"); ok {
+		if g.Policy, err = decodePolicy(v, path+".ipolicy"); err != nil {
+			return g, err
+		}
+	}
+	return g, nil
+}
+
+// wirePolicy is Ganeti's ipolicy; older Ganeti sends min and max instead of
+// a minmax list.
+type wirePolicy struct {
+	MinMax        []planner.MinMax `json:"minmax"`
+	Min           *planner.ISpec   `json:"min"`
+	Max           *planner.ISpec   `json:"max"`
+	Std           planner.ISpec    `json:"std"`
+	DiskTemplates []string         `json:"disk-templates"`
+	VCPURatio     *float64         `json:"vcpu-ratio"`
+	SpindleRatio  *float64         `json:"spindle-ratio"`
+}
+
+func decodePolicy(data json.RawMessage, path string) (planner.IPolicy, error) {
+	var w wirePolicy
+	def := planner.DefaultIPolicy()
+	if err := decodeInto(data, path, &w); err != nil {
+		return def, err
+	}
+	p := planner.IPolicy{MinMax: w.MinMax, Std: w.Std, VCPURatio: def.VCPURatio, SpindleRatio: def.SpindleRatio}
+	if len(p.MinMax) == 0 && w.Min != nil && w.Max != nil {
+		p.MinMax = []planner.MinMax{{Min: *w.Min, Max: *w.Max}}
+	}
+	if w.VCPURatio != nil {
+		p.VCPURatio = *w.VCPURatio
+	}
+	if w.SpindleRatio != nil {
+		p.SpindleRatio = *w.SpindleRatio
+	}
+	if p.VCPURatio <= 0 || math.IsNaN(p.VCPURatio) {
+		return p, fieldErr(path+".vcpu-ratio", fmt.Sprintf("must be positive, got %v", p.VCPURatio))
+	}
+	for _, t := range w.DiskTemplates {
+		p.DiskTemplates = append(p.DiskTemplates, planner.StorageKind(t))
+	}
+	return p, nil
+}
+
+func decodeNode(name string, data json.RawMessage, groupIdx map[string]int) (planner.Node, error) {
+	path := fmt.Sprintf("nodes[%q]", name)
+	n := planner.Node{Name: name, VMCapable: true}
+	obj, err := objectOf(data, path)
+	if err != nil {
+		return n, err
+	}
+	var group string
+	if err := obj.required("offline", &n.Offline); err != nil {
+		return n, err
+	}
+	if err := obj.required("drained", &n.Drained); err != nil {
+		return n, err
+	}
+	if err := obj.required("group", &group); err != nil {
+		return n, err
+	}
+	g, ok := groupIdx[group]
+	if !ok {
+		return n, fieldErr(path+".group", fmt.Sprintf("unknown node group %q", group))
+	}
+	n.Group = g
+	if v, ok := obj.get("vm_capable"); ok {
+		if err := decodeInto(v, path+".vm_capable", &n.VMCapable); err != nil {
+			return n, err
+		}
+	}
+	if v, ok := obj.get("tags"); ok {
+		if err := decodeInto(v, path+".tags", &n.Tags); err != nil {
+			return n, err
+		}
+	}
+	var nd struct {
+		SpindleCount     *float64 `json:"spindle_count"`
+		ExclusiveStorage *bool    `json:"exclusive_storage"`
+	}
+	if err := obj.required("ndparams", &nd); err != nil {
+		return n, err
+	}
+	if nd.ExclusiveStorage == nil {
+		return n, fieldErr(path+".ndparams.exclusive_storage", "missing")
+	}
+	n.ExclusiveStorage = *nd.ExclusiveStorage
+	live := !n.Offline && n.VMCapable
+	// Ganeti reads the capacity of live nodes only; dead ones count as empty.
+	num := func(field string, dst *int64) error {
+		v, ok := obj.get(field)
+		if !ok {
+			if live {
+				return fieldErr(path+"."+field, "missing")
+			}
+			return nil
+		}
+		return decodeCount(v, path+"."+field, dst)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{
+		{"total_memory", &n.TotalMemory}, {"reserved_memory", &n.ReservedMemory},
+		{"free_memory", &n.FreeMemory}, {"total_disk", &n.TotalDisk},
+		{"free_disk", &n.FreeDisk}, {"total_cpus", &n.TotalCPUs},
+		{"reserved_cpus", &n.ReservedCPUs}, {"free_spindles", &n.FreeSpindles},
+	} {
+		if err := num(f.name, f.dst); err != nil {
+			return n, err
+		}
+	}
+	if n.ExclusiveStorage {
+		if err := num("total_spindles", &n.TotalSpindles); err != nil {
+			return n, err
+		}
+	} else {
+		if nd.SpindleCount == nil {
+			return n, fieldErr(path+".ndparams.spindle_count", "missing")
+		}
+		n.TotalSpindles = int64(*nd.SpindleCount)
+	}
+	if live && (n.TotalMemory <= 0 || n.TotalCPUs <= 0) {
+		return n, fieldErr(path, "a live node needs positive total_memory and total_cpus")
+	}
+	return n, nil
+}
+
+func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (planner.Instance, error) {
+	path := fmt.Sprintf("instances[%q]", name)
+	in := planner.Instance{Name: name, State: planner.Up, Secondary: planner.NoNode}
+	obj, err := objectOf(data, path)
+	if err != nil {
+		return in, err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{
+		{"disk_space_total", &in.DiskSpace}, {"memory", &in.Memory},
+		{"vcpus", &in.VCPUs}, {"spindle_use", &in.SpindleUse},
+	} {
+		v, ok := obj.get(f.name)
+		if !ok {
+			return in, fieldErr(path+"."+f.name, "missing")
+		}
+		if err := decodeCount(v, path+"."+f.name, f.dst); err != nil {
+			return in, err
+		}
+		if *f.dst < 0 {
+			return in, fieldErr(path+"."+f.name, "must not be negative")
+		}
+	}
+	var disks []struct {
+		Size     *float64 `json:"size"`
+		Spindles *float64 `json:"spindles"`
+	}
+	if err := obj.required("disks", &disks); err != nil {
+		return in, err
+	}
+	for i, d := range disks {
+		if d.Size == nil {
+			return in, fieldErr(fmt.Sprintf("%s.disks[%d].size", path, i), "missing")
+		}
+		disk := planner.Disk{Size: int64(*d.Size)}
+		if d.Spindles != nil {
+			disk.Spindles = int64(*d.Spindles)
+		}
+		in.Disks = append(in.Disks, disk)
+	}
+	var nics []json.RawMessage
+	if err := obj.required("nics", &nics); err != nil {
+		return in, err
+	}
+	in.NICs = int64(len(nics))
+	if err := obj.required("tags", &in.Tags); err != nil {
+		return in, err
+	}
+	var kind string
+	if err := obj.required("disk_template", &kind); err != nil {
+		return in, err
+	}
+	in.Storage = planner.StorageKind(kind)
+	if !in.Storage.Known() {
+		return in, fieldErr(path+".disk_template", fmt.Sprintf("unknown storage kind %q", kind))
+	}
+	if v, ok := obj.get("admin_state"); ok {
+		var st string
+		if err := decodeInto(v, path+".admin_state", &st); err != nil {
+			return in, err
+		}
+		in.State = planner.RunState(st)
+		if in.State != planner.Up && in.State != planner.Down && in.State != planner.Offline {
+			return in, fieldErr(path+".admin_state", fmt.Sprintf("%q is not one of up, down, offline", st))
+		}
+	}
+	if v, ok := obj.get("owner"); ok {
+		if err := decodeInto(v, path+".owner", &in.Owner); err != nil {
+			return in, err
+		}
+	}
+	var nodes []string
+	if err := obj.required("nodes", &nodes); err != nil {
+		return in, err
+	}
+	if len(nodes) == 0 {
+		return in, fieldErr(path+".nodes", "empty node list")
+	}
+	for i, nn := range nodes {
+		idx, ok := nodeIdx[nn]
+		if !ok {
+			return in, fieldErr(fmt.Sprintf("%s.nodes[%d]", path, i), fmt.Sprintf("unknown node %q", nn))
+		}
+		switch i {
+		case 0:
+			in.Primary = idx
+		case 1:
+			in.Secondary = idx
+		}
+	}
+	if in.Storage.Mirroring() == planner.MirroredInternally {
+		if len(nodes) < 2 {
+			return in, fieldErr(path+".nodes", fmt.Sprintf("storage kind %q needs a primary and a secondary node", kind))
+		}
+		if in.Primary == in.Secondary {
+			return in, fieldErr(path+".nodes", "primary and secondary are the same node")
+		}
+	} else {
+		in.Secondary = planner.NoNode
+	}
+	return in, nil
+}
+
+// decodeCount reads a JSON number as a whole count; Ganeti sends some sizes
+// as floats.
+func decodeCount(v json.RawMessage, path string, dst *int64) error {
+	var f float64
+	if err := decodeInto(v, path, &f); err != nil {
+		return err
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1<<53 {
+		return fieldErr(path, "number out of range")
+	}
+	*dst = int64(f)
+	return nil
+}
+
+func decodeInto(v json.RawMessage, path string, dst any) error {
+	if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return fieldErr(path, "is null")
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return fieldErr(path, describeJSONError(err))
+	}
+	return nil
+}
