@@ -1,0 +1,129 @@
+package kafka
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config is what every Producer, Consumer and reader in this package needs.
+// Zero fields take the defaults listed with them.
+type Config struct {
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// ClientID names the client in broker logs and quotas. Default "drove".
+	ClientID string
+	// TransactionalID identifies a producer across restarts, so that a new
+	// instance fences the old one's unfinished transactions. It must be
+	// stable per producer role and instance (e.g. "planner-0") and never
+	// shared by two live producers. Required by NewProducer only.
+	TransactionalID string
+	// TransactionTimeout is how long the broker lets an open transaction
+	// live before aborting it, e.g. after a producer crash. Default 30s.
+	TransactionTimeout time.Duration
+	// SessionTimeout is how long a consumer may be silent before the group
+	// gives its partitions away. Default 45s.
+	SessionTimeout time.Duration
+	// DialTimeout bounds connecting to a broker. Default 10s.
+	DialTimeout time.Duration
+	// FetchMaxWait is how long a broker holds a fetch waiting for data.
+	// Default 1s; lower means faster shutdown and faster tails.
+	FetchMaxWait time.Duration
+	// MaxPollRecords bounds the records a consumer handles between commits.
+	// Default 500.
+	MaxPollRecords int
+	// CommitTimeout bounds committing offsets and ending transactions. They
+	// run on a context detached from the caller's, because abandoning them
+	// halfway would leave the outcome unknown. Default 10s.
+	CommitTimeout time.Duration
+	// ReplicationFactor is used by EnsureTopics; -1 is the broker default.
+	// Default -1.
+	ReplicationFactor int16
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.ClientID == "" {
+		c.ClientID = "drove"
+	}
+	if c.TransactionTimeout == 0 {
+		c.TransactionTimeout = 30 * time.Second
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 45 * time.Second
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 10 * time.Second
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = time.Second
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = 500
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = 10 * time.Second
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+	return c
+}
+
+// Validate reports every problem in c at once, after defaults are applied.
+func (c Config) Validate() error { return c.validate(false) }
+
+func (c Config) validate(producer bool) error {
+	c = c.withDefaults()
+	var ps []string
+	if len(c.Brokers) == 0 {
+		ps = append(ps, "Brokers: missing")
+	}
+	for i, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			ps = append(ps, fmt.Sprintf("Brokers[%d]: empty", i))
+		}
+	}
+	if producer && c.TransactionalID == "" {
+		ps = append(ps, "TransactionalID: missing (a producer appends in transactions)")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"TransactionTimeout", c.TransactionTimeout},
+		{"SessionTimeout", c.SessionTimeout},
+		{"DialTimeout", c.DialTimeout},
+		{"FetchMaxWait", c.FetchMaxWait},
+		{"CommitTimeout", c.CommitTimeout},
+	} {
+		if d.v < 0 {
+			ps = append(ps, fmt.Sprintf("%s: negative (%s)", d.name, d.v))
+		}
+	}
+	if c.FetchMaxWait >= 0 && c.FetchMaxWait < time.Millisecond {
+		ps = append(ps, fmt.Sprintf("FetchMaxWait: %s is below Kafka's 1ms resolution", c.FetchMaxWait))
+	}
+	if c.MaxPollRecords < 0 {
+		ps = append(ps, fmt.Sprintf("MaxPollRecords: negative (%d)", c.MaxPollRecords))
+	}
+	if c.ReplicationFactor < -1 {
+		ps = append(ps, fmt.Sprintf("ReplicationFactor: %d (want -1 or at least 1)", c.ReplicationFactor))
+	}
+	if len(ps) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(ps, "; "))
+	}
+	return nil
+}
+
+// clientOpts are the options every client of this package shares.
+func (c Config) clientOpts() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ClientID(c.ClientID),
+		kgo.DialTimeout(c.DialTimeout),
+		kgo.FetchMaxWait(c.FetchMaxWait),
+	}
+}

@@ -1,0 +1,24 @@
+// Package kafka writes Drove's events to Kafka and reads them back, over
+// franz-go. It knows nothing of event meanings: topics, types and the codec
+// belong to package events; this package only moves envelopes.
+//
+// Its invariants:
+//
+//   - Appends are transactional. A Producer writes several events in one
+//     Kafka transaction, so read-committed readers see all of them or none;
+//     a failed append is aborted and never becomes visible. Producers are
+//     idempotent, so a retried send does not duplicate a record.
+//   - Consumers read committed data only, and commit a record's offset only
+//     after its handler returned nil: the effect is durable before the log
+//     forgets it is pending. Delivery is therefore at least once, and
+//     handlers must be idempotent (deduplicate on the event id).
+//   - A handler error, or a record that does not decode, stops the consumer
+//     and is returned; the record stays uncommitted and is the first one the
+//     group sees next time. Skipping is a decision for middleware (see
+//     Retry), never a default.
+//   - ReadAll returns a topic as it stood when called: every committed event
+//     from the start of the log, in offset order per partition.
+//
+// franz-go's errors are translated into this package's sentinel errors
+// (errors.go) where a caller can act on the difference.
+package kafka

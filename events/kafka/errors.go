@@ -1,0 +1,77 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Sentinel errors. Returned errors wrap one of these and keep the franz-go
+// or events error underneath, so errors.Is works on either.
+var (
+	// ErrInvalidConfig is returned by constructors when the Config does not
+	// validate; the message lists every problem.
+	ErrInvalidConfig = errors.New("kafka: invalid config")
+
+	// ErrClosed is returned when the Producer or Consumer was closed.
+	ErrClosed = errors.New("kafka: client closed")
+
+	// ErrAborted is returned by Append when the transaction was aborted:
+	// none of its events will ever be visible to read-committed readers, so
+	// the whole append may be retried.
+	ErrAborted = errors.New("kafka: transaction aborted")
+
+	// ErrUncertain is returned by Append when the commit's outcome could not
+	// be confirmed: the events may or may not be in the log. Retrying is
+	// safe only because consumers deduplicate on event id.
+	ErrUncertain = errors.New("kafka: transaction outcome unknown")
+
+	// ErrFenced is returned when another producer with the same
+	// transactional id has taken over. This producer is a zombie and must
+	// stop; retrying would fail the same way.
+	ErrFenced = errors.New("kafka: producer fenced by a newer instance")
+
+	// ErrUnknownTopic is returned when a topic does not exist; create topics
+	// with EnsureTopics before use.
+	ErrUnknownTopic = errors.New("kafka: unknown topic")
+
+	// ErrUndecodable is returned when a record in the log is not an event
+	// this build accepts (see events.Decode). It also wraps the events
+	// error, so errors.Is(err, events.ErrUnknownType) tells a newer schema
+	// from garbage.
+	ErrUndecodable = errors.New("kafka: undecodable record")
+)
+
+// IsRetryable reports whether repeating the failed operation may succeed:
+// an aborted append, or a franz-go error Kafka marks retriable. A fenced
+// producer's append is aborted too, but no retry can succeed, so fencing
+// is checked first.
+func IsRetryable(err error) bool {
+	switch {
+	case errors.Is(err, ErrFenced), errors.Is(err, ErrClosed),
+		errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrUndecodable):
+		return false
+	case errors.Is(err, ErrAborted):
+		return true
+	}
+	return kerr.IsRetriable(err)
+}
+
+// translate maps franz-go errors onto the sentinels, keeping the original.
+func translate(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kgo.ErrClientClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, kerr.ProducerFenced),
+		errors.Is(err, kerr.InvalidProducerEpoch),
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
+		return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
+	}
+	return err
+}

@@ -1,0 +1,327 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events"
+)
+
+const topic = "drove.test"
+
+var errBoom = errors.New("boom")
+
+func TestAppendIsSeenAtomically(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	p := newProducer(t, cfg)
+	evs := []events.Envelope{event("r1"), event("r1"), event("r1")}
+
+	// While the transaction is open its records are in the log, but a
+	// read-committed reader must see none of them.
+	var during []Record
+	p.beforeCommit = func(ctx context.Context) error {
+		if got := readUncommitted(t, ctx, cfg, topic, 3); len(got) != 3 {
+			t.Errorf("the open transaction holds %d records, want 3", len(got))
+		}
+		var err error
+		during, err = ReadAll(ctx, cfg, topic)
+		return err
+	}
+	if err := p.Append(ctx, topic, evs...); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if len(during) != 0 {
+		t.Fatalf("a read-committed reader saw %d records of an open transaction", len(during))
+	}
+	after, err := ReadAll(ctx, cfg, topic)
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	equalIDs(t, "after commit", ids(after), envIDs(evs...))
+}
+
+func TestAbortedAppendIsNeverSeen(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	p := newProducer(t, cfg)
+
+	p.beforeCommit = func(context.Context) error { return errBoom }
+	err := p.Append(ctx, topic, event("aborted"), event("aborted"))
+	if !errors.Is(err, ErrAborted) || !errors.Is(err, errBoom) {
+		t.Fatalf("Append = %v, want ErrAborted wrapping the cause", err)
+	}
+	if !IsRetryable(err) {
+		t.Fatalf("an aborted append should be retryable")
+	}
+	p.beforeCommit = nil
+	committed := event("committed")
+	if err := p.Append(ctx, topic, committed); err != nil {
+		t.Fatalf("Append after abort: %v", err)
+	}
+	// The aborted records really are in the log, before the committed one.
+	if got := readUncommitted(t, ctx, cfg, topic, 3); len(got) != 3 {
+		t.Fatalf("log holds %d data records, want 3", len(got))
+	}
+
+	all, err := ReadAll(ctx, cfg, topic)
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	equalIDs(t, "ReadAll", ids(all), envIDs(committed))
+
+	// A group consumer reads the partition in order, so had it seen the
+	// aborted records they would have come before the committed one.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var seen []string
+	done := runConsumer(t, cctx, cfg, "g-abort", topic, func(_ context.Context, rec Record) error {
+		seen = append(seen, rec.Event.ID)
+		if rec.Event.ID == committed.ID {
+			cancel()
+		}
+		return nil
+	})
+	if err := wait(t, ctx, done, "consumer"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	equalIDs(t, "consumer", seen, envIDs(committed))
+}
+
+func TestHandlerErrorLeavesOffsetUncommitted(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	p := newProducer(t, cfg)
+	e1, e2, e3 := event("r1"), event("r1"), event("r1")
+	if err := p.Append(ctx, topic, e1, e2, e3); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+
+	const group = "g-fail"
+	var first []string
+	err := wait(t, ctx, runConsumer(t, ctx, cfg, group, topic, func(_ context.Context, rec Record) error {
+		if rec.Event.ID == e2.ID {
+			return errBoom
+		}
+		first = append(first, rec.Event.ID)
+		return nil
+	}), "first consumer")
+	if !errors.Is(err, errBoom) || !strings.Contains(err.Error(), e2.ID) {
+		t.Fatalf("Run = %v, want the handler's error naming the event", err)
+	}
+	equalIDs(t, "first consumer handled", first, envIDs(e1))
+
+	// A new member of the group resumes at the failed record: e1 was
+	// committed, e2 was not.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var second []string
+	done := runConsumer(t, cctx, cfg, group, topic, func(_ context.Context, rec Record) error {
+		second = append(second, rec.Event.ID)
+		if rec.Event.ID == e3.ID {
+			cancel()
+		}
+		return nil
+	})
+	if err := wait(t, ctx, done, "second consumer"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	equalIDs(t, "second consumer handled", second, envIDs(e2, e3))
+}
+
+func TestReadAllReturnsEveryEventInOrder(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic, "drove.empty")
+	p := newProducer(t, cfg)
+
+	var want []events.Envelope
+	for _, batch := range [][]events.Envelope{
+		{event("r1")},
+		{event("r2"), event("r3")},
+		{event("r4"), event("r5"), event("r6")},
+	} {
+		if err := p.Append(ctx, topic, batch...); err != nil {
+			t.Fatalf("Append: %v", err)
+		}
+		want = append(want, batch...)
+	}
+	// An aborted append at the tail ends the log in an abort marker.
+	p.beforeCommit = func(context.Context) error { return errBoom }
+	if err := p.Append(ctx, topic, event("r7")); !errors.Is(err, ErrAborted) {
+		t.Fatalf("Append = %v, want ErrAborted", err)
+	}
+
+	got, err := ReadAll(ctx, cfg, topic)
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	equalIDs(t, "ReadAll", ids(got), envIDs(want...))
+	if got[0].Offset != 0 {
+		t.Fatalf("first offset %d, want 0", got[0].Offset)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Offset <= got[i-1].Offset {
+			t.Fatalf("offsets out of order: %v then %v", got[i-1], got[i])
+		}
+	}
+	for _, r := range got {
+		if r.Topic != topic || r.Event.Type != events.TypeRequestApproved {
+			t.Fatalf("record %v: topic %q type %q", r, r.Topic, r.Event.Type)
+		}
+	}
+
+	if empty, err := ReadAll(ctx, cfg, "drove.empty"); err != nil || len(empty) != 0 {
+		t.Fatalf("ReadAll(empty) = %v, %v", empty, err)
+	}
+	if _, err := ReadAll(ctx, cfg, "drove.missing"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("ReadAll(missing) = %v, want ErrUnknownTopic", err)
+	}
+}
+
+func TestReadAllAcrossPartitions(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 4, topic)
+	p := newProducer(t, cfg)
+	var msgs []Message
+	wantByKey := map[string][]string{}
+	for i := range 40 {
+		e := event([]string{"r-a", "r-b", "r-c", "r-d", "r-e"}[i%5])
+		msgs = append(msgs, Message{Topic: topic, Event: e})
+		wantByKey[e.Key] = append(wantByKey[e.Key], e.ID)
+	}
+	if err := p.AppendBatch(ctx, msgs...); err != nil {
+		t.Fatalf("AppendBatch: %v", err)
+	}
+	got, err := ReadAll(ctx, cfg, topic)
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	if len(got) != len(msgs) {
+		t.Fatalf("ReadAll returned %d records, want %d", len(got), len(msgs))
+	}
+	gotByKey := map[string][]string{}
+	for i, r := range got {
+		if i > 0 && (r.Partition < got[i-1].Partition ||
+			r.Partition == got[i-1].Partition && r.Offset <= got[i-1].Offset) {
+			t.Fatalf("not ordered by partition then offset: %v then %v", got[i-1], r)
+		}
+		gotByKey[r.Event.Key] = append(gotByKey[r.Event.Key], r.Event.ID)
+	}
+	for k, want := range wantByKey {
+		equalIDs(t, "events of key "+k, gotByKey[k], want)
+	}
+}
+
+func TestUndecodableRecordStops(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	raw, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	future := []byte(`{"id":"x","type":"node.exploded","version":1,"time":"2025-01-01T00:00:00Z",` +
+		`"key":"n","producer":"p","reason":{"actor":"a","why":"w"},"payload":{}}`)
+	if err := raw.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: future}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := ReadAll(ctx, cfg, topic); !errors.Is(err, ErrUndecodable) || !errors.Is(err, events.ErrUnknownType) {
+		t.Fatalf("ReadAll = %v, want ErrUndecodable wrapping events.ErrUnknownType", err)
+	}
+	called := false
+	err = wait(t, ctx, runConsumer(t, ctx, cfg, "g-undecodable", topic, func(context.Context, Record) error {
+		called = true
+		return nil
+	}), "consumer")
+	if !errors.Is(err, ErrUndecodable) || called {
+		t.Fatalf("Run = %v (handler called: %v), want ErrUndecodable before the handler", err, called)
+	}
+}
+
+func TestAppendRefusesInvalidEventsBeforeWriting(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	p := newProducer(t, cfg)
+	bad := events.New(events.RequestApproved{Request: "r1"}) // no producer, no reason
+	err := p.Append(ctx, topic, event("r1"), bad)
+	if !errors.Is(err, events.ErrMalformed) || !strings.Contains(err.Error(), "event 1") {
+		t.Fatalf("Append = %v, want events.ErrMalformed naming event 1", err)
+	}
+	if err := p.AppendBatch(ctx, Message{Event: event("r1")}); err == nil || !strings.Contains(err.Error(), "topic missing") {
+		t.Fatalf("AppendBatch without topic = %v", err)
+	}
+	if got, err := ReadAll(ctx, cfg, topic); err != nil || len(got) != 0 {
+		t.Fatalf("ReadAll = %d records, %v; want none written", len(got), err)
+	}
+}
+
+func TestSecondProducerFencesTheFirst(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	old := newProducer(t, cfg)
+	if err := old.Append(ctx, topic, event("r1")); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	successor := newProducer(t, cfg) // same TransactionalID: a restart
+	if err := successor.Append(ctx, topic, event("r2")); err != nil {
+		t.Fatalf("successor Append: %v", err)
+	}
+	err := old.Append(ctx, topic, event("r3"))
+	if !errors.Is(err, ErrFenced) || IsRetryable(err) {
+		t.Fatalf("the fenced producer's Append = %v, want a non-retryable ErrFenced", err)
+	}
+	got, err := ReadAll(ctx, cfg, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("ReadAll = %d records, want the 2 committed ones", len(got))
+	}
+}
+
+func TestEnsureTopics(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 0)
+	if err := EnsureTopics(ctx, cfg, 3, events.Topics()...); err != nil {
+		t.Fatalf("EnsureTopics: %v", err)
+	}
+	if err := EnsureTopics(ctx, cfg, 3, events.Topics()...); err != nil {
+		t.Fatalf("EnsureTopics again: %v", err)
+	}
+	for _, tp := range events.Topics() {
+		b, err := partitionBounds(ctx, cfg.withDefaults(), tp)
+		if err != nil || len(b) != 3 {
+			t.Fatalf("%s: %d partitions, %v; want 3", tp, len(b), err)
+		}
+	}
+	if err := EnsureTopics(ctx, cfg, 0, "x"); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("EnsureTopics(0 partitions) = %v", err)
+	}
+}
+
+func TestConsumerStopsCleanlyOnCancel(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	cctx, cancel := context.WithCancel(ctx)
+	var once sync.Once
+	started := make(chan struct{})
+	p := newProducer(t, cfg)
+	if err := p.Append(ctx, topic, event("r1")); err != nil {
+		t.Fatal(err)
+	}
+	done := runConsumer(t, cctx, cfg, "g-cancel", topic, func(context.Context, Record) error {
+		once.Do(func() { close(started) })
+		return nil
+	})
+	wait(t, ctx, started, "first record")
+	cancel()
+	if err := wait(t, ctx, done, "consumer"); err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", err)
+	}
+}

@@ -1,0 +1,155 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events"
+)
+
+// Message is one event bound for a topic, for appends that span topics.
+type Message struct {
+	Topic string
+	Event events.Envelope
+}
+
+// Producer appends events to Kafka in transactions. It is safe for
+// concurrent use; appends are serialised, because a Kafka producer has at
+// most one open transaction.
+type Producer struct {
+	cfg Config
+	cl  *kgo.Client
+
+	mu sync.Mutex // one transaction at a time
+
+	// beforeCommit, when set, runs after the records are written and before
+	// the commit; a test seam to observe or fail an open transaction.
+	beforeCommit func(context.Context) error
+}
+
+// NewProducer returns a transactional, idempotent producer. It does not
+// contact the brokers until the first append.
+func NewProducer(cfg Config) (*Producer, error) {
+	if err := cfg.validate(true); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	opts := append(cfg.clientOpts(),
+		kgo.TransactionalID(cfg.TransactionalID),
+		kgo.TransactionTimeout(cfg.TransactionTimeout),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &Producer{cfg: cfg, cl: cl}, nil
+}
+
+// Append writes evs to topic in one transaction: read-committed readers see
+// all of them or none. Every event is encoded (and so validated) before the
+// transaction begins, so a bad event costs nothing in the log.
+func (p *Producer) Append(ctx context.Context, topic string, evs ...events.Envelope) error {
+	msgs := make([]Message, len(evs))
+	for i, e := range evs {
+		msgs[i] = Message{Topic: topic, Event: e}
+	}
+	return p.AppendBatch(ctx, msgs...)
+}
+
+// AppendBatch is Append for events bound for several topics, such as a plan
+// and the release of its first jobs, which must become visible together.
+func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	recs := make([]*kgo.Record, len(msgs))
+	var errs []error
+	for i, m := range msgs {
+		if m.Topic == "" {
+			errs = append(errs, fmt.Errorf("event %d (%s): topic missing", i, m.Event.Type))
+			continue
+		}
+		b, err := events.Encode(m.Event)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("event %d (%s): %w", i, m.Event.Type, err))
+			continue
+		}
+		recs[i] = &kgo.Record{
+			Topic:     m.Topic,
+			Key:       []byte(m.Event.Key),
+			Value:     b,
+			Timestamp: m.Event.Time,
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	if err := p.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("kafka: begin transaction: %w", translate(err))
+	}
+	if err := p.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return p.abort(ctx, fmt.Errorf("produce: %w", translate(err)))
+	}
+	if p.beforeCommit != nil {
+		if err := p.beforeCommit(ctx); err != nil {
+			return p.abort(ctx, err)
+		}
+	}
+	return p.commit(ctx)
+}
+
+// commit ends the transaction on a detached context: cancelling an EndTxn
+// in flight would make its outcome unknowable (see kgo.EndTransaction).
+func (p *Producer) commit(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
+	defer cancel()
+	err := p.cl.EndTransaction(cctx, kgo.TryCommit)
+	if err == nil {
+		return nil
+	}
+	// franz-go's rule: after a failed commit, end again with TryAbort. When
+	// the commit was never attempted or the broker said it must abort, the
+	// abort is certain; otherwise the commit may have landed first.
+	abortErr := p.cl.EndTransaction(cctx, kgo.TryAbort)
+	certain := errors.Is(err, kerr.OperationNotAttempted) || errors.Is(err, kerr.TransactionAbortable)
+	switch {
+	case errors.Is(translate(err), ErrFenced):
+		return fmt.Errorf("kafka: commit: %w", translate(err))
+	case certain && abortErr == nil:
+		return fmt.Errorf("%w: commit refused: %w", ErrAborted, err)
+	default:
+		return fmt.Errorf("%w: commit: %w", ErrUncertain, errors.Join(err, abortErr))
+	}
+}
+
+// abort rolls the open transaction back. Even if the abort request fails the
+// events stay invisible: the broker aborts the transaction itself when
+// TransactionTimeout passes, and the next BeginTransaction fences it.
+func (p *Producer) abort(ctx context.Context, cause error) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
+	defer cancel()
+	err := p.cl.AbortBufferedRecords(actx)
+	if err == nil {
+		err = p.cl.EndTransaction(actx, kgo.TryAbort)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w (the abort request failed too: %v)", ErrAborted, cause, translate(err))
+	}
+	if errors.Is(cause, ErrFenced) {
+		return cause
+	}
+	return fmt.Errorf("%w: %w", ErrAborted, cause)
+}
+
+// Close flushes nothing (appends are synchronous) and releases the client.
+// An append running concurrently fails with ErrClosed.
+func (p *Producer) Close() { p.cl.Close() }
