@@ -1,0 +1,3 @@
+// Package test holds what Drove's tests share: testenv starts real
+// PostgreSQL and Kafka for them.
+package test

@@ -1,0 +1,210 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// KafkaCluster is the Kafka a test talks to. (It cannot be called Kafka:
+// that is the function that returns it.)
+type KafkaCluster struct {
+	// Brokers are the seed broker addresses, host:port.
+	Brokers []string
+	// TopicPrefix is unique to the test. Put it in front of every topic,
+	// consumer group and transactional ID the test uses (see Topic), so
+	// tests sharing KAFKA_BROKERS never see each other's data.
+	TopicPrefix string
+	// Fake is the in-process cluster, for fault injection with its
+	// Control methods; nil when KAFKA_BROKERS is set.
+	Fake *kfake.Cluster
+
+	t testing.TB
+}
+
+// Shape of the in-process cluster.
+const (
+	kafkaBrokers    = 3 // leaders spread over brokers, as in production
+	kafkaPartitions = 3 // for auto-created topics and CreateTopic(…, -1)
+)
+
+// Kafka returns brokers for t. With KAFKA_BROKERS set (comma-separated
+// host:port), those are used and the topics under the test's TopicPrefix
+// are deleted when t ends. Otherwise an in-process franz-go kfake cluster
+// is started for t alone and closed when t ends.
+//
+// The kfake cluster has 3 brokers, supports transactions and classic and
+// KIP-848 consumer groups, creates topics on metadata requests from clients
+// that ask for it (kgo.AllowAutoTopicCreation) with 3 partitions, and
+// accepts session timeouts down to 100ms so rebalancing tests are quick. It
+// keeps its log in memory.
+func Kafka(t testing.TB) *KafkaCluster {
+	t.Helper()
+	k := &KafkaCluster{TopicPrefix: topicPrefix(t.Name()), t: t}
+	if env := os.Getenv("KAFKA_BROKERS"); env != "" {
+		for _, b := range strings.Split(env, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				k.Brokers = append(k.Brokers, b)
+			}
+		}
+		k.checkExternal()
+		t.Cleanup(k.deleteTopics)
+		return k
+	}
+
+	logger := &kfakeLogger{t: t}
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(kafkaBrokers),
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(kafkaPartitions),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond),
+		kfake.BrokerConfigs(map[string]string{
+			"group.consumer.heartbeat.interval.ms": "100",
+		}),
+		kfake.WithLogger(logger),
+	)
+	if err != nil {
+		t.Fatalf("testenv.Kafka: start kfake: %v", err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		logger.stop()
+	})
+	k.Fake = c
+	k.Brokers = c.ListenAddrs()
+	return k
+}
+
+// Topic returns name under the test's prefix. Use it for consumer group
+// and transactional IDs too.
+func (k *KafkaCluster) Topic(name string) string { return k.TopicPrefix + name }
+
+// Client returns a kgo client seeded with the brokers and opts, closed when
+// the test ends.
+func (k *KafkaCluster) Client(opts ...kgo.Opt) *kgo.Client {
+	k.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Brokers...)}, opts...)...)
+	if err != nil {
+		k.t.Fatalf("testenv: kafka client: %v", err)
+	}
+	k.t.Cleanup(cl.Close)
+	return cl
+}
+
+// CreateTopic creates Topic(name) with the given partitions (-1: the
+// broker's default) and returns its full name. Use it where the code under
+// test expects topics to exist, as on brokers without auto-creation.
+func (k *KafkaCluster) CreateTopic(ctx context.Context, name string, partitions int32) string {
+	k.t.Helper()
+	topic := k.Topic(name)
+	adm := kadm.NewClient(k.Client())
+	resp, err := adm.CreateTopic(ctx, partitions, -1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		k.t.Fatalf("testenv: create topic %s: %v", topic, err)
+	}
+	return topic
+}
+
+// checkExternal fails the test unless the KAFKA_BROKERS cluster answers
+// within a few seconds.
+func (k *KafkaCluster) checkExternal() {
+	k.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+	if err != nil {
+		k.t.Fatalf("testenv.Kafka: KAFKA_BROKERS=%q: %v", os.Getenv("KAFKA_BROKERS"), err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).ListBrokers(ctx); err != nil {
+		k.t.Fatalf("testenv.Kafka: KAFKA_BROKERS=%q does not answer: %v (unset it to use an in-process kfake cluster)",
+			os.Getenv("KAFKA_BROKERS"), err)
+	}
+}
+
+// deleteTopics removes the test's topics from the external cluster. A
+// failure is logged, not fatal: the test itself has already passed or
+// failed on its own merits.
+func (k *KafkaCluster) deleteTopics() {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+	if err != nil {
+		k.t.Logf("testenv: delete topics %s*: %v", k.TopicPrefix, err)
+		return
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	details, err := adm.ListTopics(ctx)
+	if err != nil {
+		k.t.Logf("testenv: delete topics %s*: %v", k.TopicPrefix, err)
+		return
+	}
+	var mine []string
+	for _, topic := range details.Names() {
+		if strings.HasPrefix(topic, k.TopicPrefix) {
+			mine = append(mine, topic)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	if _, err := adm.DeleteTopics(ctx, mine...); err != nil {
+		k.t.Logf("testenv: delete topics %v: %v", mine, err)
+	}
+}
+
+// topicPrefix is "test-<test name>-<random>-" in characters every Kafka
+// accepts, short enough to leave room for the topic's own name within
+// Kafka's 249-character limit.
+func topicPrefix(testName string) string {
+	var b strings.Builder
+	for _, r := range testName {
+		if b.Len() >= 60 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return fmt.Sprintf("test-%s-%s-", b.String(), randomHex(4))
+}
+
+// kfakeLogger sends kfake's errors to the test log until the cluster is
+// closed; testing panics on a log call after the test has ended.
+type kfakeLogger struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (l *kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
+	if level > kfake.LogLevelError {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Logf("kfake %s: "+format, append([]any{level}, args...)...)
+	}
+}
+
+func (l *kfakeLogger) stop() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
