@@ -101,7 +101,10 @@ func newState(c *Cluster, o Options) (*state, error) {
 			reported = 0
 		}
 		n.xMem = recorded - reported
-		n.failN1 = n.unallocated() <= n.rMem
+		// Ganeti 3.0 (the hail Debian ships) starts a node's N+1 flag from
+		// the free memory the node reported; moves then update it from the
+		// books.
+		n.failN1 = reported < n.rMem
 	}
 	s.groups = make([]groupStats, len(c.Groups))
 	for i := range s.nodes {
@@ -153,9 +156,6 @@ func totalSpindles(ds []Disk) int64 {
 func (s *state) check() error {
 	c := s.c
 	var probs []string
-	if len(c.Groups) == 0 {
-		probs = append(probs, "no node groups")
-	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		if n.Group < 0 || n.Group >= len(c.Groups) {

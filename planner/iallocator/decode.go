@@ -19,24 +19,51 @@ func Decode(data []byte) (*planner.Cluster, planner.Request, error) {
 	if err != nil {
 		return nil, req, err
 	}
+	c, err := decodeCluster(top)
+	if err != nil {
+		return nil, req, err
+	}
+	rv, ok := top.get("request")
+	if !ok {
+		return nil, req, fieldErr("request", "missing")
+	}
+	req, err = decodeRequest(rv, c)
+	if err != nil {
+		return nil, req, err
+	}
+	return c, req, nil
+}
+
+// DecodeCluster reads only the cluster of a request document, whatever it
+// asks; Drove uses it to import a Ganeti cluster's inventory.
+func DecodeCluster(data []byte) (*planner.Cluster, error) {
+	top, err := objectOf(data, "")
+	if err != nil {
+		return nil, err
+	}
+	return decodeCluster(top)
+}
+
+func decodeCluster(top *object) (*planner.Cluster, error) {
+	var err error
 	c := &planner.Cluster{Policy: planner.DefaultIPolicy()}
 	if v, ok := top.get("cluster_name"); ok {
 		if err := decodeInto(v, "cluster_name", &c.Name); err != nil {
-			return nil, req, err
+			return nil, err
 		}
 	}
 	if err := top.required("cluster_tags", &c.Tags); err != nil {
-		return nil, req, err
+		return nil, err
 	}
 	if v, ok := top.get("ipolicy"); ok {
 		if c.Policy, err = decodePolicy(v, "ipolicy"); err != nil {
-			return nil, req, err
+			return nil, err
 		}
 	}
 	var hvs []string
 	if v, ok := top.get("enabled_hypervisors"); ok {
 		if err := decodeInto(v, "enabled_hypervisors", &hvs); err != nil {
-			return nil, req, err
+			return nil, err
 		}
 	}
 	if len(hvs) > 0 && hvs[0] == "kvm" {
@@ -47,13 +74,13 @@ func Decode(data []byte) (*planner.Cluster, planner.Request, error) {
 
 	groups, err := top.object("nodegroups")
 	if err != nil {
-		return nil, req, err
+		return nil, err
 	}
 	groupIdx := map[string]int{}
 	for _, kv := range groups.fields {
 		g, err := decodeGroup(kv.key, kv.value, c.Policy)
 		if err != nil {
-			return nil, req, err
+			return nil, err
 		}
 		groupIdx[kv.key] = len(c.Groups)
 		c.Groups = append(c.Groups, g)
@@ -61,13 +88,13 @@ func Decode(data []byte) (*planner.Cluster, planner.Request, error) {
 
 	nodes, err := top.object("nodes")
 	if err != nil {
-		return nil, req, err
+		return nil, err
 	}
 	nodeIdx := map[string]int{}
 	for _, kv := range nodes.fields {
 		n, err := decodeNode(kv.key, kv.value, groupIdx)
 		if err != nil {
-			return nil, req, err
+			return nil, err
 		}
 		nodeIdx[kv.key] = len(c.Nodes)
 		c.Nodes = append(c.Nodes, n)
@@ -75,25 +102,17 @@ func Decode(data []byte) (*planner.Cluster, planner.Request, error) {
 
 	insts, err := top.object("instances")
 	if err != nil {
-		return nil, req, err
+		return nil, err
 	}
 	for _, kv := range insts.fields {
 		in, err := decodeInstance(kv.key, kv.value, nodeIdx)
 		if err != nil {
-			return nil, req, err
+			return nil, err
 		}
 		c.Instances = append(c.Instances, in)
 	}
 
-	rv, ok := top.get("request")
-	if !ok {
-		return nil, req, fieldErr("request", "missing")
-	}
-	req, err = decodeRequest(rv, c)
-	if err != nil {
-		return nil, req, err
-	}
-	return c, req, nil
+	return c, nil
 }
 
 func decodeRequest(data json.RawMessage, c *planner.Cluster) (planner.Request, error) {

@@ -51,7 +51,7 @@ func objectOf(data []byte, path string) (*object, error) {
 			return nil, fieldErr(o.sub(key), describeJSONError(err))
 		}
 		if _, dup := o.index[key]; dup {
-			return nil, fieldErr(o.sub(key), "appears twice")
+			continue // Ganeti reads the first of repeated keys; so does Drove
 		}
 		o.index[key] = len(o.fields)
 		o.fields = append(o.fields, field{key, raw})

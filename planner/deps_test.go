@@ -1,0 +1,38 @@
+package planner
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The planner is a pure library: it must not reach Kafka, Postgres, ZFS,
+// HTTP, the file system or the clock. This test reads the real import lists
+// from the Go tool: the planner packages import only the standard library's
+// pure packages, and nothing outside the planner itself.
+func TestPlannerImportsNoIO(t *testing.T) {
+	pkgs := []string{"github.com/drovehq/drove/planner", "github.com/drovehq/drove/planner/iallocator"}
+	allowed := map[string]bool{"bytes": true, "encoding/json": true, "errors": true, "fmt": true,
+		"math": true, "sort": true, "strings": true, "slices": true, "strconv": true}
+	out, err := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}"}, pkgs...)...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ": ")
+		for _, imp := range strings.Fields(imports) {
+			if !allowed[imp] && !strings.HasPrefix(imp, "github.com/drovehq/drove/planner") {
+				t.Errorf("%s imports %s", pkg, imp)
+			}
+		}
+	}
+	out, err = exec.Command("go", append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, pkgs...)...).Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(dep, "github.com/drovehq/drove/planner") {
+			t.Errorf("the planner depends on %s", dep)
+		}
+	}
+}
