@@ -1,6 +1,9 @@
 package planner
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // evacuate plans a node-evacuate request: each instance moves within its
 // group, off the nodes being emptied.
@@ -105,11 +108,21 @@ next:
 // noPlaceReason explains why no candidate fitted in group g.
 func (s *state) noPlaceReason(x *search, g int32, targets []int32) string {
 	gname := s.c.Groups[g].Name
-	if len(targets) == 0 {
-		return fmt.Sprintf("no node of group %q can receive it: every other node is being evacuated, offline, drained or not vm-capable", gname)
-	}
 	if x.why.empty() {
-		return fmt.Sprintf("no node of group %q can receive it", gname)
+		need := 1
+		if x.in.mirror == MirroredInternally {
+			need = 2
+		}
+		var names []string
+		for _, t := range targets {
+			names = append(names, s.nodeName(t))
+		}
+		left := "none"
+		if len(names) > 0 {
+			left = strings.Join(names, ", ")
+		}
+		return fmt.Sprintf("no node of group %q can receive it: it needs %d new node(s) and the only ones not being evacuated, offline, drained or already holding it are: %s",
+			gname, need, left)
 	}
 	return fmt.Sprintf("no node of group %q can receive it (memory %d MiB, disk %d MiB, %d vCPUs): %s",
 		gname, x.in.mem, x.in.dsk, x.in.vcpus, x.why.describe(s))
