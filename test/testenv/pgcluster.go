@@ -349,10 +349,24 @@ func readPid(file string) int {
 	return n
 }
 
+// pidAlive reports whether process pid exists and is not a zombie (a
+// container whose init does not reap leaves killed test binaries as
+// zombies, which still answer kill -0).
 func pidAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc: trust kill -0
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain them: "pid (comm) S ...".
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
 }

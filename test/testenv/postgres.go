@@ -60,6 +60,9 @@ var (
 // including initdb.
 const startTimeout = 60 * time.Second
 
+// externalTimeout bounds the wait for the DATABASE_URL server.
+const externalTimeout = 15 * time.Second
+
 // Postgres returns a fresh, empty database for t on the test binary's
 // shared PostgreSQL server, starting that server on first use. The
 // database is dropped when t ends.
@@ -79,7 +82,7 @@ func Postgres(t testing.TB) *PG {
 		t.Fatalf("testenv.Postgres: %v", err)
 	}
 	if started > 0 {
-		t.Logf("testenv: started %s in %v", srv.describe, started.Round(time.Millisecond))
+		t.Logf("testenv: %s ready in %v", srv.describe, started.Round(time.Millisecond))
 	}
 
 	name := "test_" + randomHex(8)
@@ -241,6 +244,10 @@ func startServer(ctx context.Context) (*server, error) {
 // externalServer uses the server DATABASE_URL names; testenv never stops
 // it, only creates and drops its test databases there.
 func externalServer(ctx context.Context, dsn string) (*server, error) {
+	// A server someone else runs should already be up; allow for one
+	// that is still starting beside the tests, as in CI, but no more.
+	ctx, cancel := context.WithTimeout(ctx, externalTimeout)
+	defer cancel()
 	admin, err := connectAdmin(ctx, dsn, nil)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
@@ -275,6 +282,7 @@ func connectAdmin(ctx context.Context, dsn string, exited <-chan struct{}) (*pgx
 // ctx ends, or exited (if not nil) reports that the server process died.
 func waitReady(ctx context.Context, ping func(context.Context) error, exited <-chan struct{}) error {
 	backoff := 5 * time.Millisecond
+	var lastErr error // the most telling failure: not a timeout if any
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := ping(pctx)
@@ -282,11 +290,14 @@ func waitReady(ctx context.Context, ping func(context.Context) error, exited <-c
 		if err == nil {
 			return nil
 		}
+		if lastErr == nil || !errors.Is(err, context.DeadlineExceeded) {
+			lastErr = err
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("server not ready: %w (last error: %v)", ctx.Err(), err)
+			return fmt.Errorf("server not ready: %w (last error: %v)", ctx.Err(), lastErr)
 		case <-exited:
-			return fmt.Errorf("server exited while starting (last error: %v)", err)
+			return fmt.Errorf("server exited while starting (last error: %v)", lastErr)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
