@@ -48,6 +48,7 @@ func init() {
 	register[OpcodeDispatched](TopicOpcodes)
 	register[OpcodeStarted](TopicOpcodes)
 	register[OpcodeEnded](TopicOpcodes)
+	register[OpcodeCancelled](TopicOpcodes)
 
 	register[Progress](TopicProgress)
 	register[End](TopicProgress)
@@ -196,6 +197,9 @@ func (p OpcodeStarted) key() string        { return p.Node }
 func (OpcodeEnded) Type() string           { return TypeOpcodeEnded }
 func (OpcodeEnded) Version() int           { return 1 }
 func (p OpcodeEnded) key() string          { return p.Node }
+func (OpcodeCancelled) Type() string       { return TypeOpcodeCancelled }
+func (OpcodeCancelled) Version() int       { return 1 }
+func (p OpcodeCancelled) key() string      { return p.Node }
 func (Progress) Type() string              { return TypeProgress }
 func (Progress) Version() int              { return 1 }
 func (p Progress) key() string             { return p.Instance }

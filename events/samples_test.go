@@ -62,6 +62,7 @@ func samples() []Payload {
 		OpcodeDispatched{Request: "req-1", Job: 1, Index: 0, Node: "node2", Opcode: job1.Opcodes[0]},
 		OpcodeStarted{Request: "req-1", Job: 1, Index: 0, Node: "node2"},
 		OpcodeEnded{Request: "req-1", Job: 1, Index: 0, Node: "node2", Status: JobSuccess},
+		OpcodeCancelled{Request: "req-1", Job: 1, Index: 0, Node: "node2", Reason: "request cancelled"},
 		Progress{Request: "req-1", Job: 1, Index: 0, Instance: "inst2", Node: "node2",
 			Phase: PhaseSync, State: ProgressRunning, Current: 45916, Total: 91832,
 			ETASeconds: 0.218, BytesPerSecond: 22943, Message: "syncing data",

@@ -46,6 +46,7 @@ const (
 	TypeOpcodeDispatched = "opcode.dispatched"
 	TypeOpcodeStarted    = "opcode.started"
 	TypeOpcodeEnded      = "opcode.ended"
+	TypeOpcodeCancelled  = "opcode.cancelled"
 
 	// drove.progress
 	TypeProgress           = "move.progress"
@@ -228,6 +229,10 @@ type Opcode struct {
 	Mode       string `json:"mode,omitempty"`
 	// AllowFailover lets a migrate fall back to a failover.
 	AllowFailover bool `json:"allow_failover,omitempty"`
+	// From and To are the nodes the opcode moves the instance or its data
+	// from and to, as planned; the executor on From runs it.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 // Dependency makes a job wait for an earlier one. Job is relative, as in
@@ -409,6 +414,17 @@ type OpcodeEnded struct {
 	Node    string    `json:"node"`
 	Status  JobStatus `json:"status"`
 	Error   string    `json:"error,omitempty"`
+}
+
+// OpcodeCancelled asks the executor on Node to stop an opcode it was given:
+// its request was cancelled. A running opcode aborts cleanly and ends with
+// status canceled; one already ended is left as it ended.
+type OpcodeCancelled struct {
+	Request string `json:"request"`
+	Job     int    `json:"job"`
+	Index   int    `json:"index"`
+	Node    string `json:"node"`
+	Reason  string `json:"reason"`
 }
 
 // ---- drove.progress (keyed by instance)

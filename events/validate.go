@@ -222,6 +222,11 @@ func (o OpcodeDispatched) check(p *problems) {
 
 func (o OpcodeStarted) check(p *problems) { opRef(p, o.Request, o.Job, o.Index, o.Node) }
 
+func (o OpcodeCancelled) check(p *problems) {
+	opRef(p, o.Request, o.Job, o.Index, o.Node)
+	p.require("reason", o.Reason)
+}
+
 func (o OpcodeEnded) check(p *problems) {
 	opRef(p, o.Request, o.Job, o.Index, o.Node)
 	oneOf(p, "status", o.Status, JobSuccess, JobError, JobCanceled)
