@@ -1,0 +1,31 @@
+# Drove's make targets. `make help` lists them.
+GO ?= go
+BIN := bin/drove
+
+.PHONY: help build run test test-deps vet fuzz bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/drove
+	$(GO) build -o $(BIN) ./cmd/drove
+
+test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL)
+	@bash test/tools/deps.sh
+
+vet: ## go vet and gofmt
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+test: test-deps vet ## every test, with the race detector
+	$(GO) test -race -count=1 ./...
+
+fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
+	$(GO) test ./planner/iallocator -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-60s}
+	$(GO) test ./events -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-60s}
+
+bench: test-deps ## measure the planner against Ganeti's hail (BENCHFLAGS=-quick for a short run)
+	$(GO) run ./test/bench/planner $(BENCHFLAGS)
+
+clean: ## remove build output and caches
+	rm -rf bin .cache

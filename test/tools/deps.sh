@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what Drove's tests and benchmarks need on a fresh Debian machine:
+# Ganeti's hail and hbal (the peer the planner is measured against), Ganeti's
+# public test data (from Debian's ganeti-testsuite, unpacked into .cache, not
+# installed: it would pull all of Ganeti), and PostgreSQL's server binaries.
+# It is idempotent and quick when everything is already there.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+
+updated=""
+apt_update() {
+  [ -n "$updated" ] && return
+  $sudo apt-get update -qq
+  updated=1
+}
+
+packages=()
+[ -x /usr/lib/ganeti/iallocators/hail ] && command -v hbal >/dev/null || packages+=(ganeti-htools)
+if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  packages+=(postgresql)
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "deps: installing ${packages[*]}"
+  apt_update
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+
+data="$root/.cache/ganeti"
+if [ ! -f "$data/usr/share/ganeti/testsuite/test/data/htools/hail-node-evac.json" ]; then
+  echo "deps: unpacking Ganeti's test data into $data"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && apt-get download ganeti-testsuite >/dev/null 2>&1) || { apt_update; (cd "$tmp" && apt-get download ganeti-testsuite >/dev/null); }
+  mkdir -p "$data"
+  dpkg-deb -x "$tmp"/ganeti-testsuite_*.deb "$data"
+fi
