@@ -1,0 +1,11 @@
+// Package embedded runs the embedded default deployment's infrastructure in
+// process: a Kafka wire-protocol broker (franz-go's kfake, persisted in a
+// directory) and a PostgreSQL cluster from the system's server binaries
+// (initialised in a directory on first start, run as the postgres user when
+// Drove runs as root, which PostgreSQL refuses). `drove dev` (make run) and
+// `drove broker` use it; production uses Apache Kafka and a real
+// PostgreSQL, given by KAFKA_BROKERS and DATABASE_URL.
+//
+// Nothing else in Drove knows the broker is kfake: every component talks to
+// it through the Kafka protocol.
+package embedded

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package embedded
+
+import "syscall"
+
+func setParentDeathSignal(*syscall.SysProcAttr) {}
