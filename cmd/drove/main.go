@@ -17,6 +17,12 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"evacuate", "empty nodes, with live progress", runEvacuate},
+		{"group-change", "move instances to another node group, with live progress", runGroupChange},
+		{"approve", "run a reviewed dry-run plan", runApprove},
+		{"cancel", "stop a request", runCancel},
+		{"plans", "list requests, or print one request's plan", runPlans},
+		{"watch", "follow a request or an instance", runWatch},
 		{"iallocator", "answer a Ganeti IAllocator request (stands in for hail)", runIAllocator},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // object is a JSON object with its keys in document order. Ganeti breaks
@@ -115,6 +116,9 @@ func describeJSONError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return fmt.Sprintf("expected %s, got JSON %s", te.Type, te.Value)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "invalid JSON: the document ends too early"
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {

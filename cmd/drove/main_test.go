@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := dispatch(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestIAllocatorBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"cluster_tags": [], "nodegroups": {}, "nodes": {}, "instances": {}, "request": {"type": "node-evacuate", "evac_mode": "sideways", "instances": []}}`), 0o644)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin string
+		want  string
+	}{
+		{"invalid JSON on stdin", []string{"iallocator", "-"}, `{"nodes": `, "invalid JSON"},
+		{"unknown mode", []string{"iallocator", bad}, "", "request.evac_mode"},
+		{"missing file", []string{"iallocator", filepath.Join(dir, "nope.json")}, "", "no such file"},
+		{"unknown request type", []string{"iallocator", "-"}, `{"cluster_tags": [], "nodegroups": {}, "nodes": {}, "instances": {}, "request": {"type": "teleport"}}`, "request.type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := run(t, tc.stdin, tc.args...)
+			if code != 1 || out != "" || !strings.Contains(errs, tc.want) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1, no stdout, stderr naming %q", code, out, errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestIAllocatorAnswers(t *testing.T) {
+	doc := `{"cluster_tags": [], "nodegroups": {"g": {"name": "default", "alloc_policy": "preferred", "networks": [], "tags": [], "ipolicy": {"std": {}, "minmax": [], "disk-templates": ["rbd"], "vcpu-ratio": 4, "spindle-ratio": 32}}},
+	"nodes": {
+	 "n1": {"total_memory": 8192, "reserved_memory": 0, "free_memory": 7168, "total_disk": 100000, "free_disk": 100000, "total_cpus": 4, "reserved_cpus": 0, "free_spindles": 1, "offline": false, "drained": false, "group": "g", "ndparams": {"spindle_count": 1, "exclusive_storage": false}},
+	 "n2": {"total_memory": 8192, "reserved_memory": 0, "free_memory": 8192, "total_disk": 100000, "free_disk": 100000, "total_cpus": 4, "reserved_cpus": 0, "free_spindles": 1, "offline": false, "drained": false, "group": "g", "ndparams": {"spindle_count": 1, "exclusive_storage": false}}},
+	"instances": {"web": {"memory": 1024, "vcpus": 1, "disk_space_total": 1000, "disks": [{"size": 1000}], "nics": [], "tags": [], "spindle_use": 1, "disk_template": "rbd", "admin_state": "up", "nodes": ["n1"]}},
+	"request": {"type": "node-evacuate", "evac_mode": "all", "instances": ["web"]}}`
+	code, out, errs := run(t, doc, "iallocator", "-")
+	if code != 0 || !strings.Contains(out, `"success":true`) || !strings.Contains(out, `["web","default",["n2"]]`) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, out, _ := run(t, "", "--help")
+	if code != 0 || !strings.Contains(out, "iallocator") || !strings.Contains(out, "evacuate") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	code, _, errs := run(t, "", "iallocator", "--help")
+	if code != 0 || !strings.Contains(errs, "IAllocator") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, _, errs = run(t, "", "frobnicate")
+	if code != 2 || !strings.Contains(errs, "unknown command") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
