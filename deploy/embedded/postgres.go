@@ -37,13 +37,20 @@ type Binaries struct {
 // directories (highest version first), and takes postgres from the same
 // installation. The error wraps ErrNoPostgres and says how to fix it.
 func FindBinaries() (Binaries, error) {
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if b, ok := binariesIn(dir); ok && dir != "" {
+	return findBinaries(os.Getenv("PATH"), postgresBinGlobs)
+}
+
+func findBinaries(path string, globs []string) (Binaries, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		if b, ok := binariesIn(dir); ok {
 			return b, nil
 		}
 	}
 	var dirs []string
-	for _, g := range postgresBinGlobs {
+	for _, g := range globs {
 		m, _ := filepath.Glob(g) // constant, valid patterns
 		dirs = append(dirs, m...)
 	}
@@ -55,7 +62,7 @@ func FindBinaries() (Binaries, error) {
 	}
 	return Binaries{}, fmt.Errorf("%w: no PostgreSQL server binaries (initdb and postgres) in PATH or %s; "+
 		"install them with `apt-get install postgresql-15`, or point Drove at a server with DATABASE_URL",
-		ErrNoPostgres, strings.Join(postgresBinGlobs, ", "))
+		ErrNoPostgres, strings.Join(globs, ", "))
 }
 
 // binariesIn reports whether dir has initdb, with postgres beside it or

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"github.com/drovehq/drove/deploy/embedded"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -231,9 +233,9 @@ func startServer(ctx context.Context) (*server, error) {
 	if dsn := os.Getenv("DATABASE_URL"); dsn != "" {
 		return externalServer(ctx, dsn)
 	}
-	bins, binErr := findPostgresBinaries(os.Getenv("PATH"), postgresBinGlobs)
+	_, binErr := embedded.FindBinaries()
 	if binErr == nil {
-		return startCluster(ctx, bins)
+		return startCluster(ctx)
 	}
 	if dockerReachable() {
 		return startContainer(ctx)
