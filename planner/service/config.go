@@ -1,0 +1,117 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/planner"
+)
+
+// TransactionalID is the planner's Kafka transactional id. It is fixed on
+// purpose: there is one active planner, and a second instance started with
+// the same id fences the first, whose next append then fails with
+// kafka.ErrFenced and stops it.
+const TransactionalID = "drove-planner"
+
+// Config configures a Service. Zero fields take the defaults listed with them.
+type Config struct {
+	// Kafka is where the log is. TransactionalID defaults to
+	// TransactionalID; change it only to run a separate planner on a
+	// separate log.
+	Kafka kafka.Config
+	// Options tune plans; the zero value means planner.DefaultOptions().
+	// A request's max_moves_per_node and ignore_soft_errors override
+	// MaxMovesPerNode and IgnoreSoftErrors for that request.
+	Options planner.Options
+	// MaxRunningMoves bounds the jobs running at once across the cluster,
+	// all requests together (KubeVirt's parallel migrations per cluster).
+	// Default 5.
+	MaxRunningMoves int
+	// Partitions is the partition count EnsureTopics gives topics that do
+	// not exist yet. Default 3.
+	Partitions int
+	// Producer names this instance in the events it writes. Default
+	// "drove-planner".
+	Producer string
+	// AppendRetries is how many times an append that failed in a way
+	// that may succeed again is retried (same events, same ids) before Run
+	// gives up with ErrAppend. Default 5.
+	AppendRetries int
+	// RetryBackoff is the wait before the first retry; it doubles after
+	// each. Default 200ms.
+	RetryBackoff time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Metrics registers the service's collectors; nil means a private
+	// registry (the metrics are then kept but not exported).
+	Metrics prometheus.Registerer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Kafka.TransactionalID == "" {
+		c.Kafka.TransactionalID = TransactionalID
+	}
+	if c.Options == (planner.Options{}) {
+		c.Options = planner.DefaultOptions()
+	}
+	if c.MaxRunningMoves == 0 {
+		c.MaxRunningMoves = 5
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 3
+	}
+	if c.Producer == "" {
+		c.Producer = "drove-planner"
+	}
+	if c.AppendRetries == 0 {
+		c.AppendRetries = 5
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = 200 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = prometheus.NewRegistry()
+	}
+	return c
+}
+
+// Validate reports every problem in c at once, after defaults are applied.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if err := c.Kafka.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Options.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("Options: %w", err))
+	}
+	var ps []string
+	if c.MaxRunningMoves < 1 {
+		ps = append(ps, fmt.Sprintf("MaxRunningMoves: %d (want at least 1)", c.MaxRunningMoves))
+	}
+	if c.Partitions < 1 {
+		ps = append(ps, fmt.Sprintf("Partitions: %d (want at least 1)", c.Partitions))
+	}
+	if c.AppendRetries < 0 {
+		ps = append(ps, fmt.Sprintf("AppendRetries: negative (%d)", c.AppendRetries))
+	}
+	if c.RetryBackoff < 0 {
+		ps = append(ps, fmt.Sprintf("RetryBackoff: negative (%s)", c.RetryBackoff))
+	}
+	if len(ps) > 0 {
+		errs = append(errs, errors.New(strings.Join(ps, "; ")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}

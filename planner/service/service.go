@@ -1,0 +1,324 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+)
+
+// topics are what the service folds: everything it decides from.
+var topics = []string{
+	events.TopicInventory, events.TopicRequests, events.TopicPlans, events.TopicJobs, events.TopicOpcodes,
+}
+
+// Service is the planner service. Create it with New and start it with Run.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+	m   *metrics
+
+	readyOnce sync.Once
+	ready     chan struct{}
+}
+
+// New validates cfg and returns a service; it contacts no broker.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Metrics: %w", ErrInvalidConfig, err)
+	}
+	return &Service{cfg: cfg, log: cfg.Logger.With("service", "planner"), m: m, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once Run has rebuilt the state from the log and taken
+// the decisions it found pending.
+func (s *Service) Ready() <-chan struct{} { return s.ready }
+
+// Run rebuilds the state from offset zero, takes whatever decisions the log
+// shows pending, then follows the log and decides as events arrive, until
+// ctx is done (it then returns nil) or something fails: a fetch, an event
+// that does not decode, an append that cannot be made, or fencing by a
+// newer instance (the error wraps kafka.ErrFenced). Each Run starts from
+// scratch, so calling it again after an error is a clean restart.
+func (s *Service) Run(ctx context.Context) error {
+	err := s.run(ctx)
+	if ctx.Err() != nil {
+		// Shutting down: whatever was decided and not appended is not in
+		// the log, and the next start decides it again.
+		return nil
+	}
+	return err
+}
+
+func (s *Service) run(ctx context.Context) error {
+	kc := s.cfg.Kafka
+	if err := kafka.EnsureTopics(ctx, kc, s.cfg.Partitions, events.Topics()...); err != nil {
+		return err
+	}
+	// Fence first, read after: an older instance still alive can commit
+	// nothing once we hold the transactional id, so the state we read is
+	// the whole story and no decision of ours can duplicate one of its.
+	if err := fence(ctx, kc); err != nil {
+		return err
+	}
+	prod, err := kafka.NewProducer(kc)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+
+	pending, err := endOffsets(ctx, kc)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(clientOpts(kc),
+		kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Commit markers take offsets; the last offset before an end is
+		// often one, and seeing it is how replay knows it is done.
+		kgo.KeepControlRecords(),
+	)...)
+	if err != nil {
+		return fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
+	}
+	defer cl.Close()
+
+	l := &loop{svc: s, st: newState(), prod: prod, pending: pending, next: map[tp]int64{}}
+	start := time.Now()
+	if len(pending) == 0 {
+		if err := l.caughtUp(ctx, start); err != nil {
+			return err
+		}
+	}
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if fs.IsClientClosed() {
+			return kafka.ErrClosed
+		}
+		var errs []error
+		fs.EachError(func(t string, p int32, err error) {
+			errs = append(errs, fmt.Errorf("planner service: fetch %s/%d: %w", t, p, err))
+		})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		wasReplaying := len(l.pending) > 0
+		if err := l.fold(fs); err != nil {
+			return err
+		}
+		switch {
+		case wasReplaying && len(l.pending) == 0:
+			err = l.caughtUp(ctx, start)
+		case !wasReplaying:
+			err = l.decideAll(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		s.m.countJobs(l.st)
+	}
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// loop is one Run's state and position in the log.
+type loop struct {
+	svc     *Service
+	st      *state
+	prod    *kafka.Producer
+	pending map[tp]int64 // replay: partitions not yet read up to their end
+	next    map[tp]int64 // next offset to read, for the lag gauge
+}
+
+// fold applies a poll's events to the state and updates the lag gauge.
+func (l *loop) fold(fs kgo.Fetches) error {
+	var err error
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		k := tp{p.Topic, p.Partition}
+		for _, rec := range p.Records {
+			if err != nil {
+				return
+			}
+			l.next[k] = rec.Offset + 1
+			if end, ok := l.pending[k]; ok && rec.Offset >= end-1 {
+				delete(l.pending, k)
+			}
+			if rec.Attrs.IsControl() {
+				continue
+			}
+			env, derr := events.Decode(rec.Value)
+			if derr != nil {
+				// A consumer that does not understand an event stops
+				// rather than decide on a state that quietly misses it.
+				err = fmt.Errorf("%w: %s/%d@%d: %w", kafka.ErrUndecodable, rec.Topic, rec.Partition, rec.Offset, derr)
+				return
+			}
+			payload, _ := env.DecodePayload() // Decode checked it
+			l.st.apply(env, payload)
+		}
+		if p.LastStableOffset >= 0 {
+			if n, ok := l.next[k]; ok {
+				l.svc.m.lag.WithLabelValues(p.Topic).Set(float64(max(p.LastStableOffset-n, 0)))
+			}
+		}
+	})
+	return err
+}
+
+// caughtUp ends the replay: the state is the log's, and every request's
+// pending decisions are taken now.
+func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
+	active := 0
+	for _, id := range l.st.order {
+		if l.st.requests[id].active() {
+			active++
+		}
+	}
+	l.svc.log.Info("state rebuilt from the log", "requests", len(l.st.order), "active", active,
+		"nodes", len(l.st.inv.nodes), "instances", len(l.st.inv.instances), "took", time.Since(start))
+	err := l.decideAll(ctx)
+	l.svc.m.countJobs(l.st)
+	l.svc.readyOnce.Do(func() { close(l.svc.ready) })
+	return err
+}
+
+// decideAll runs a pass over every active request, oldest first, so that
+// a slot freed by one request's job goes to the oldest waiting request.
+// Each request's decisions are one transaction.
+func (l *loop) decideAll(ctx context.Context) error {
+	for _, id := range l.st.order {
+		r := l.st.requests[id]
+		if !r.active() {
+			continue
+		}
+		p := &pass{svc: l.svc, st: l.st, r: r, trigger: r.last}
+		p.run()
+		if len(p.msgs) == 0 {
+			continue
+		}
+		if err := l.append(ctx, p.msgs); err != nil {
+			return err
+		}
+		if p.outcome != "" {
+			l.svc.m.requests.WithLabelValues(p.outcome).Inc()
+		}
+		l.svc.log.Info("decided", "request", id, "events", len(p.msgs), "first", p.msgs[0].Event.Type,
+			"last", p.msgs[len(p.msgs)-1].Event.Type)
+	}
+	return nil
+}
+
+// append writes one pass's events in one transaction, retrying the same
+// events (same ids) while a retry may succeed. An outcome Kafka could not
+// confirm is retried too: if the first attempt did land, the second only
+// restates facts the fold already holds.
+func (l *loop) append(ctx context.Context, msgs []kafka.Message) error {
+	wait := l.svc.cfg.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		err := l.prod.AppendBatch(ctx, msgs...)
+		if err == nil {
+			return nil
+		}
+		retry := kafka.IsRetryable(err) || errors.Is(err, kafka.ErrUncertain)
+		if errors.Is(err, kafka.ErrFenced) || !retry || attempt >= l.svc.cfg.AppendRetries || ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", ErrAppend, err)
+		}
+		l.svc.log.Warn("append failed, retrying", "attempt", attempt+1, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %w", ErrAppend, errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// clientOpts are the kgo options the kafka.Config implies (its own are
+// unexported).
+func clientOpts(kc kafka.Config) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(kc.Brokers...), kgo.ClientID("drove-planner")}
+	if kc.ClientID != "" {
+		opts = append(opts, kgo.ClientID(kc.ClientID))
+	}
+	if kc.DialTimeout > 0 {
+		opts = append(opts, kgo.DialTimeout(kc.DialTimeout))
+	}
+	wait := time.Second
+	if kc.FetchMaxWait > 0 {
+		wait = kc.FetchMaxWait
+	}
+	return append(opts, kgo.FetchMaxWait(wait))
+}
+
+// fence takes the transactional id over, aborting any transaction an older
+// instance left open and fencing that instance's future appends.
+func fence(ctx context.Context, kc kafka.Config) error {
+	opts := append(clientOpts(kc), kgo.TransactionalID(kc.TransactionalID))
+	if kc.TransactionTimeout > 0 {
+		opts = append(opts, kgo.TransactionTimeout(kc.TransactionTimeout))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
+	}
+	defer cl.Close()
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("planner service: take over transactional id %q: %w", kc.TransactionalID, err)
+	}
+	return nil
+}
+
+// endOffsets lists, for each partition holding events, the last stable
+// offset: where replay ends. A read-committed reader cannot pass an open
+// transaction, and after fencing none of ours is open.
+func endOffsets(ctx context.Context, kc kafka.Config) (map[tp]int64, error) {
+	cl, err := kgo.NewClient(clientOpts(kc)...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("planner service: start offsets: %w", err)
+	}
+	ends, err := adm.ListCommittedOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("planner service: end offsets: %w", err)
+	}
+	out := map[tp]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > s.Offset {
+			out[tp{o.Topic, o.Partition}] = o.Offset
+		}
+	})
+	return out, nil
+}
