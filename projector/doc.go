@@ -1,0 +1,95 @@
+// Package projector folds Drove's event log into queryable Postgres views,
+// exactly once, and rebuilds them from offset zero to prove they are right.
+//
+//	if err := projector.Migrate(ctx, pool, "drove"); err != nil { ... }
+//	p, err := projector.New(projector.Config{Kafka: kcfg, Registerer: reg}, pool)
+//	err = p.Run(ctx)                                // until ctx is done
+//	rep, err := projector.Replay(ctx, cfg, pool)    // audit: rep.Equal
+//
+// # Schema
+//
+// The views are the tables of migrations/*.sql, numbered and embedded,
+// applied by Migrate in order, one transaction each, recorded in the
+// schema's schema_migrations table. Every query runs with search_path set
+// LOCAL to one schema, so the live schema ("drove") and replay schemas
+// ("drove_replay_<unix-nanos>") live side by side in one database and share
+// one pool. SQL lives in sql/*.sql.
+//
+// # Exactly once
+//
+// Kafka delivers at least once; the projector turns that into exactly once
+// by keeping its position in the same database as its effects:
+//
+//   - It reads every topic of events.Topics() with a plain franz-go client,
+//     read committed, no consumer group, no offset commits. Where it is in
+//     each partition lives only in projector_offsets.next_offset, loaded at
+//     every start.
+//   - A batch of records (up to BatchSize, from any partitions) is folded in
+//     one Postgres transaction that writes each new event's effects, its
+//     event_log row, and the next offset of every partition in the batch.
+//     The transaction commits all of it or none of it: a crash before the
+//     commit leaves the offsets where they were and the batch is read
+//     again; a crash after it leaves the offsets past the batch and it is
+//     not. No row is lost and none is doubled.
+//   - Control records (transaction markers) advance the offsets too, so a
+//     caught-up projector's next_offset equals the log's end offset.
+//   - The same event can be in the log twice (a producer retrying a commit
+//     whose outcome it did not know). Its event_log row is inserted with ON
+//     CONFLICT (id) DO NOTHING, and its effects run only when that insert
+//     added a row, in the same transaction: a duplicate is a no-op, even one
+//     appended long after its first copy.
+//   - One projector writes a schema at a time: Run holds an advisory lock
+//     on the very connection it writes through; a second Run waits. If that
+//     connection dies, its lock and its open transaction die with it.
+//
+// # Order, and why replay equals live
+//
+// Kafka orders records within a partition only, and a projector may read
+// partitions of different topics in any interleaving. The views therefore
+// follow the rules in migrations/001_views.sql:
+//
+//   - every effect is an upsert keyed by the event's own keys, creating the
+//     row with defaults when an event of another topic has not yet;
+//   - a table fed by several topics takes disjoint columns from each, so
+//     the interleaving of topics does not matter, while within one topic the
+//     partition key (request, node or instance) keeps one object's events
+//     in order;
+//   - values that accumulate are derived, not incremented, or added only by
+//     a new event (requests.plans; migrations.syncs and last_sync_bytes are
+//     derived from migration_syncs, one row per sync phase start);
+//   - the latest progress of a migration, and the latest status a node
+//     reported, win by the event's time, not by arrival;
+//   - derived states (a request's status, a migration's RFD 34 state) are
+//     computed in views at read time;
+//   - every time stored is an event's time, never the projector's clock.
+//
+// Replay folds the whole log, from each partition's start, into a fresh
+// schema with the same code, then compares a checksum per table (row count
+// and md5 of the rows' JSON in primary key order; event_log.seq, the order
+// one projector happened to read rows in, is left out). It first waits, at
+// most ReplayWait, for the live projector to reach the log's end, reads the
+// live offsets and checksums in one snapshot, and folds up to the larger of
+// the end and the live offset: a caught-up live schema is compared with a
+// rebuild of exactly what it folded. A live projector still behind is
+// reported as such (Report.LiveBehind, Report.Behind), not as a mismatch in
+// disguise.
+//
+// # Records that cannot be folded
+//
+// Decoding is strict (events.Decode). A record that does not decode, an
+// event on a topic its type does not belong to, or an event whose values
+// Postgres refuses (a NUL character) is not skipped silently: it is logged
+// at error level, counted in drove_projector_undecodable_events_total, and
+// recorded in undecodable_events with its topic, partition, offset, bytes
+// and error, in the same transaction as the offset that moves past it. The
+// projector then goes on. Stopping instead would freeze every view of every
+// request behind one bad record until someone edited the log, which an
+// event log does not allow; the record is kept for the operator, and a
+// replay records the same row.
+//
+// # Metrics
+//
+// drove_projector_events_applied_total{type}, _duplicate_events_total{type},
+// _undecodable_events_total{topic}, _lag{topic,partition} (end offset minus
+// next_offset), _apply_seconds (one transaction) and _batch_records.
+package projector

@@ -1,0 +1,221 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events"
+)
+
+// folder applies batches of records to one schema. It is shared by the live
+// projector and by Replay, so both fold with exactly the same code.
+type folder struct {
+	schema string
+	log    *slog.Logger
+	m      *metrics
+
+	// beforeCommit, when set, runs after a batch's statements and before
+	// its commit; a test seam to crash a projector mid-batch.
+	beforeCommit func(ctx context.Context) error
+}
+
+// tp names a partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// item is one data record, decoded or not.
+type item struct {
+	rec *kgo.Record
+	env events.Envelope
+	p   events.Payload
+	err error // why the record cannot be folded; nil when it can
+}
+
+// foldResult says what a batch did, for metrics and callers.
+type foldResult struct {
+	next        map[tp]int64 // next offset per partition, as committed
+	records     int          // data records (not control records)
+	applied     map[string]int
+	duplicates  map[string]int
+	undecodable []item
+}
+
+// decodeRecord decodes strictly and checks the event is on its type's topic:
+// an event on the wrong topic was ordered against the wrong neighbours.
+func decodeRecord(r *kgo.Record) item {
+	it := item{rec: r}
+	env, err := events.Decode(r.Value)
+	if err != nil {
+		it.err = err
+		return it
+	}
+	if want, _ := env.Topic(); want != r.Topic {
+		it.err = fmt.Errorf("%s event on topic %s, its type belongs on %s", env.Type, r.Topic, want)
+		return it
+	}
+	p, err := env.DecodePayload()
+	if err != nil { // Decode checked it already; kept for safety
+		it.err = err
+		return it
+	}
+	it.env, it.p = env, p
+	return it
+}
+
+// fold applies recs, in log order per partition, in one transaction: each
+// new event's effects, its event_log row, the undecodable records, and the
+// next offset of every partition in the batch. Either all of it commits or
+// none does, so a crash anywhere neither loses nor doubles a row.
+//
+// If Postgres refuses a value of the batch (SQLSTATE class 22), the batch is
+// folded again record by record, and the record Postgres refuses is set
+// aside like an undecodable one.
+func (f *folder) fold(ctx context.Context, db beginner, recs []*kgo.Record) (foldResult, error) {
+	items := make([]item, 0, len(recs))
+	for _, r := range recs {
+		if !r.Attrs.IsControl() {
+			items = append(items, decodeRecord(r))
+		}
+	}
+	res, err := f.foldItems(ctx, db, recs, items)
+	if err == nil || !isDataError(err) || ctx.Err() != nil {
+		return res, err
+	}
+	if len(recs) == 1 {
+		if len(items) == 1 {
+			items[0].err = fmt.Errorf("postgres refused the event: %w", err)
+			return f.foldItems(ctx, db, recs, items)
+		}
+		return res, err
+	}
+	total := foldResult{next: map[tp]int64{}, applied: map[string]int{}, duplicates: map[string]int{}}
+	for _, r := range recs {
+		one, err := f.fold(ctx, db, []*kgo.Record{r})
+		if err != nil {
+			return total, err
+		}
+		total.add(one)
+	}
+	return total, nil
+}
+
+func (r *foldResult) add(o foldResult) {
+	for k, v := range o.next {
+		r.next[k] = v
+	}
+	r.records += o.records
+	for k, v := range o.applied {
+		r.applied[k] += v
+	}
+	for k, v := range o.duplicates {
+		r.duplicates[k] += v
+	}
+	r.undecodable = append(r.undecodable, o.undecodable...)
+}
+
+func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record, items []item) (foldResult, error) {
+	res := foldResult{next: map[tp]int64{}, applied: map[string]int{}, duplicates: map[string]int{}}
+	for _, r := range recs {
+		k := tp{r.Topic, r.Partition}
+		res.next[k] = max(res.next[k], r.Offset+1)
+	}
+	start := time.Now()
+	fresh := make([]bool, len(items))
+	err := inTx(ctx, db, f.schema, func(tx pgx.Tx) error {
+		// First the log: an event's effects run only when its row is
+		// new, which is what makes a duplicate a no-op, even one
+		// appended long after (a producer retrying an uncertain commit).
+		b := &pgx.Batch{}
+		for _, it := range items {
+			r := it.rec
+			if it.err != nil {
+				b.Queue(q("undecodable_insert"), r.Topic, r.Partition, r.Offset, r.Key, r.Value, it.err.Error())
+				continue
+			}
+			e := it.env
+			b.Queue(q("event_log_insert"), e.ID, r.Topic, r.Partition, r.Offset, e.Type, e.Version, e.Time,
+				e.Key, e.CorrelationID, e.CausationID, e.Producer, e.Reason.Actor, e.Reason.Why,
+				requestOf(e), instanceOf(it.p), string(e.Payload))
+		}
+		clear(fresh)
+		if err := runBatch(ctx, tx, b, func(i int, rows int64) { fresh[i] = rows == 1 }); err != nil {
+			return err
+		}
+
+		b = &pgx.Batch{}
+		for i, it := range items {
+			if it.err != nil || !fresh[i] {
+				continue
+			}
+			sts, err := effects(it.env, it.p)
+			if err != nil {
+				return err
+			}
+			for _, s := range sts {
+				b.Queue(s.sql, s.args...)
+			}
+		}
+		for k, next := range res.next {
+			b.Queue(q("offset_set"), k.topic, k.partition, next)
+		}
+		if err := runBatch(ctx, tx, b, nil); err != nil {
+			return err
+		}
+		if f.beforeCommit != nil {
+			return f.beforeCommit(ctx)
+		}
+		return nil
+	})
+	if err != nil {
+		return foldResult{}, err
+	}
+	// Committed: count and tell.
+	for i, it := range items {
+		res.records++
+		switch {
+		case it.err != nil:
+			res.undecodable = append(res.undecodable, it)
+			f.m.undecodable.WithLabelValues(it.rec.Topic).Inc()
+			f.log.Error("projector: undecodable record set aside in undecodable_events",
+				"schema", f.schema, "topic", it.rec.Topic, "partition", it.rec.Partition,
+				"offset", it.rec.Offset, "err", it.err)
+		case fresh[i]:
+			res.applied[it.env.Type]++
+			f.m.applied.WithLabelValues(it.env.Type).Inc()
+		default:
+			res.duplicates[it.env.Type]++
+			f.m.duplicates.WithLabelValues(it.env.Type).Inc()
+		}
+	}
+	f.m.apply.Observe(time.Since(start).Seconds())
+	f.m.batch.Observe(float64(len(recs)))
+	return res, nil
+}
+
+// runBatch sends b and reads every result in order, handing each
+// statement's affected row count to row when it is not nil. It stops at
+// the first error: the transaction is aborted from there on anyway.
+func runBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch, row func(i int, rows int64)) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	br := tx.SendBatch(ctx, b)
+	for i := range b.Len() {
+		tag, err := br.Exec()
+		if err != nil {
+			_ = br.Close()
+			return fmt.Errorf("statement %d of %d: %w", i+1, b.Len(), err)
+		}
+		if row != nil {
+			row(i, tag.RowsAffected())
+		}
+	}
+	return br.Close()
+}

@@ -1,0 +1,93 @@
+package projector
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the projector's Prometheus collectors.
+type metrics struct {
+	applied     *prometheus.CounterVec // events whose effect was applied, by type
+	duplicates  *prometheus.CounterVec // events already in event_log, by type
+	undecodable *prometheus.CounterVec // records set aside, by topic
+	lag         *prometheus.GaugeVec   // end offset - next_offset, by topic and partition
+	apply       prometheus.Histogram   // seconds per folded batch (one transaction)
+	batch       prometheus.Histogram   // records per folded batch
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &metrics{
+		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drove_projector_events_applied_total",
+			Help: "Events folded into the views, by event type (duplicates excluded).",
+		}, []string{"type"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drove_projector_duplicate_events_total",
+			Help: "Events skipped because their id was already in event_log, by event type.",
+		}, []string{"type"}),
+		undecodable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drove_projector_undecodable_events_total",
+			Help: "Records that could not be folded and were set aside in undecodable_events, by topic.",
+		}, []string{"topic"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "drove_projector_lag",
+			Help: "Records between the log's end (last stable offset) and the projector's next offset.",
+		}, []string{"topic", "partition"}),
+		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "drove_projector_apply_seconds",
+			Help:    "Time to fold one batch of records in one Postgres transaction.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "drove_projector_batch_records",
+			Help:    "Records folded per transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+	}
+	var err error
+	if m.applied, err = register(reg, m.applied); err != nil {
+		return nil, err
+	}
+	if m.duplicates, err = register(reg, m.duplicates); err != nil {
+		return nil, err
+	}
+	if m.undecodable, err = register(reg, m.undecodable); err != nil {
+		return nil, err
+	}
+	if m.lag, err = register(reg, m.lag); err != nil {
+		return nil, err
+	}
+	if m.apply, err = register(reg, m.apply); err != nil {
+		return nil, err
+	}
+	if m.batch, err = register(reg, m.batch); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under
+// its name: a second projector on the same registry (a restart within one
+// process) shares the first one's counters.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}
+
+func (m *metrics) setLag(topic string, partition int32, lag int64) {
+	m.lag.WithLabelValues(topic, strconv.Itoa(int(partition))).Set(float64(max(lag, 0)))
+}
