@@ -191,6 +191,7 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 			printLarge(stdout, l)
 		}
 	}
+	sum.LoadEnd = loadAvg()
 	sum.judgeAll()
 	printSummary(stdout, sum)
 	if err := writeJSON(cfg.out, sum); err != nil {

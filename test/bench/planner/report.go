@@ -14,15 +14,20 @@ import (
 
 // summary is everything the bench measured; it is written as JSON.
 type summary struct {
-	Date      string       `json:"date"`
-	GoVersion string       `json:"go_version"`
-	CPUs      int          `json:"cpus"`
-	Hail      string       `json:"hail"`
-	HailArgs  []string     `json:"hail_args,omitempty"`
-	Budget    string       `json:"hail_budget"`
-	Runs      int          `json:"drove_runs"`
-	Seed      uint64       `json:"seed"`
-	Mix       string       `json:"mix"`
+	Date      string   `json:"date"`
+	GoVersion string   `json:"go_version"`
+	CPUs      int      `json:"cpus"`
+	Hail      string   `json:"hail"`
+	HailArgs  []string `json:"hail_args,omitempty"`
+	Budget    string   `json:"hail_budget"`
+	Runs      int      `json:"drove_runs"`
+	Seed      uint64   `json:"seed"`
+	Mix       string   `json:"mix"`
+	// LoadStart and LoadEnd are the machine's load averages (1, 5, 15
+	// minutes) when the bench started and ended: timings taken on a busy
+	// machine are slower for both planners.
+	LoadStart string       `json:"load_start,omitempty"`
+	LoadEnd   string       `json:"load_end,omitempty"`
 	Cases     []caseResult `json:"cases"`
 	Large     *largeResult `json:"large,omitempty"`
 	QualityOK bool         `json:"quality_ok"`
@@ -32,7 +37,7 @@ type summary struct {
 func newSummary(cfg config) *summary {
 	return &summary{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(),
 		CPUs: runtime.NumCPU(), Hail: cfg.hail, HailArgs: cfg.hailArgs, Budget: cfg.budget.String(),
-		Runs: cfg.runs, Seed: cfg.seed, Mix: mixString(cfg.mix)}
+		Runs: cfg.runs, Seed: cfg.seed, Mix: mixString(cfg.mix), LoadStart: loadAvg()}
 }
 
 func secs(t *toolResult, budget string) string {
@@ -96,8 +101,8 @@ func printLarge(w io.Writer, l *largeResult) {
 	}
 	fmt.Fprintf(w, "[large: 1 group, %d nodes, %d instances, request %.1f MB] %s: %d instances asked, Drove only\n",
 		l.Nodes, l.Instances, l.RequestMB, l.Request, l.Asked)
-	fmt.Fprintf(w, "  plan (planner.Compute)         %.3f s  (target < %s: %s)\n", l.PlanSeconds, l.Target, verdict(l.PlanMet))
-	fmt.Fprintf(w, "  answer (iallocator.Answer)     %.3f s  (target < %s: %s)\n", l.AnswerSeconds, l.Target, verdict(l.AnswerMet))
+	fmt.Fprintf(w, "  plan (planner.Compute)         %.3f s, %.3f s CPU  (target < %s: %s)\n", l.PlanSeconds, l.PlanCPUSeconds, l.Target, verdict(l.PlanMet))
+	fmt.Fprintf(w, "  answer (iallocator.Answer)     %.3f s, %.3f s CPU  (target < %s: %s)\n", l.AnswerSeconds, l.AnswerCPUSeconds, l.Target, verdict(l.AnswerMet))
 	fmt.Fprintf(w, "  moved %d, failed %d, score %.4f -> %.4f\n", l.Moved, l.Failed, l.ScoreBefore, l.ScoreAfter)
 	fmt.Fprintf(w, "  peak RSS of the child process: %.1f MiB (rusage), VmHWM %.1f MiB; generating took %.2f s\n",
 		float64(l.MaxRSSKB)/1024, float64(l.VmHWMKB)/1024, l.GenSeconds)
@@ -137,6 +142,7 @@ func printSummary(w io.Writer, s *summary) {
 			l.Nodes, l.Request, l.Asked, l.PlanSeconds, l.AnswerSeconds, l.Moved, l.Failed, l.ScoreBefore, l.ScoreAfter, float64(l.MaxRSSKB)/1024)
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "load average at start %s, at end %s (%d CPUs)\n", s.LoadStart, s.LoadEnd, s.CPUs)
 }
 
 func writeJSON(path string, s *summary) error {
