@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// maxBody bounds a command's body; the largest real one (a group change of
+// many instances) is far below it.
+const maxBody = 1 << 20
+
+// decodeBody decodes the JSON object in the request body into v strictly:
+// unknown fields, wrong types, trailing data and malformed JSON are 400s
+// naming the field. An empty body is allowed only when optional.
+func decodeBody(c *gin.Context, v any, optional bool) error {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Code: codeBadRequest,
+				Message: fmt.Sprintf("body larger than %d bytes", maxBody), Field: "body"}
+		}
+		return badRequest("body", "reading the body: "+err.Error())
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return nil
+		}
+		return badRequest("body", "body: missing (want a JSON object)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("body", "body: data after the JSON object")
+	}
+	return nil
+}
+
+// jsonError turns encoding/json's errors into 400s that name the field.
+func jsonError(err error) *apiError {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return badRequest("body", fmt.Sprintf("body: malformed JSON at byte %d: %v", syntax.Offset, syntax))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("body", "body: malformed JSON: unexpected end")
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return badRequest("body", fmt.Sprintf("body: want a JSON object, got %s", typ.Value))
+		}
+		field := indexRE.ReplaceAllString(typ.Field, "[$1]") // nodes.0 → nodes[0]
+		return badRequest(field, fmt.Sprintf("%s: want %s, got %s", field, jsonKind(typ.Type.Kind().String()), typ.Value))
+	}
+	// DisallowUnknownFields reports `json: unknown field "x"` with no type.
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		name, uerr := strconv.Unquote(strings.TrimPrefix(msg, "json: unknown field "))
+		if uerr != nil {
+			name = strings.TrimPrefix(msg, "json: unknown field ")
+		}
+		return badRequest(name, fmt.Sprintf("%s: unknown field", name))
+	}
+	return badRequest("body", "body: "+err.Error())
+}
+
+var indexRE = regexp.MustCompile(`\.(\d+)`)
+
+// jsonKind names a Go kind in JSON's words.
+func jsonKind(k string) string {
+	switch k {
+	case "slice", "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	case "struct", "map":
+		return "an object"
+	}
+	return k
+}

@@ -1,0 +1,29 @@
+// Package gateway is Drove's HTTP API (gin): operators and owners ask for
+// evacuations and group changes, approve and cancel them, read the views the
+// projector keeps in Postgres, and watch requests and instances as newline-
+// delimited JSON streams.
+//
+// The gateway keeps no state of its own. Its invariants:
+//
+//   - A command either appends exactly one event to the log or appends
+//     nothing. Everything that can be refused from the views (a malformed
+//     body, an unknown node, an instance an active request already holds) is
+//     refused before anything is appended, with a JSON error naming the
+//     field: {"error": {"code", "message", "field"}}.
+//   - The gateway's checks are a courtesy, not the guard. The views lag the
+//     log, so two gateways (or two quick calls) can both accept requests for
+//     the same instance; the planner service re-validates every request
+//     against its own snapshot and rejects the loser. Within one gateway,
+//     requests it appended but the views do not show yet still count (see
+//     recent.go), so a double click is refused here already.
+//   - Reads are deterministic: every list is ordered by its key and paged
+//     with a cursor (?after=<last key>&limit=, default 100, at most 1000).
+//   - Watch streams come from one shared tailer per gateway that polls
+//     event_log by seq and fans rows out to subscribers (tailer.go); a
+//     watcher never queries the log in a loop of its own, and a slow one is
+//     cut off with a final error line instead of holding the others back.
+//
+// The views are defined in projector/migrations (the contract); the gateway
+// reads them in Config.Schema, qualifying every name, so it works on a pool
+// whatever its search_path.
+package gateway

@@ -1,0 +1,277 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/drovehq/drove/events/kafka"
+)
+
+// Gateway is the HTTP API. Build it with New; serve Handler yourself or
+// call Run.
+type Gateway struct {
+	cfg      Config
+	log      *slog.Logger
+	db       *store
+	producer *kafka.Producer
+	metrics  *metrics
+	gatherer prometheus.Gatherer
+	tail     *tailer
+	recent   *recent
+	engine   *gin.Engine
+
+	// commandMu makes a command's check for active requests and its append
+	// one step within this gateway, so two quick identical calls cannot
+	// both pass the check (see recent.go).
+	commandMu sync.Mutex
+
+	// closing is closed when Run starts shutting down, to end watch
+	// streams: http.Server.Shutdown does not interrupt active handlers.
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a gateway reading the views through pool and appending
+// through producer. It does not contact either; GET /healthz does.
+func New(cfg Config, pool *pgxpool.Pool, producer *kafka.Producer) (*Gateway, error) {
+	err := cfg.Validate()
+	var ps []error
+	if err != nil {
+		ps = append(ps, err)
+	}
+	if pool == nil {
+		ps = append(ps, fmt.Errorf("%w: no Postgres pool", ErrInvalidConfig))
+	}
+	if producer == nil {
+		ps = append(ps, fmt.Errorf("%w: no Kafka producer", ErrInvalidConfig))
+	}
+	if err := errors.Join(ps...); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+
+	var reg prometheus.Registerer = cfg.Metrics
+	gatherer := cfg.Gatherer
+	if reg == nil {
+		own := prometheus.NewRegistry()
+		reg = own
+		if gatherer == nil {
+			gatherer = own
+		}
+	}
+	if gatherer == nil {
+		if g, ok := reg.(prometheus.Gatherer); ok {
+			gatherer = g
+		} else {
+			gatherer = prometheus.NewRegistry()
+		}
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	q, err := loadQueries(cfg.quotedSchema())
+	if err != nil {
+		return nil, err
+	}
+
+	g := &Gateway{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		db:       &store{pool: pool, q: q},
+		producer: producer,
+		metrics:  m,
+		gatherer: gatherer,
+		recent:   newRecent(recentTTL),
+		closing:  make(chan struct{}),
+	}
+	g.tail = newTailer(g.db, cfg.TailInterval, cfg.Logger, m.tailerPolls)
+	g.engine = g.routes()
+	return g, nil
+}
+
+// Handler serves the API.
+func (g *Gateway) Handler() http.Handler { return g.engine }
+
+// Run serves the API on cfg.Addr until ctx is done, then shuts down: it
+// stops accepting connections, ends the watch streams, and waits up to
+// ShutdownTimeout for the other requests to finish.
+func (g *Gateway) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", g.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen on %s: %w", g.cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           g.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+	g.log.Info("gateway listening", "addr", ln.Addr().String(), "schema", g.cfg.Schema)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("gateway: serve: %w", err)
+	case <-ctx.Done():
+	}
+	g.closeOnce.Do(func() { close(g.closing) })
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.ShutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-served
+	if err != nil {
+		return fmt.Errorf("gateway: shutdown: %w", err)
+	}
+	g.log.Info("gateway stopped")
+	return nil
+}
+
+// routes wires the API. Every handler returns an error; handle turns it
+// into the JSON error answer, so no path can forget to stop.
+func (g *Gateway) routes() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	// Handlers pass the gin.Context as their context: with the fallback it
+	// is the request's, cancelled when the client goes away.
+	r.ContextWithFallback = true
+	r.Use(g.observe, gin.CustomRecoveryWithWriter(nil, g.recovered))
+	r.NoRoute(g.handle(func(c *gin.Context) error {
+		return notFound("", "no such endpoint: "+c.Request.Method+" "+c.Request.URL.Path)
+	}))
+	r.NoMethod(g.handle(func(c *gin.Context) error {
+		return &apiError{Status: http.StatusMethodNotAllowed, Code: codeBadRequest,
+			Message: "method " + c.Request.Method + " not allowed on " + c.Request.URL.Path}
+	}))
+
+	r.GET("/healthz", g.handle(g.healthz))
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(g.gatherer, promhttp.HandlerOpts{})))
+
+	v1 := r.Group("/v1")
+	v1.POST("/evacuations", g.handle(g.postEvacuation))
+	v1.POST("/group-changes", g.handle(g.postGroupChange))
+	v1.POST("/requests/:id/approve", g.handle(g.postApprove))
+	v1.POST("/requests/:id/cancel", g.handle(g.postCancel))
+
+	v1.GET("/requests", g.handle(g.listRequests))
+	v1.GET("/requests/:id", g.handle(g.getRequest))
+	v1.GET("/requests/:id/plan", g.handle(g.getPlan))
+	v1.GET("/requests/:id/jobs", g.handle(g.getRequestJobs))
+	v1.GET("/requests/:id/watch", g.handle(g.watchRequest))
+	v1.GET("/jobs", g.handle(g.listJobs))
+	v1.GET("/migrations", g.handle(g.listMigrations))
+	// A migration's id is request/job/index, so it spans three segments.
+	v1.GET("/migrations/:request/:job/:idx", g.handle(g.getMigration))
+	v1.GET("/nodes", g.handle(g.listNodes))
+	v1.GET("/nodes/:name", g.handle(g.getNode))
+	v1.GET("/instances", g.handle(g.listInstances))
+	v1.GET("/instances/:name", g.handle(g.getInstance))
+	v1.GET("/instances/:name/watch", g.handle(g.watchInstance))
+	v1.GET("/groups", g.handle(g.listGroups))
+	return r
+}
+
+// handle adapts a handler that returns an error.
+func (g *Gateway) handle(h func(*gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			g.fail(c, err)
+		}
+	}
+}
+
+// fail writes err as the JSON error answer. Errors that are not apiErrors
+// are the gateway's or its dependencies' fault: they are logged in full and
+// answered without internals.
+func (g *Gateway) fail(c *gin.Context, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		status, code, msg := http.StatusInternalServerError, codeInternal, "internal error; the gateway log has the details"
+		if c.Request.Context().Err() != nil {
+			status, code, msg = 499, "client_gone", "the client went away"
+		}
+		g.log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+		ae = &apiError{Status: status, Code: code, Message: msg}
+	}
+	if c.Writer.Written() {
+		return // a stream already started; it ends its own way
+	}
+	c.AbortWithStatusJSON(ae.Status, gin.H{"error": ae})
+}
+
+func (g *Gateway) recovered(c *gin.Context, v any) {
+	g.log.Error("handler panicked", "method", c.Request.Method, "path", c.Request.URL.Path, "panic", v)
+	if !c.Writer.Written() {
+		c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": &apiError{
+			Code: codeInternal, Message: "internal error; the gateway log has the details"}})
+	}
+}
+
+// observe logs each request with slog and counts it.
+func (g *Gateway) observe(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched" // keeps arbitrary paths out of the label set
+	}
+	status := c.Writer.Status()
+	elapsed := time.Since(start)
+	g.metrics.requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
+	g.metrics.duration.WithLabelValues(route, c.Request.Method).Observe(elapsed.Seconds())
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	if route == "/healthz" || route == "/metrics" {
+		level = slog.LevelDebug
+	}
+	g.log.Log(c.Request.Context(), level, "http",
+		"method", c.Request.Method, "path", c.Request.URL.Path, "route", route,
+		"status", status, "duration", elapsed, "actor", c.GetHeader(actorHeader))
+}
+
+// healthz answers 200 when Postgres answers and the producer is usable.
+func (g *Gateway) healthz(c *gin.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Second)
+	defer cancel()
+	checks := gin.H{}
+	ok := true
+	if err := g.db.pool.Ping(ctx); err != nil {
+		ok = false
+		checks["postgres"] = err.Error()
+	} else {
+		checks["postgres"] = "ok"
+	}
+	switch {
+	case g.cfg.KafkaCheck == nil:
+		checks["kafka"] = "ok (producer present; no KafkaCheck configured)"
+	default:
+		if err := g.cfg.KafkaCheck(ctx); err != nil {
+			ok = false
+			checks["kafka"] = err.Error()
+		} else {
+			checks["kafka"] = "ok"
+		}
+	}
+	if !ok {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "checks": checks})
+		return nil
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": checks})
+	return nil
+}

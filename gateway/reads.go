@@ -1,0 +1,359 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Paging: every list is ordered by its key and cut after the key given as
+// ?after= (exclusive); ?limit= bounds the page. The answer's "next" is the
+// after= of the following page, absent on the last one.
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+)
+
+type page struct {
+	limit int
+	after string
+}
+
+func parsePage(c *gin.Context) (page, error) {
+	p := page{limit: defaultLimit, after: c.Query("after")}
+	if s, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxLimit {
+			return p, badRequest("limit", "limit: "+strconv.Quote(s)+" is not a whole number from 1 to "+strconv.Itoa(maxLimit))
+		}
+		p.limit = n
+	}
+	return p, nil
+}
+
+// list is the shape of every list answer.
+type list[T any] struct {
+	Items []T  `json:"items"`
+	Next  string `json:"next,omitempty"`
+}
+
+// pageOf answers with items, which were fetched with limit+1 so we know
+// whether there is a next page without a count.
+func pageOf[T any](c *gin.Context, items []T, p page, key func(T) string) error {
+	out := list[T]{Items: items}
+	if out.Items == nil {
+		out.Items = []T{}
+	}
+	if len(items) > p.limit {
+		out.Items = items[:p.limit]
+		out.Next = key(out.Items[p.limit-1])
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
+}
+
+// oneOfQuery reads an optional query parameter that must be one of allowed.
+func oneOfQuery(c *gin.Context, name string, allowed ...string) (string, error) {
+	v := c.Query(name)
+	if v != "" && !slices.Contains(allowed, v) {
+		return "", badRequest(name, name+": unknown value "+strconv.Quote(v)+" (want one of "+strings.Join(allowed, ", ")+")")
+	}
+	return v, nil
+}
+
+// Values of the derived states, as the views compute them.
+var (
+	requestStatuses = []string{"accepted", "planning", "awaiting-approval", "running", "cancelling", "finished", "rejected"}
+	requestKinds    = []string{kindEvacuation, kindGroupChange}
+	jobStates       = []string{"waiting", "running", "success", "error", "canceled"}
+	migrationStates = []string{"scheduled", "running", "successful", "failed", "aborted"}
+)
+
+func (g *Gateway) listRequests(c *gin.Context) error {
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	status, err := oneOfQuery(c, "status", requestStatuses...)
+	if err != nil {
+		return err
+	}
+	kind, err := oneOfQuery(c, "kind", requestKinds...)
+	if err != nil {
+		return err
+	}
+	rs, err := many[request](c, g.db, "requests_list", status, kind, p.after, p.limit+1)
+	if err != nil {
+		return err
+	}
+	return pageOf(c, rs, p, func(r request) string { return r.ID })
+}
+
+// requestDetail is GET /v1/requests/{id}: the request, a summary of its
+// latest plan, its jobs' states and, once finished, its outcome.
+type requestDetail struct {
+	request
+	Plan    *planSummary `json:"plan,omitempty"`
+	Jobs    []jobState   `json:"jobs"`
+	Outcome *outcome     `json:"outcome,omitempty"`
+	Links   links        `json:"links"`
+	Message string       `json:"message,omitempty"`
+}
+
+type planSummary struct {
+	Moved       int     `json:"moved"`
+	Failed      int     `json:"failed"`
+	Jobs        int     `json:"jobs"`
+	ScoreBefore float64 `json:"score_before"`
+	ScoreAfter  float64 `json:"score_after"`
+	ComputedAt  string  `json:"computed_at"`
+}
+
+type jobState struct {
+	Index    int    `json:"index"`
+	Instance string `json:"instance"`
+	State    string `json:"state"`
+	Error    string `json:"error,omitempty"`
+}
+
+type outcome struct {
+	Moved  json.RawMessage `json:"moved"`
+	Failed json.RawMessage `json:"failed"`
+}
+
+func (g *Gateway) getRequest(c *gin.Context) error {
+	id := c.Param("id")
+	r, err := g.db.request(c, id)
+	if errors.Is(err, ErrNotFound) {
+		// Appended here but not in the views yet: say so rather than 404.
+		if rc, ok := g.recent.get(id); ok {
+			c.JSON(http.StatusOK, requestDetail{request: rc.asRequest(id), Jobs: []jobState{}, Links: linksFor(id, rc.dryRun),
+				Message: "accepted; the views have not caught up with it yet"})
+			return nil
+		}
+		return notFound("id", "unknown request "+strconv.Quote(id))
+	}
+	if err != nil {
+		return err
+	}
+	d := requestDetail{request: r, Jobs: []jobState{}, Links: linksFor(id, r.DryRun)}
+	pl, err := g.db.plan(c, id)
+	switch {
+	case err == nil:
+		d.Plan = summarize(pl)
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	jobs, err := many[job](c, g.db, "jobs_list", id, "", "", -1, maxLimit*100)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		d.Jobs = append(d.Jobs, jobState{Index: j.Index, Instance: j.Instance, State: j.State, Error: j.Error})
+	}
+	if r.FinishedAt != nil {
+		d.Outcome = &outcome{Moved: jsonOr(r.Moved, "[]"), Failed: jsonOr(r.Failed, "[]")}
+	}
+	c.JSON(http.StatusOK, d)
+	return nil
+}
+
+func summarize(p plan) *planSummary {
+	count := func(raw json.RawMessage) int {
+		var xs []json.RawMessage
+		_ = json.Unmarshal(raw, &xs) // the projector wrote a JSON array; anything else counts 0
+		return len(xs)
+	}
+	return &planSummary{
+		Moved: count(p.Moved), Failed: count(p.Failed), Jobs: count(p.Jobs),
+		ScoreBefore: p.ScoreBefore, ScoreAfter: p.ScoreAfter,
+		ComputedAt: p.ComputedAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+	}
+}
+
+func jsonOr(raw json.RawMessage, def string) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(def)
+	}
+	return raw
+}
+
+// requireRequest answers 404 for a request the views do not know.
+func (g *Gateway) requireRequest(c *gin.Context, id string) (request, error) {
+	r, err := g.db.request(c, id)
+	if errors.Is(err, ErrNotFound) {
+		return r, notFound("id", "unknown request "+strconv.Quote(id))
+	}
+	return r, err
+}
+
+func (g *Gateway) getPlan(c *gin.Context) error {
+	id := c.Param("id")
+	if _, err := g.requireRequest(c, id); err != nil {
+		return err
+	}
+	p, err := g.db.plan(c, id)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("id", "request "+strconv.Quote(id)+" has no plan yet")
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, p)
+	return nil
+}
+
+func (g *Gateway) getRequestJobs(c *gin.Context) error {
+	id := c.Param("id")
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	after := -1
+	if p.after != "" {
+		if after, err = strconv.Atoi(p.after); err != nil || after < -1 {
+			return badRequest("after", "after: "+strconv.Quote(p.after)+" is not a job index")
+		}
+	}
+	state, err := oneOfQuery(c, "status", jobStates...)
+	if err != nil {
+		return err
+	}
+	if _, err := g.requireRequest(c, id); err != nil {
+		return err
+	}
+	jobs, err := many[job](c, g.db, "jobs_list", id, state, id, after, p.limit+1)
+	if err != nil {
+		return err
+	}
+	return pageOf(c, jobs, p, func(j job) string { return strconv.Itoa(j.Index) })
+}
+
+// listJobs pages over (request, index); its cursor is "request/index".
+func (g *Gateway) listJobs(c *gin.Context) error {
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	state, err := oneOfQuery(c, "status", jobStates...)
+	if err != nil {
+		return err
+	}
+	afterReq, afterIdx := "", -1
+	if p.after != "" {
+		i := strings.LastIndexByte(p.after, '/')
+		n, perr := strconv.Atoi(p.after[i+1:])
+		if i < 0 || perr != nil || n < 0 {
+			return badRequest("after", "after: "+strconv.Quote(p.after)+" is not a job cursor (request/index)")
+		}
+		afterReq, afterIdx = p.after[:i], n
+	}
+	jobs, err := many[job](c, g.db, "jobs_list", c.Query("request"), state, afterReq, afterIdx, p.limit+1)
+	if err != nil {
+		return err
+	}
+	return pageOf(c, jobs, p, func(j job) string { return j.Request + "/" + strconv.Itoa(j.Index) })
+}
+
+func (g *Gateway) listMigrations(c *gin.Context) error {
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	state, err := oneOfQuery(c, "state", migrationStates...)
+	if err != nil {
+		return err
+	}
+	ms, err := many[migration](c, g.db, "migrations_list", c.Query("instance"), state, c.Query("node"), p.after, p.limit+1)
+	if err != nil {
+		return err
+	}
+	return pageOf(c, ms, p, func(m migration) string { return m.ID })
+}
+
+func (g *Gateway) getMigration(c *gin.Context) error {
+	id := c.Param("request") + "/" + c.Param("job") + "/" + c.Param("idx")
+	m, err := g.db.migration(c, id)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("id", "unknown migration "+strconv.Quote(id))
+	}
+	if err != nil {
+		return err
+	}
+	if m.History == nil {
+		m.History = []progressRecord{}
+	}
+	c.JSON(http.StatusOK, m)
+	return nil
+}
+
+func (g *Gateway) listNodes(c *gin.Context) error {
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	drained, err := oneOfQuery(c, "drained", "true", "false")
+	if err != nil {
+		return err
+	}
+	ns, err := many[node](c, g.db, "nodes_list", c.Query("group"), drained, p.after, "", p.limit+1)
+	if err != nil {
+		return err
+	}
+	return pageOf(c, ns, p, func(n node) string { return n.Name })
+}
+
+func (g *Gateway) getNode(c *gin.Context) error {
+	name := c.Param("name")
+	n, err := one[node](c, g.db, "nodes_list", "", "", "", name, 1)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("name", "unknown node "+strconv.Quote(name))
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, n)
+	return nil
+}
+
+func (g *Gateway) listInstances(c *gin.Context) error {
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	is, err := many[instance](c, g.db, "instances_list", c.Query("node"), c.Query("group"), c.Query("owner"), p.after, "", p.limit+1)
+	if err != nil {
+		return err
+	}
+	return pageOf(c, is, p, func(i instance) string { return i.Name })
+}
+
+func (g *Gateway) getInstance(c *gin.Context) error {
+	name := c.Param("name")
+	i, err := one[instance](c, g.db, "instances_list", "", "", "", "", name, 1)
+	if errors.Is(err, ErrNotFound) {
+		return notFound("name", "unknown instance "+strconv.Quote(name))
+	}
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, i)
+	return nil
+}
+
+func (g *Gateway) listGroups(c *gin.Context) error {
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	gs, err := many[group](c, g.db, "groups_list", p.after, p.limit+1)
+	if err != nil {
+		return err
+	}
+	return pageOf(c, gs, p, func(gr group) string { return gr.Name })
+}

@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/drovehq/drove/events"
+)
+
+// watchLine is one line of a watch stream.
+type watchLine struct {
+	Seq      int64           `json:"seq"`
+	Time     time.Time       `json:"time"`
+	Type     string          `json:"type"`
+	Request  string          `json:"request"`
+	Instance string          `json:"instance"`
+	Payload  json.RawMessage `json:"payload"`
+}
+
+// controlLine is a line that is not an event: a keepalive, or the error
+// that ends a stream early.
+type controlLine struct {
+	Type  string    `json:"type"`
+	Error *apiError `json:"error,omitempty"`
+}
+
+func (g *Gateway) watchRequest(c *gin.Context) error {
+	id := c.Param("id")
+	if _, err := g.db.request(c, id); errors.Is(err, ErrNotFound) {
+		if _, ok := g.recent.get(id); !ok {
+			return notFound("id", "unknown request "+strconv.Quote(id))
+		}
+	} else if err != nil {
+		return err
+	}
+	// A request's stream ends with its last word: finished or rejected.
+	ends := func(r logRow) bool {
+		return r.Type == events.TypeRequestFinished || r.Type == events.TypeRequestRejected
+	}
+	match := func(r logRow) bool { return r.RequestID == id || r.CorrelationID == id }
+	return g.watch(c, "history_request", id, match, ends)
+}
+
+func (g *Gateway) watchInstance(c *gin.Context) error {
+	name := c.Param("name")
+	ok, err := g.db.instanceExists(c, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound("name", "unknown instance "+strconv.Quote(name))
+	}
+	match := func(r logRow) bool { return r.Instance == name }
+	return g.watch(c, "history_instance", name, match, func(logRow) bool { return false })
+}
+
+// watch streams NDJSON: the history (query history with key, by seq), then,
+// unless ?follow=false, live rows from the shared tailer until ends says a
+// row was the last, the client leaves, the watcher falls behind, or the
+// gateway shuts down.
+func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(logRow) bool) error {
+	follow := true
+	switch f := c.Query("follow"); f {
+	case "", "true":
+	case "false":
+		follow = false
+	default:
+		return badRequest("follow", "follow: unknown value "+strconv.Quote(f)+" (want true or false)")
+	}
+	// Subscribe before reading the history, so nothing committed in
+	// between is lost; rows seen in both are skipped by seq.
+	var sub *subscription
+	if follow {
+		var err error
+		if sub, err = g.tail.subscribe(c, match, g.cfg.WatchBuffer); err != nil {
+			return err
+		}
+		defer sub.close()
+	}
+	rows, err := many[logRow](c, g.db, history, key)
+	if err != nil {
+		return err
+	}
+
+	g.metrics.watches.Inc()
+	defer g.metrics.watches.Dec()
+	w := c.Writer
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold lines back
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	enc := json.NewEncoder(w)
+	write := func(v any) bool {
+		if err := enc.Encode(v); err != nil {
+			return false
+		}
+		w.Flush()
+		return true
+	}
+	line := func(r logRow) watchLine {
+		return watchLine{Seq: r.Seq, Time: r.Time.UTC(), Type: r.Type, Request: r.request(), Instance: r.Instance, Payload: r.Payload}
+	}
+
+	sent := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		if !write(line(r)) {
+			return nil
+		}
+		sent[r.Seq] = true
+		if ends(r) {
+			return nil
+		}
+	}
+	if !follow {
+		return nil
+	}
+	keepalive := time.NewTicker(g.cfg.KeepAlive)
+	defer keepalive.Stop()
+	for {
+		select {
+		case r := <-sub.ch:
+			if sent[r.Seq] {
+				continue
+			}
+			if !write(line(r)) {
+				return nil
+			}
+			if ends(r) {
+				return nil
+			}
+		case <-sub.cut:
+			g.metrics.watchCut.Inc()
+			g.log.Warn("watch stream cut: the watcher fell behind", "path", c.Request.URL.Path, "buffer", g.cfg.WatchBuffer)
+			write(controlLine{Type: "error", Error: &apiError{Code: codeTooSlow,
+				Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect to get the history again"}})
+			return nil
+		case <-keepalive.C:
+			if !write(controlLine{Type: "keepalive"}) {
+				return nil
+			}
+		case <-g.closing:
+			write(controlLine{Type: "error", Error: &apiError{Code: codeUnavailable, Message: "the gateway is shutting down; reconnect"}})
+			return nil
+		case <-c.Done():
+			return nil
+		}
+	}
+}
