@@ -44,7 +44,7 @@ func (p *pass) emit(payload events.Payload, why string, cause ...events.Envelope
 	)
 	topic, _ := events.TopicOf(env.Type) // payloads are the package's own types: always known
 	p.msgs = append(p.msgs, kafka.Message{Topic: topic, Event: env})
-	p.st.apply(env, payload)
+	p.st.apply(env, payload, unread(env))
 }
 
 // originWhy is the requester's word, kept on every event the request

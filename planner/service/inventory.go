@@ -1,8 +1,11 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -12,12 +15,35 @@ import (
 // inventory is the fold of drove.inventory: the last whole state of every
 // group, node and instance, kept in the order each first appeared in the
 // log so that the planner's input, and so its plan, is reproducible.
+//
+// "First appeared" must mean the same on every replay, but the topic's
+// partitions are read side by side in no fixed interleaving. So an object's
+// place is the position of its first event: (event time, partition,
+// offset), a total order fixed by the log itself, which follows the order
+// objects were declared in (a seed writes them in its cluster's order).
 type inventory struct {
 	groups    map[string]*events.GroupDeclared
 	nodes     map[string]*events.NodeAnnounced
 	instances map[string]*events.InstanceDeclared
 
 	groupOrder, nodeOrder, instanceOrder []string
+	first                                map[string]logPos // by kind + name
+}
+
+// logPos is where an event sits in the log. Events the service applies
+// before reading them back have no partition yet: they sort after every
+// read event of the same time (they never declare an object anyway).
+type logPos struct {
+	time      time.Time
+	partition int32
+	offset    int64
+}
+
+// unread is the position of an event not read from the log.
+func unread(e events.Envelope) logPos { return logPos{e.Time, 1<<31 - 1, 0} }
+
+func (a logPos) compare(b logPos) int {
+	return cmp.Or(a.time.Compare(b.time), cmp.Compare(a.partition, b.partition), cmp.Compare(a.offset, b.offset))
 }
 
 func newInventory() *inventory {
@@ -25,27 +51,45 @@ func newInventory() *inventory {
 		groups:    map[string]*events.GroupDeclared{},
 		nodes:     map[string]*events.NodeAnnounced{},
 		instances: map[string]*events.InstanceDeclared{},
+		first:     map[string]logPos{},
 	}
+}
+
+// place records where an object first appeared and keeps order sorted by
+// it.
+func (inv *inventory) place(order *[]string, kind, name string, pos logPos) {
+	key := kind + "/" + name
+	old, seen := inv.first[key]
+	if seen && old.compare(pos) <= 0 {
+		return
+	}
+	inv.first[key] = pos
+	if seen {
+		*order = slices.DeleteFunc(*order, func(n string) bool { return n == name })
+	}
+	i, _ := slices.BinarySearchFunc(*order, pos, func(n string, p logPos) int {
+		return inv.first[kind+"/"+n].compare(p)
+	})
+	*order = slices.Insert(*order, i, name)
 }
 
 // apply folds one inventory event. Every event states a whole object (or a
 // whole placement), so applying one twice leaves the same state: reading
 // back what the service wrote itself is a no-op.
-func (inv *inventory) apply(p events.Payload) {
+func (inv *inventory) apply(p events.Payload, pos logPos) {
 	switch e := p.(type) {
 	case events.GroupDeclared:
-		if _, ok := inv.groups[e.Name]; !ok {
-			inv.groupOrder = append(inv.groupOrder, e.Name)
-		}
+		inv.place(&inv.groupOrder, "group", e.Name, pos)
 		inv.groups[e.Name] = &e
 	case events.NodeAnnounced:
-		inv.setNode(e)
+		inv.place(&inv.nodeOrder, "node", e.Name, pos)
+		inv.nodes[e.Name] = &e
 	case events.NodeUpdated:
-		inv.setNode(events.NodeAnnounced(e))
+		inv.place(&inv.nodeOrder, "node", e.Name, pos)
+		n := events.NodeAnnounced(e)
+		inv.nodes[e.Name] = &n
 	case events.InstanceDeclared:
-		if _, ok := inv.instances[e.Name]; !ok {
-			inv.instanceOrder = append(inv.instanceOrder, e.Name)
-		}
+		inv.place(&inv.instanceOrder, "instance", e.Name, pos)
 		inv.instances[e.Name] = &e
 	case events.InstancePlaced:
 		// A placement of an instance never declared is kept nowhere: the
@@ -55,13 +99,6 @@ func (inv *inventory) apply(p events.Payload) {
 			in.SecondaryNode = e.SecondaryNode
 		}
 	}
-}
-
-func (inv *inventory) setNode(n events.NodeAnnounced) {
-	if _, ok := inv.nodes[n.Name]; !ok {
-		inv.nodeOrder = append(inv.nodeOrder, n.Name)
-	}
-	inv.nodes[n.Name] = &n
 }
 
 // usesLocalDisk mirrors the planner's rule: these kinds take space from the
@@ -182,13 +219,21 @@ func (inv *inventory) cluster() *planner.Cluster {
 // not in the schema, so the service plans with Ganeti's default policy),
 // and is how `drove seed` imports a cluster, a Ganeti IAllocator file
 // included (planner/iallocator.DecodeCluster).
+//
+// Event times increase by a nanosecond from one event to the next, so the
+// fold, which orders objects by the time they first appear, keeps the
+// cluster's order however the topic's partitions are interleaved.
 func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope {
-	opts := []events.Option{events.WithReason(reason), events.WithProducer("drove-seed")}
+	base := time.Now().UTC()
 	var out []events.Envelope
+	opts := func() []events.Option {
+		return []events.Option{events.WithReason(reason), events.WithProducer("drove-seed"),
+			events.WithTime(base.Add(time.Duration(len(out))))}
+	}
 	for _, g := range c.Groups {
 		out = append(out, events.New(events.GroupDeclared{
 			Name: g.Name, AllocPolicy: events.AllocPolicy(g.AllocPolicy), Tags: g.Tags,
-		}, opts...))
+		}, opts()...))
 	}
 	for _, n := range c.Nodes {
 		group := ""
@@ -202,7 +247,7 @@ func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope
 			Free: events.Resources{MemoryMiB: max(n.FreeMemory, 0), DiskMiB: max(n.FreeDisk, 0),
 				CPUs: int(max(n.TotalCPUs-n.ReservedCPUs, 0)), Spindles: int(max(n.FreeSpindles, 0))},
 			Offline: n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
-		}, opts...))
+		}, opts()...))
 	}
 	states := map[planner.RunState]events.RunState{
 		planner.Up: events.RunRunning, planner.Down: events.RunStopped, planner.Offline: events.RunOffline,
@@ -234,7 +279,7 @@ func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope
 		// Only the count of NICs matters to the planner (the instance
 		// policy bounds it); Ganeti's MACs are not in its IAllocator input.
 		d.NICs = make([]events.NIC, in.NICs)
-		out = append(out, events.New(d, opts...))
+		out = append(out, events.New(d, opts()...))
 	}
 	return out
 }

@@ -174,7 +174,7 @@ func (l *loop) fold(fs kgo.Fetches) error {
 				return
 			}
 			payload, _ := env.DecodePayload() // Decode checked it
-			l.st.apply(env, payload)
+			l.st.apply(env, payload, logPos{env.Time, rec.Partition, rec.Offset})
 		}
 		if p.LastStableOffset >= 0 {
 			if n, ok := l.next[k]; ok {
@@ -206,7 +206,7 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 // a slot freed by one request's job goes to the oldest waiting request.
 // Each request's decisions are one transaction.
 func (l *loop) decideAll(ctx context.Context) error {
-	for _, id := range l.st.order {
+	for _, id := range l.st.requestOrder() {
 		r := l.st.requests[id]
 		if !r.active() {
 			continue

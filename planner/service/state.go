@@ -1,6 +1,9 @@
 package service
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/drovehq/drove/events"
 )
 
@@ -13,7 +16,11 @@ import (
 type state struct {
 	inv      *inventory
 	requests map[string]*request
-	order    []string // request ids in order of first appearance
+	// order lists request ids by the log position of the request itself
+	// (see logPos), so that after a replay the older of two conflicting
+	// requests is the one planned, whatever order partitions were read in.
+	order    []string
+	unsorted bool
 }
 
 func newState() *state {
@@ -28,9 +35,10 @@ type request struct {
 	id   string
 	kind string // events.TypeEvacuationRequested, TypeGroupChangeRequested, or "" (unknown yet)
 
-	origin events.Envelope // the event asking for it
-	evac   events.EvacuationRequested
-	change events.GroupChangeRequested
+	origin    events.Envelope // the event asking for it
+	originPos logPos
+	evac      events.EvacuationRequested
+	change    events.GroupChangeRequested
 
 	approved, cancelled *events.Envelope
 	rejected, finished  bool
@@ -117,24 +125,26 @@ func (j *job) op(i int) *opcode {
 	return o
 }
 
-// apply folds one event. It returns the request the event concerns, if
+// apply folds one event found at pos. It returns the request the event concerns, if
 // any. Types the service does not use are ignored.
-func (s *state) apply(env events.Envelope, p events.Payload) *request {
+func (s *state) apply(env events.Envelope, p events.Payload, pos logPos) *request {
 	var r *request
 	switch e := p.(type) {
 	case events.GroupDeclared, events.NodeAnnounced, events.NodeUpdated,
 		events.InstanceDeclared, events.InstancePlaced:
-		s.inv.apply(p)
+		s.inv.apply(p, pos)
 		return nil
 	case events.EvacuationRequested:
 		r = s.request(e.Request)
 		if r.kind == "" {
-			r.kind, r.origin, r.evac = env.Type, env, e
+			r.kind, r.origin, r.originPos, r.evac = env.Type, env, pos, e
+			s.unsorted = true
 		}
 	case events.GroupChangeRequested:
 		r = s.request(e.Request)
 		if r.kind == "" {
-			r.kind, r.origin, r.change = env.Type, env, e
+			r.kind, r.origin, r.originPos, r.change = env.Type, env, pos, e
+			s.unsorted = true
 		}
 	case events.RequestApproved:
 		r = s.request(e.Request)
@@ -203,6 +213,30 @@ func (s *state) apply(env events.Envelope, p events.Payload) *request {
 		r.last = env
 	}
 	return r
+}
+
+// requestOrder returns the request ids, oldest request first; ids whose
+// request was not read yet come last.
+func (s *state) requestOrder() []string {
+	if s.unsorted {
+		slices.SortStableFunc(s.order, func(a, b string) int {
+			ra, rb := s.requests[a], s.requests[b]
+			switch {
+			case ra.kind == "" || rb.kind == "":
+				return cmp.Compare(boolInt(ra.kind == ""), boolInt(rb.kind == ""))
+			}
+			return ra.originPos.compare(rb.originPos)
+		})
+		s.unsorted = false
+	}
+	return s.order
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // active reports whether the request is a planner request still under way.
