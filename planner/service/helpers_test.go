@@ -30,7 +30,9 @@ type harness struct {
 	plan *planner.Cluster
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, testCluster(200)) }
+
+func newHarnessWith(t *testing.T, c *planner.Cluster) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	t.Cleanup(cancel)
@@ -44,7 +46,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(op.Close)
-	h := &harness{t: t, ctx: ctx, kc: kc, op: op, plan: testCluster(200)}
+	h := &harness{t: t, ctx: ctx, kc: kc, op: op, plan: c}
 	envs := InventoryEvents(h.plan, events.Reason{Actor: "operator:seed", Why: "test cluster"})
 	if err := Seed(ctx, op, envs); err != nil {
 		t.Fatalf("Seed: %v", err)
@@ -311,11 +313,16 @@ func (x *simExecutor) end(ctx context.Context, denv events.Envelope, how string)
 			after[1] = op.RemoteNode
 		}
 		x.place[op.Instance] = after
-		msgs = append(msgs, x.message(denv, d.Node, events.InstancePlaced{Instance: op.Instance, Group: "g1",
-			PrimaryNode: after[0], SecondaryNode: after[1], PreviousGroup: "g1",
+		msgs = append(msgs, x.message(denv, d.Node, events.InstancePlaced{Instance: op.Instance, Group: x.groupOf(after[0]),
+			PrimaryNode: after[0], SecondaryNode: after[1], PreviousGroup: x.groupOf(before[0]),
 			PreviousPrimary: before[0], PreviousSecondary: before[1], Request: d.Request}))
 	}
 	return x.prod.AppendBatch(ctx, msgs...)
+}
+
+func (x *simExecutor) groupOf(node string) string {
+	c := x.h.plan
+	return c.Groups[c.Nodes[c.NodeIndex(node)].Group].Name
 }
 
 func (x *simExecutor) emit(ctx context.Context, cause events.Envelope, node string, p events.Payload) error {

@@ -355,3 +355,34 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+func TestGroupChangeMovesToTheTargetGroup(t *testing.T) {
+	c := testCluster(200)
+	c.Groups = append(c.Groups, c.Groups[0])
+	c.Groups[1].UUID, c.Groups[1].Name = "g2", "g2"
+	for _, name := range []string{"m1", "m2"} {
+		n := c.Nodes[1]
+		n.Name, n.Group, n.FreeMemory, n.FreeDisk = name, 1, n.TotalMemory, n.TotalDisk
+		c.Nodes = append(c.Nodes, n)
+	}
+	h := newHarnessWith(t, c)
+	h.executor(false, nil)
+	h.start()
+	h.appendEvent(events.GroupChangeRequested{Request: "r1", Instances: []string{"cache1", "web2"}, TargetGroups: []string{"g2"}},
+		"operator:alice", "rebalance racks", "r1")
+	fin := must[events.RequestFinished](t, h.closed("r1"))
+	if len(fin.Failed) != 0 || len(fin.Moved) != 2 {
+		t.Fatalf("finished with %+v; want both moved", fin)
+	}
+	for _, m := range fin.Moved {
+		if m.Group != "g2" || !sameSet(m.Nodes, []string{"m1", "m2"}) {
+			t.Errorf("%s moved to %s %v, want g2 on m1 and m2", m.Instance, m.Group, m.Nodes)
+		}
+	}
+	// Nothing is drained by a group change.
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		if st, _, _ := h.node(n); st.Drained {
+			t.Errorf("a group change drained %s", n)
+		}
+	}
+}

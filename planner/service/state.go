@@ -289,6 +289,9 @@ func (s *state) running() (total int, perNode map[string]int) {
 	perNode = map[string]int{}
 	for _, id := range s.order {
 		r := s.requests[id]
+		if r.kind != "" && !r.active() {
+			continue // closed: every job has a fate
+		}
 		for i, j := range r.jobs {
 			if !j.running() {
 				continue
