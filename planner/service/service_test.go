@@ -2,9 +2,12 @@ package service
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -20,7 +23,8 @@ func evacuate(h *harness, req string, dry bool, nodes ...string) events.Envelope
 func TestEvacuationMovesEveryInstance(t *testing.T) {
 	h := newHarness(t)
 	h.executor(false, nil)
-	h.start()
+	reg := prometheus.NewRegistry()
+	h.start(func(c *Config) { c.Metrics = reg })
 	reqEnv := evacuate(h, "r1", false, "n1")
 
 	fin := must[events.RequestFinished](t, h.closed("r1"))
@@ -65,6 +69,39 @@ func TestEvacuationMovesEveryInstance(t *testing.T) {
 			t.Errorf("%+v dispatched %d times", k, n)
 		}
 	}
+	h.waitFor("the metrics", func() bool {
+		m := gather(t, reg)
+		return m[`drove_planner_requests_total{outcome="completed"}`] == 1 &&
+			m[`drove_planner_jobs{state="succeeded"}`] == float64(len(plan.Jobs)) &&
+			m["drove_planner_plan_compute_seconds_count"] == 1
+	})
+}
+
+// gather flattens a registry into "name{label="value"}" → value.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += fmt.Sprintf("{%s=%q}", l.GetName(), l.GetValue())
+			}
+			switch {
+			case m.Counter != nil:
+				out[name] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[name] = m.Gauge.GetValue()
+			case m.Histogram != nil:
+				out[name+"_count"] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return out
 }
 
 func TestFailingOpcodeCancelsDependentsThatNeedSuccess(t *testing.T) {
