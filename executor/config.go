@@ -1,0 +1,143 @@
+package executor
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+)
+
+// Config is what an Executor needs. Zero fields take the defaults listed
+// with them; Validate reports every problem at once.
+type Config struct {
+	// Node is the node this executor runs on and acts for. Required.
+	Node string
+	// Kafka is the cluster the log lives on. TransactionalID defaults to
+	// "drove-executor-<node>": one live executor per node, and a restarted
+	// one fences its predecessor.
+	Kafka kafka.Config
+	// Partitions is the partition count EnsureTopics gives topics it
+	// creates. Default 3.
+	Partitions int
+	// Concurrency bounds the opcodes this node runs at once. Default 4.
+	Concurrency int
+	// Retry says how transient faults are retried.
+	Retry Retry
+	// ProgressInterval is the least time between two progress events of
+	// one opcode; reports in between are folded into the next event.
+	// Default 500ms.
+	ProgressInterval time.Duration
+	// PlacementWait bounds how long an opcode waits for the inventory to
+	// show its instance where the opcode says it is (another node's
+	// executor may have just moved it). Default 10s.
+	PlacementWait time.Duration
+	// Logger gets the executor's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Metrics registers drove_executor_* metrics; nil means a private
+	// registry.
+	Metrics prometheus.Registerer
+	// Announce, if set, is appended to drove.inventory at start: executors
+	// announce their node. Its Name must be Node.
+	Announce *events.NodeAnnounced
+}
+
+// Retry is the backoff for transient faults: Initial before the second
+// attempt, doubling up to Max.
+type Retry struct {
+	// Attempts is the number of tries in all, the first included.
+	// Default 5.
+	Attempts int
+	// Initial is the wait before the second attempt. Default 200ms.
+	Initial time.Duration
+	// Max caps the wait. Default 5s.
+	Max time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Partitions == 0 {
+		c.Partitions = 3
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
+	}
+	if c.Retry.Attempts == 0 {
+		c.Retry.Attempts = 5
+	}
+	if c.Retry.Initial == 0 {
+		c.Retry.Initial = 200 * time.Millisecond
+	}
+	if c.Retry.Max == 0 {
+		c.Retry.Max = 5 * time.Second
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = 500 * time.Millisecond
+	}
+	if c.PlacementWait == 0 {
+		c.PlacementWait = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = prometheus.NewRegistry()
+	}
+	if c.Kafka.TransactionalID == "" && c.Node != "" {
+		c.Kafka.TransactionalID = events.ExecutorGroup(c.Node)
+	}
+	return c
+}
+
+// Validate reports every problem in c at once, after defaults are applied.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var ps []string
+	if strings.TrimSpace(c.Node) == "" {
+		ps = append(ps, "Node: missing")
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		ps = append(ps, "Kafka: "+err.Error())
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"Partitions", c.Partitions}, {"Concurrency", c.Concurrency}, {"Retry.Attempts", c.Retry.Attempts}} {
+		if n.v < 1 {
+			ps = append(ps, fmt.Sprintf("%s: %d (want at least 1)", n.name, n.v))
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Retry.Initial", c.Retry.Initial}, {"Retry.Max", c.Retry.Max},
+		{"ProgressInterval", c.ProgressInterval}, {"PlacementWait", c.PlacementWait},
+	} {
+		if d.v < 0 {
+			ps = append(ps, fmt.Sprintf("%s: negative (%s)", d.name, d.v))
+		}
+	}
+	if c.Retry.Max < c.Retry.Initial {
+		ps = append(ps, fmt.Sprintf("Retry.Max: %s is below Retry.Initial %s", c.Retry.Max, c.Retry.Initial))
+	}
+	if a := c.Announce; a != nil && a.Name != c.Node {
+		ps = append(ps, fmt.Sprintf("Announce.Name: %q, want the executor's node %q", a.Name, c.Node))
+	}
+	if len(ps) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(ps, "; "))
+	}
+	return nil
+}
+
+// backoff is the wait before attempt n (n ≥ 2).
+func (r Retry) backoff(n int) time.Duration {
+	d := r.Initial
+	for i := 2; i < n && d < r.Max; i++ {
+		d *= 2
+	}
+	return min(d, r.Max)
+}

@@ -1,0 +1,65 @@
+// Package executor is the agent on each node: it runs the opcodes the
+// planner dispatches to its node through a Driver (sim now, ZFS and QEMU
+// later) and reports them on the log, as DESIGN.md's protocol says.
+//
+// # What it writes
+//
+// For each OpcodeDispatched with Node equal to its node, caused by the
+// dispatch, in its request, with actor "executor/<node>":
+//
+//   - at start, in one transaction: OpcodeStarted, and MoveStatusReported
+//     for From ("migration source") and To ("migration destination");
+//   - while the driver works: Progress events, at most one per
+//     ProgressInterval, with Current never going backwards across retries
+//     and a message when Total grows (re-syncs) or a retry resends data;
+//     each transient fault adds "retrying (attempt n/N) after transient
+//     fault: ...", and the next attempt starts after exponential backoff;
+//   - at the end, in one transaction: OpcodeEnded (success, error or
+//     canceled), End (successful or failed), the final MoveStatusReported
+//     of From and To, and on success InstancePlaced with the placement
+//     before and after. Watchers therefore never see an opcode ended
+//     without its placement, or placed without its end.
+//
+// # Delivery, restarts and idempotence
+//
+// The executor follows drove.opcodes and drove.inventory as consumer
+// group events.ExecutorGroup(node). Its handler never waits for an opcode:
+// an OpcodeCancelled arrives on the same partition after the dispatch it
+// cancels, so a handler blocked on the dispatch would never read it, and
+// Concurrency opcodes could never run at once. The handler queues the
+// opcode (a goroutine waiting for one of Concurrency slots) and returns;
+// the consumer commits the offset.
+//
+// What makes that safe is that the consumer offset is not the executor's
+// memory of what it owes — the log is. At every start the executor reads
+// drove.opcodes from offset zero (kafka.ReadAll): every opcode dispatched
+// to its node without an OpcodeEnded from its node is owed, and is run
+// again (or ended as canceled if an OpcodeCancelled came for it). So an
+// opcode whose offset was committed but whose end events never made it to
+// the log before a crash is run again, exactly as if the offset had waited
+// for them; and a redelivered dispatch whose opcode has ended (or is
+// running) is ignored, keyed by (request, job, index). The committed offset
+// only spares the consumer from re-reading old records. Drivers must
+// therefore tolerate a second Run of an opcode that half happened (see
+// Driver); the simulator checks whether the instance already sits at the
+// target.
+//
+// Shutting down is not cancelling: when Run's context ends, running
+// opcodes are aborted through their contexts but no end events are written
+// for them, so they stay owed and run again at the next start. Only an
+// OpcodeCancelled ends an opcode as canceled. An opcode whose driver
+// already succeeded still gets its end events written, on a detached
+// context, because the move happened.
+//
+// # Placement
+//
+// The dispatch says From and To; the inventory fold (ReadAll at start,
+// then the same consumer) supplies storage kind, size, run state, the
+// previous secondary and the nodes' groups. Because the fold is fed twice
+// over the same log it ignores records at or below the last offset it
+// applied per partition. Before running, an opcode waits (PlacementWait)
+// for the fold to show its instance on From: the InstancePlaced of the
+// previous opcode of the job may have been written by another node's
+// executor a moment ago. The placement after success follows Ganeti's
+// meaning of the opcode (placement.go), not the driver's say-so.
+package executor

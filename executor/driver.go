@@ -1,0 +1,134 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drovehq/drove/events"
+)
+
+// Driver carries out opcodes on real (or simulated) storage and runtimes.
+// The executor owns everything Kafka: it decides when an opcode runs,
+// retries transient faults, forwards progress and writes the outcome; the
+// driver only moves the instance.
+//
+// Run moves op.Instance as op says, in RFD 34's phases (events.PhaseBegin,
+// PhaseSync, PhaseSwitch; drivers may name finer steps in Progress.Message)
+// and reports how far it got through report. Its contract:
+//
+//   - Success means the instance now runs (or, if it was stopped, sits) on
+//     its new placement: for migrate and failover op.To is the primary,
+//     for replace-disks op.To holds the new replica and the old one is gone.
+//   - A cancelled ctx means abort: roll back so the source is as it was and
+//     return an error wrapping ErrCanceled. Past the point of no return
+//     (the instance already started on the target) a driver finishes and
+//     succeeds instead, and says so in the Result.
+//   - Failures are classified: Transient (the executor calls Run again with
+//     op.Attempt+1, and a driver that can resume a send should), or Fatal
+//     (the driver rolled back; the opcode ends with status error). Errors
+//     not classified count as fatal.
+//   - Run must tolerate being called again for an opcode it already ran,
+//     in whole or in part, before a crash: when the instance already sits
+//     at the target it succeeds at once, and it cleans up leftovers of an
+//     earlier attempt (a half-received dataset) before starting over.
+//   - Progress is cumulative over one call: Current never decreases and
+//     ends equal to Total; Total may grow (RFD 34's incremental re-syncs
+//     add the bytes dirtied meanwhile), never shrink.
+//
+// A ZFS storage driver maps the phases onto snapshots (@migrate-snap-N),
+// a full `zfs send` and `zfs send -I` incrementals, and a QEMU runtime adds
+// memory pre-copy and the handover to the switch phase; both can be one
+// Driver or a composite of the two.
+type Driver interface {
+	Run(ctx context.Context, op Op, report func(Progress)) (Result, error)
+}
+
+// Op is one opcode as a driver sees it: what to do, to which instance,
+// from where to where, with the instance's facts taken from the inventory.
+type Op struct {
+	// Request, Job and Index identify the opcode; Key joins them. Drivers
+	// use Key to name what they create (snapshots, reservations) so a
+	// second attempt finds the first attempt's leftovers.
+	Request string
+	Job     int
+	Index   int
+
+	// Kind is the opcode: migrate, failover or replace-disks.
+	Kind events.OpID
+	// Mode is the opcode's mode (replace-disks: replace_new_secondary;
+	// migrate: live or non-live), as dispatched.
+	Mode string
+	// AllowFailover lets a migrate fall back to a failover where the
+	// runtime cannot hand over a running instance.
+	AllowFailover bool
+
+	// Instance and its facts from the inventory.
+	Instance string
+	Size     events.Size
+	Storage  events.StorageKind
+	RunState events.RunState
+
+	// From and To are the nodes the opcode moves the instance (migrate,
+	// failover) or its replica (replace-disks) from and to.
+	From string
+	To   string
+	// Primary and Secondary are the instance's placement before the
+	// opcode; Secondary is empty for storage without a replica.
+	Primary   string
+	Secondary string
+
+	// Attempt counts calls of Run for this opcode in this executor, from 1.
+	Attempt int
+}
+
+// Key names the opcode uniquely: request/job/index.
+func (o Op) Key() string { return fmt.Sprintf("%s/%d/%d", o.Request, o.Job, o.Index) }
+
+// ShortKind is the opcode kind as fault specs and metrics spell it:
+// "migrate", "failover" or "replace-disks".
+func (o Op) ShortKind() string { return ShortKind(o.Kind) }
+
+// ShortKind spells an opcode id as fault specs and metric labels do.
+func ShortKind(k events.OpID) string {
+	switch k {
+	case events.OpInstanceMigrate:
+		return "migrate"
+	case events.OpInstanceFailover:
+		return "failover"
+	case events.OpInstanceReplaceDisks:
+		return "replace-disks"
+	}
+	return string(k)
+}
+
+// Progress is one report from a driver: RFD 34's progress event without
+// the identity fields the executor adds.
+type Progress struct {
+	// Phase is the RFD 34 phase (begin, sync, switch).
+	Phase string
+	// State is the progress state; empty means running.
+	State events.ProgressState
+	// Current and Total are cumulative over the call, in the driver's unit
+	// (bytes for anything that copies data).
+	Current int64
+	Total   int64
+	// BytesPerSecond is the current transfer rate, 0 when nothing flows.
+	BytesPerSecond int64
+	// ETA is the estimated time left; 0 when unknown.
+	ETA time.Duration
+	// Message says what is happening, for the operator.
+	Message string
+}
+
+// Result is what a successful Run reports about the move.
+type Result struct {
+	// Syncs is the number of sync passes (full send plus incrementals).
+	Syncs int
+	// Bytes is what was sent over the wire.
+	Bytes int64
+	// Downtime is how long the instance did not run.
+	Downtime time.Duration
+	// Message sums the move up for the End event.
+	Message string
+}

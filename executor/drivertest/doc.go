@@ -1,0 +1,20 @@
+// Package drivertest is the suite every executor.Driver must pass — the
+// simulator now, the ZFS storage and QEMU runtime drivers later — so the
+// executor can rely on one contract whatever moves the bytes:
+//
+//	func TestDriver(t *testing.T) {
+//		drivertest.Run(t, func(t *testing.T) executor.Driver { return newDriver(t) })
+//	}
+//
+// newDriver is called once per subtest and must return a driver whose
+// world holds the instances of Fixture where Fixture places them (a real
+// driver creates the datasets and domains; the simulator learns them from
+// the first Op). A driver that also implements Locator has its placements
+// checked after every move, success or abort.
+//
+// The suite checks, for migrate (mirrored, copied and shared storage),
+// failover and replace-disks: success, progress that is monotonic and ends
+// at its Total, tolerance of a second Run of an opcode already done, and
+// that a cancelled context aborts with executor.ErrCanceled and leaves the
+// instance where it was, ready to be moved again.
+package drivertest

@@ -1,0 +1,270 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+)
+
+// task is one dispatched opcode, from the dispatch to its end events.
+type task struct {
+	key      opKey
+	dispatch events.Envelope
+	d        events.OpcodeDispatched
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+}
+
+func (t *task) what() string {
+	op := t.d.Opcode
+	return fmt.Sprintf("%s of %s from %s to %s", ShortKind(op.OpID), op.Instance, op.From, op.To)
+}
+
+// outcome is how a task ended, before it is written.
+type outcome struct {
+	status  events.JobStatus
+	err     error
+	result  Result
+	started bool // OpcodeStarted is in the log
+	moves   moves
+}
+
+// endAppendTimeout bounds writing a finished opcode's end events after Run
+// was asked to stop: the move happened, so recording it is worth a wait.
+const endAppendTimeout = 15 * time.Second
+
+// runTask takes the task through a slot, its start events, the driver's
+// attempts and its end events. It writes no end events when the executor
+// is shutting down: the opcode then stays owed and the next start runs it.
+func (e *Executor) runTask(t *task) {
+	defer e.wg.Done()
+	log := e.log.With("opcode", t.key, "instance", t.d.Opcode.Instance)
+	select {
+	case e.slots <- struct{}{}:
+		defer func() { <-e.slots }()
+	case <-t.ctx.Done():
+	}
+	e.m.queued.Dec()
+	if t.ctx.Err() != nil {
+		if !e.requested(t) {
+			e.finish(t, false)
+			return
+		}
+		// Cancelled before it started: nothing ran, nothing to roll back.
+		e.writeEnd(t, outcome{status: events.JobCanceled, err: context.Cause(t.ctx)}, nil, log)
+		return
+	}
+
+	kind := ShortKind(t.d.Opcode.OpID)
+	e.m.running.Inc()
+	defer e.m.running.Dec()
+	begin := time.Now()
+	out, p := e.execute(t, log)
+	if out.status == "" { // shutting down: leave it owed
+		log.Info("opcode interrupted by shutdown; it runs again at the next start")
+		if p != nil {
+			p.close()
+		}
+		e.finish(t, false)
+		return
+	}
+	e.writeEnd(t, out, p, log)
+	e.m.ended.WithLabelValues(kind, string(out.status)).Inc()
+	e.m.duration.WithLabelValues(kind, string(out.status)).Observe(time.Since(begin).Seconds())
+}
+
+// execute writes the start events and runs the driver, retrying transient
+// faults. An outcome without status means the executor is shutting down.
+func (e *Executor) execute(t *task, log *slog.Logger) (outcome, *pump) {
+	op := t.d.Opcode
+	base := events.Progress{Request: t.d.Request, Job: t.d.Job, Index: t.d.Index,
+		Instance: op.Instance, Node: e.cfg.Node}
+	p := newPump(base, e.cfg.ProgressInterval, e.sendProgress(context.WithoutCancel(t.ctx), t))
+
+	start := []kafka.Message{
+		{Topic: events.TopicOpcodes, Event: e.effect(t, events.OpcodeStarted{
+			Request: t.d.Request, Job: t.d.Job, Index: t.d.Index, Node: e.cfg.Node}, "started "+t.what())},
+		{Topic: events.TopicProgress, Event: e.effect(t, events.MoveStatusReported{
+			Request: t.d.Request, Instance: op.Instance, Node: op.From, Status: events.StatusMigrationSource},
+			op.From+" is the source of "+t.what())},
+		{Topic: events.TopicProgress, Event: e.effect(t, events.MoveStatusReported{
+			Request: t.d.Request, Instance: op.Instance, Node: op.To, Status: events.StatusMigrationDestination},
+			op.To+" is the destination of "+t.what())},
+	}
+	if err := e.appendHard(t.ctx, start); err != nil {
+		return e.interrupted(t, outcome{}), p
+	}
+	e.m.started.WithLabelValues(ShortKind(op.OpID)).Inc()
+
+	dop, mv, err := e.prepare(t)
+	if err != nil {
+		if t.ctx.Err() != nil {
+			return e.interrupted(t, outcome{started: true}), p
+		}
+		return outcome{status: events.JobError, err: err, started: true}, p
+	}
+	out := outcome{started: true, moves: mv}
+	for attempt := 1; ; attempt++ {
+		dop.Attempt = attempt
+		res, err := e.driver.Run(t.ctx, dop, p.report)
+		switch {
+		case err == nil:
+			out.status, out.result = events.JobSuccess, res
+			return out, p
+		case t.ctx.Err() != nil:
+			out.err = err
+			return e.interrupted(t, out), p
+		case IsTransient(err) && attempt < e.cfg.Retry.Attempts:
+			wait := e.cfg.Retry.backoff(attempt + 1)
+			e.m.retries.WithLabelValues(dop.ShortKind()).Inc()
+			msg := fmt.Sprintf("retrying (attempt %d/%d) after transient fault: %v",
+				attempt+1, e.cfg.Retry.Attempts, err)
+			log.Info(msg, "backoff", wait)
+			p.notice(msg, err.Error())
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-t.ctx.Done():
+				timer.Stop()
+				out.err = err
+				return e.interrupted(t, out), p
+			}
+		default:
+			out.status, out.err = events.JobError, err
+			return out, p
+		}
+	}
+}
+
+// interrupted turns a done task context into its outcome: canceled when
+// OpcodeCancelled asked for it, no status (shutdown) otherwise.
+func (e *Executor) interrupted(t *task, out outcome) outcome {
+	if e.requested(t) {
+		out.status = events.JobCanceled
+		if out.err == nil || !errors.Is(out.err, ErrCanceled) {
+			out.err = context.Cause(t.ctx)
+		}
+		return out
+	}
+	return outcome{}
+}
+
+func (e *Executor) requested(t *task) bool {
+	var cr *cancelRequest
+	return errors.As(context.Cause(t.ctx), &cr)
+}
+
+// prepare builds the driver's Op from the dispatch and the inventory.
+func (e *Executor) prepare(t *task) (Op, moves, error) {
+	op := t.d.Opcode
+	pl, consistent, err := e.inv.await(t.ctx, op.Instance, op.From, []string{op.From, op.To}, e.cfg.PlacementWait)
+	if err != nil {
+		return Op{}, moves{}, err
+	}
+	if !e.inv.known(op.Instance) {
+		return Op{}, moves{}, fmt.Errorf("%w: instance %q", ErrUnknownInstance, op.Instance)
+	}
+	for _, n := range []string{op.From, op.To} {
+		if _, ok := pl.groups[n]; !ok {
+			return Op{}, moves{}, fmt.Errorf("%w: node %q", ErrUnknownInstance, n)
+		}
+	}
+	if !consistent {
+		e.log.Warn("inventory disagrees with the opcode on the instance's primary; trusting the opcode",
+			"opcode", t.key, "inventory_primary", pl.facts.Primary, "opcode_from", op.From)
+	}
+	mv := planMoves(op, pl)
+	return Op{
+		Request: t.d.Request, Job: t.d.Job, Index: t.d.Index,
+		Kind: op.OpID, Mode: op.Mode, AllowFailover: op.AllowFailover,
+		Instance: op.Instance, Size: pl.facts.Size, Storage: pl.facts.Storage, RunState: pl.facts.RunState,
+		From: op.From, To: op.To, Primary: mv.prevPrimary, Secondary: mv.prevSecondary,
+	}, mv, nil
+}
+
+// appendHard appends msgs, retrying with backoff until it works or ctx is
+// done: without its start or end events an opcode must not be considered
+// run, so there is no giving up short of shutdown.
+func (e *Executor) appendHard(ctx context.Context, msgs []kafka.Message) error {
+	for attempt := 1; ; attempt++ {
+		err := e.prod.AppendBatch(ctx, msgs...)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, kafka.ErrFenced) || errors.Is(err, kafka.ErrClosed) {
+			return err // another executor took over this node, or we are closing
+		}
+		wait := e.cfg.Retry.backoff(attempt + 1)
+		e.log.Warn("append failed; retrying", "err", err, "backoff", wait)
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return errors.Join(err, ctx.Err())
+		}
+	}
+}
+
+// writeEnd flushes progress and appends the end events in one
+// transaction: OpcodeEnded, End, the two final node statuses and, on
+// success, InstancePlaced.
+func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
+	phase := events.PhaseBegin
+	if p != nil {
+		p.close()
+		phase = p.phaseNow()
+	}
+	op := t.d.Opcode
+	errText := ""
+	if out.err != nil {
+		errText = out.err.Error()
+	}
+	ended := events.OpcodeEnded{Request: t.d.Request, Job: t.d.Job, Index: t.d.Index,
+		Node: e.cfg.Node, Status: out.status, Error: errText}
+	end := events.End{Request: t.d.Request, Job: t.d.Job, Index: t.d.Index,
+		Instance: op.Instance, Node: e.cfg.Node, Phase: phase, State: events.EndFailed}
+	switch out.status {
+	case events.JobSuccess:
+		end.State = events.EndSuccessful
+		end.Message = out.result.Message
+		if end.Message == "" {
+			end.Message = "done: " + t.what()
+		}
+	case events.JobCanceled:
+		end.Message = "canceled: " + errText
+	default:
+		end.Message = "failed: " + errText
+	}
+	msgs := []kafka.Message{
+		{Topic: events.TopicOpcodes, Event: e.effect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), out.status))},
+		{Topic: events.TopicProgress, Event: e.effect(t, end, "end of "+t.what())},
+	}
+	if out.started {
+		from, to := finalStatuses(op.OpID, out.status == events.JobSuccess)
+		msgs = append(msgs,
+			kafka.Message{Topic: events.TopicProgress, Event: e.effect(t, events.MoveStatusReported{
+				Request: t.d.Request, Instance: op.Instance, Node: op.From, Status: from}, "after "+t.what())},
+			kafka.Message{Topic: events.TopicProgress, Event: e.effect(t, events.MoveStatusReported{
+				Request: t.d.Request, Instance: op.Instance, Node: op.To, Status: to}, "after "+t.what())})
+	}
+	if out.status == events.JobSuccess {
+		msgs = append(msgs, kafka.Message{Topic: events.TopicInventory,
+			Event: e.effect(t, out.moves.placed(t.d.Request, op.Instance), "placed by "+t.what())})
+	}
+	// The move is over whatever happens to Run now; record it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), endAppendTimeout)
+	defer cancel()
+	if err := e.appendHard(ctx, msgs); err != nil {
+		log.Error("end events not appended; the opcode runs again at the next start", "err", err)
+		e.finish(t, false)
+		return
+	}
+	log.Info("opcode ended", "status", out.status, "err", errText)
+	e.finish(t, true)
+}
