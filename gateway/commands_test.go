@@ -1,7 +1,8 @@
-package gateway
+package gateway_test
 
 import (
 	"encoding/json"
+	"github.com/drovehq/drove/gateway"
 	"net/http"
 	"strings"
 	"sync"
@@ -34,38 +35,38 @@ func TestCommandValidationAppendsNothing(t *testing.T) {
 		status             int
 		code, field, where string // where: a word the message must hold
 	}{
-		{"malformed JSON", "/v1/evacuations", `{"nodes": [`, 400, codeBadRequest, "body", "malformed"},
-		{"not an object", "/v1/evacuations", `["node-a1"]`, 400, codeBadRequest, "body", "object"},
-		{"trailing data", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all"} {}`, 400, codeBadRequest, "body", "after"},
-		{"empty body", "/v1/evacuations", ``, 400, codeBadRequest, "body", "missing"},
-		{"unknown field", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "force": true}`, 400, codeBadRequest, "force", "unknown field"},
-		{"wrong type", "/v1/evacuations", `{"nodes": "node-a1", "mode": "all"}`, 400, codeBadRequest, "nodes", "array"},
-		{"wrong element type", "/v1/evacuations", `{"nodes": ["node-a1", 7], "mode": "all"}`, 400, codeBadRequest, "nodes", "string"},
-		{"wrong bool", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "dry_run": "yes"}`, 400, codeBadRequest, "dry_run", "true or false"},
-		{"no nodes", "/v1/evacuations", `{"mode": "all"}`, 400, codeBadRequest, "nodes", "missing"},
-		{"empty nodes", "/v1/evacuations", `{"nodes": [], "mode": "all"}`, 400, codeBadRequest, "nodes", "missing"},
-		{"empty node name", "/v1/evacuations", `{"nodes": [""], "mode": "all"}`, 400, codeBadRequest, "nodes[0]", "empty"},
-		{"duplicate node", "/v1/evacuations", `{"nodes": ["node-a1", "node-a1"], "mode": "all"}`, 400, codeBadRequest, "nodes[1]", "also"},
-		{"unknown mode", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "everything"}`, 400, codeBadRequest, "mode", "primary-only, secondary-only, all"},
-		{"no mode", "/v1/evacuations", `{"nodes": ["node-a1"]}`, 400, codeBadRequest, "mode", "primary-only, secondary-only, all"},
-		{"negative max moves", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "max_moves_per_node": -1}`, 400, codeBadRequest, "max_moves_per_node", "negative"},
-		{"unknown node", "/v1/evacuations", `{"nodes": ["node-a1", "node-zz"], "mode": "all"}`, 404, codeNotFound, "nodes[1]", `"node-zz"`},
-		{"active instance", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "primary-only"}`, 409, codeActive, "nodes", `"i1" is part of active request r-active`},
-		{"active as secondary", "/v1/evacuations", `{"nodes": ["node-a2"], "mode": "secondary-only"}`, 409, codeActive, "nodes", `"i1"`},
+		{"malformed JSON", "/v1/evacuations", `{"nodes": [`, 400, gateway.CodeBadRequest, "body", "malformed"},
+		{"not an object", "/v1/evacuations", `["node-a1"]`, 400, gateway.CodeBadRequest, "body", "object"},
+		{"trailing data", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all"} {}`, 400, gateway.CodeBadRequest, "body", "after"},
+		{"empty body", "/v1/evacuations", ``, 400, gateway.CodeBadRequest, "body", "missing"},
+		{"unknown field", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "force": true}`, 400, gateway.CodeBadRequest, "force", "unknown field"},
+		{"wrong type", "/v1/evacuations", `{"nodes": "node-a1", "mode": "all"}`, 400, gateway.CodeBadRequest, "nodes", "array"},
+		{"wrong element type", "/v1/evacuations", `{"nodes": ["node-a1", 7], "mode": "all"}`, 400, gateway.CodeBadRequest, "nodes", "string"},
+		{"wrong bool", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "dry_run": "yes"}`, 400, gateway.CodeBadRequest, "dry_run", "true or false"},
+		{"no nodes", "/v1/evacuations", `{"mode": "all"}`, 400, gateway.CodeBadRequest, "nodes", "missing"},
+		{"empty nodes", "/v1/evacuations", `{"nodes": [], "mode": "all"}`, 400, gateway.CodeBadRequest, "nodes", "missing"},
+		{"empty node name", "/v1/evacuations", `{"nodes": [""], "mode": "all"}`, 400, gateway.CodeBadRequest, "nodes[0]", "empty"},
+		{"duplicate node", "/v1/evacuations", `{"nodes": ["node-a1", "node-a1"], "mode": "all"}`, 400, gateway.CodeBadRequest, "nodes[1]", "also"},
+		{"unknown mode", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "everything"}`, 400, gateway.CodeBadRequest, "mode", "primary-only, secondary-only, all"},
+		{"no mode", "/v1/evacuations", `{"nodes": ["node-a1"]}`, 400, gateway.CodeBadRequest, "mode", "primary-only, secondary-only, all"},
+		{"negative max moves", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "max_moves_per_node": -1}`, 400, gateway.CodeBadRequest, "max_moves_per_node", "negative"},
+		{"unknown node", "/v1/evacuations", `{"nodes": ["node-a1", "node-zz"], "mode": "all"}`, 404, gateway.CodeNotFound, "nodes[1]", `"node-zz"`},
+		{"active instance", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "primary-only"}`, 409, gateway.CodeActive, "nodes", `"i1" is part of active request r-active`},
+		{"active as secondary", "/v1/evacuations", `{"nodes": ["node-a2"], "mode": "secondary-only"}`, 409, gateway.CodeActive, "nodes", `"i1"`},
 
-		{"group change: no instances", "/v1/group-changes", `{"target_groups": ["g2"]}`, 400, codeBadRequest, "instances", "missing"},
-		{"group change: unknown field", "/v1/group-changes", `{"instances": ["i1"], "groups": ["g2"]}`, 400, codeBadRequest, "groups", "unknown"},
-		{"group change: unknown instance", "/v1/group-changes", `{"instances": ["i2", "nope"], "target_groups": []}`, 404, codeNotFound, "instances[1]", `"nope"`},
-		{"group change: unknown group", "/v1/group-changes", `{"instances": ["i2"], "target_groups": ["g2", "gx"]}`, 404, codeNotFound, "target_groups[1]", `"gx"`},
-		{"group change: two groups", "/v1/group-changes", `{"instances": ["i2", "i3"], "target_groups": []}`, 400, codeBadRequest, "instances[1]", "one group"},
-		{"group change: active", "/v1/group-changes", `{"instances": ["i2", "i1"], "target_groups": ["g2"]}`, 409, codeActive, "instances", "r-active"},
-		{"group change: dry run", "/v1/group-changes", `{"instances": ["i2"], "dry_run": true}`, 400, codeBadRequest, "dry_run", "not supported"},
+		{"group change: no instances", "/v1/group-changes", `{"target_groups": ["g2"]}`, 400, gateway.CodeBadRequest, "instances", "missing"},
+		{"group change: unknown field", "/v1/group-changes", `{"instances": ["i1"], "groups": ["g2"]}`, 400, gateway.CodeBadRequest, "groups", "unknown"},
+		{"group change: unknown instance", "/v1/group-changes", `{"instances": ["i2", "nope"], "target_groups": []}`, 404, gateway.CodeNotFound, "instances[1]", `"nope"`},
+		{"group change: unknown group", "/v1/group-changes", `{"instances": ["i2"], "target_groups": ["g2", "gx"]}`, 404, gateway.CodeNotFound, "target_groups[1]", `"gx"`},
+		{"group change: two groups", "/v1/group-changes", `{"instances": ["i2", "i3"], "target_groups": []}`, 400, gateway.CodeBadRequest, "instances[1]", "one group"},
+		{"group change: active", "/v1/group-changes", `{"instances": ["i2", "i1"], "target_groups": ["g2"]}`, 409, gateway.CodeActive, "instances", "r-active"},
+		{"group change: dry run", "/v1/group-changes", `{"instances": ["i2"], "dry_run": true}`, 400, gateway.CodeBadRequest, "dry_run", "not supported"},
 
-		{"approve unknown", "/v1/requests/nope/approve", ``, 404, codeNotFound, "id", "nope"},
-		{"approve running", "/v1/requests/r-active/approve", ``, 409, codeConflict, "id", "running"},
-		{"approve bad body", "/v1/requests/r-active/approve", `{"why": 1}`, 400, codeBadRequest, "why", "unknown"},
-		{"cancel finished", "/v1/requests/r-done/cancel", `{}`, 409, codeConflict, "id", "finished"},
-		{"cancel unknown", "/v1/requests/nope/cancel", `{}`, 404, codeNotFound, "id", "nope"},
+		{"approve unknown", "/v1/requests/nope/approve", ``, 404, gateway.CodeNotFound, "id", "nope"},
+		{"approve running", "/v1/requests/r-active/approve", ``, 409, gateway.CodeConflict, "id", "running"},
+		{"approve bad body", "/v1/requests/r-active/approve", `{"why": 1}`, 400, gateway.CodeBadRequest, "why", "unknown"},
+		{"cancel finished", "/v1/requests/r-done/cancel", `{}`, 409, gateway.CodeConflict, "id", "finished"},
+		{"cancel unknown", "/v1/requests/nope/cancel", `{}`, 404, gateway.CodeNotFound, "id", "nope"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +78,7 @@ func TestCommandValidationAppendsNothing(t *testing.T) {
 			if eb.Error.Code != tc.code || eb.Error.Field != tc.field || !strings.Contains(eb.Error.Message, tc.where) {
 				t.Fatalf("error %+v, want code %s, field %s, message with %q", eb.Error, tc.code, tc.field, tc.where)
 			}
-			if tc.status == 409 && tc.code == codeActive && (eb.Error.Instance == "" || eb.Error.Request != "r-active") {
+			if tc.status == 409 && tc.code == gateway.CodeActive && (eb.Error.Instance == "" || eb.Error.Request != "r-active") {
 				t.Fatalf("conflict does not name instance and request: %+v", eb.Error)
 			}
 		})
@@ -245,7 +246,7 @@ func TestDryRunAnswersWithThePlan(t *testing.T) {
 }
 
 func TestDryRunWithoutPlanAnswers202(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.DryRunWait = 200 * time.Millisecond })
+	e := newEnv(t, func(c *gateway.Config) { c.DryRunWait = 200 * time.Millisecond })
 	e.seed()
 	status, body := e.do(http.MethodPost, "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "dry_run": true}`)
 	if status != http.StatusAccepted || !strings.Contains(string(body), "did not appear within 200ms") {

@@ -35,11 +35,11 @@ func (e *apiError) Error() string { return e.Code + ": " + e.Message }
 
 // Error codes, stable for clients to branch on.
 const (
-	codeBadRequest  = "bad_request"   // malformed body or parameter
-	codeNotFound    = "not_found"     // unknown id or name
-	codeConflict    = "conflict"      // the request's state does not allow it
+	codeBadRequest  = "bad_request"    // malformed body or parameter
+	codeNotFound    = "not_found"      // unknown id or name
+	codeConflict    = "conflict"       // the request's state does not allow it
 	codeActive      = "active_request" // an instance is held by an active request
-	codeUnavailable = "unavailable"   // Postgres or Kafka did not answer
+	codeUnavailable = "unavailable"    // Postgres or Kafka did not answer
 	codeInternal    = "internal"
 	codeTooSlow     = "too_slow" // a watcher fell too far behind
 )

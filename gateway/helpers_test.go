@@ -1,9 +1,10 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/drovehq/drove/gateway"
 	"io"
 	"log/slog"
 	"net/http"
@@ -28,18 +29,21 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // its schema instead of relying on the pool's search_path.
 const testSchema = "views"
 
+// tailInterval is short so that live watch tests are quick.
+const tailInterval = 20 * time.Millisecond
+
 // env is one test's gateway over a fresh database and Kafka cluster.
 type env struct {
 	t      *testing.T
 	ctx    context.Context
 	pool   *pgxpool.Pool
 	kafka  kafka.Config
-	g      *Gateway
+	g      *gateway.Gateway
 	srv    *httptest.Server
 	offset atomic.Int64 // for event_log rows the tests insert
 }
 
-func newEnv(t *testing.T, tune ...func(*Config)) *env {
+func newEnv(t *testing.T, tune ...func(*gateway.Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -57,16 +61,16 @@ func newEnv(t *testing.T, tune ...func(*Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(producer.Close)
-	cfg := Config{
+	cfg := gateway.Config{
 		Schema:       testSchema,
 		DryRunWait:   5 * time.Second,
 		Logger:       slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-		TailInterval: 20 * time.Millisecond,
+		TailInterval: tailInterval,
 	}
 	for _, f := range tune {
 		f(&cfg)
 	}
-	g, err := New(cfg, pool, producer)
+	g, err := gateway.New(cfg, pool, producer)
 	if err != nil {
 		t.Fatal(err)
 	}

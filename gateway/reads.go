@@ -38,7 +38,7 @@ func parsePage(c *gin.Context) (page, error) {
 
 // list is the shape of every list answer.
 type list[T any] struct {
-	Items []T  `json:"items"`
+	Items []T    `json:"items"`
 	Next  string `json:"next,omitempty"`
 }
 

@@ -1,0 +1,44 @@
+package gateway
+
+import "context"
+
+// The tests live in package gateway_test (testenv imports packages that
+// import this one); these aliases give them the answer types and the
+// tailer.
+type (
+	Node           = node
+	Instance       = instance
+	Group          = group
+	Request        = request
+	Job            = job
+	Plan           = plan
+	Migration      = migration
+	PlanSummary    = planSummary
+	JobState       = jobState
+	ProgressRecord = progressRecord
+	WatchLine      = watchLine
+	LogRow         = logRow
+)
+
+const (
+	CodeBadRequest = codeBadRequest
+	CodeNotFound   = codeNotFound
+	CodeConflict   = codeConflict
+	CodeActive     = codeActive
+)
+
+// Subscription is a tailer subscription as tests see it.
+type Subscription struct {
+	Rows  <-chan logRow
+	Cut   <-chan struct{}
+	Close func()
+}
+
+// Subscribe registers a watcher of every row with the gateway's tailer.
+func Subscribe(ctx context.Context, g *Gateway, buffer int) (Subscription, error) {
+	s, err := g.tail.subscribe(ctx, func(logRow) bool { return true }, buffer)
+	if err != nil {
+		return Subscription{}, err
+	}
+	return Subscription{Rows: s.ch, Cut: s.cut, Close: s.close}, nil
+}

@@ -1,0 +1,288 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/drovehq/drove/gateway"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// stream is an open watch stream.
+type stream struct {
+	t     *testing.T
+	body  io.ReadCloser
+	lines chan string // closed at the end of the stream
+}
+
+func (e *env) watch(path string) *stream {
+	e.t.Helper()
+	req, err := http.NewRequestWithContext(e.ctx, http.MethodGet, e.srv.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		b, _ := io.ReadAll(resp.Body)
+		e.t.Fatalf("watch %s: %d %s %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	s := &stream{t: e.t, body: resp.Body, lines: make(chan string, 1000)}
+	e.t.Cleanup(func() { resp.Body.Close() })
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	}()
+	return s
+}
+
+// next returns the next line, or "" at the end of the stream.
+func (s *stream) next() string {
+	s.t.Helper()
+	select {
+	case l := <-s.lines:
+		return l
+	case <-time.After(10 * time.Second):
+		s.t.Fatal("no watch line within 10s")
+		return ""
+	}
+}
+
+// event returns the next line that is not a keepalive, decoded.
+func (s *stream) event() gateway.WatchLine {
+	s.t.Helper()
+	for {
+		l := s.next()
+		if l == "" {
+			s.t.Fatal("the stream ended")
+		}
+		if l == `{"type":"keepalive"}` {
+			continue
+		}
+		var w gateway.WatchLine
+		if err := json.Unmarshal([]byte(l), &w); err != nil {
+			s.t.Fatalf("line %q: %v", l, err)
+		}
+		return w
+	}
+}
+
+// rest reads to the end of the stream.
+func (s *stream) rest() []string {
+	s.t.Helper()
+	var out []string
+	for {
+		l := s.next()
+		if l == "" {
+			return out
+		}
+		out = append(out, l)
+	}
+}
+
+func TestWatchFinishedRequestGivesEveryWatcherTheHistory(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	e.seedRequests()
+	e.logEvent("move.progress", "r3", "i1", map[string]any{"request": "r3"}) // another request's
+
+	var wg sync.WaitGroup
+	got := make([][]string, 2)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = e.watch("/v1/requests/r1/watch").rest() // ends by itself
+		}()
+	}
+	wg.Wait()
+	if len(got[0]) != 5 || strings.Join(got[0], "\n") != strings.Join(got[1], "\n") {
+		t.Fatalf("watchers got\n%s\nand\n%s", strings.Join(got[0], "\n"), strings.Join(got[1], "\n"))
+	}
+	var first, last gateway.WatchLine
+	_ = json.Unmarshal([]byte(got[0][0]), &first)
+	_ = json.Unmarshal([]byte(got[0][4]), &last)
+	if first.Type != "evacuation.requested" || first.Request != "r1" || last.Type != "request.finished" ||
+		first.Seq >= last.Seq || !strings.Contains(string(first.Payload), `"request":"r1"`) || first.Time.IsZero() {
+		t.Fatalf("first %+v last %+v", first, last)
+	}
+}
+
+func TestWatchLive(t *testing.T) {
+	e := newEnv(t, func(c *gateway.Config) { c.KeepAlive = 50 * time.Millisecond })
+	e.seed()
+	e.exec(`INSERT INTO requests (id, kind, nodes, mode, requested_at, planned_at) VALUES ('r9', 'evacuation', '{node-a1}', 'all', now(), now())`)
+	e.logEvent("evacuation.requested", "r9", "", map[string]any{"request": "r9"})
+
+	req := e.watch("/v1/requests/r9/watch")
+	inst := e.watch("/v1/instances/i1/watch")
+	history := e.watch("/v1/requests/r9/watch?follow=false")
+	if w := req.event(); w.Type != "evacuation.requested" {
+		t.Fatalf("history %+v", w)
+	}
+	if rest := history.rest(); len(rest) != 1 {
+		t.Fatalf("follow=false: %d more lines after the history: %v", len(rest), rest)
+	}
+	// Connected and past the history: what is logged now arrives live.
+	e.logEvent("move.progress", "r-other", "i2", map[string]any{"n": 0}) // for neither watcher
+	e.logEvent("move.progress", "r9", "i1", map[string]any{"n": 1})
+	e.logEvent("move.progress", "r9", "i1", map[string]any{"n": 2})
+	for n := 1; n <= 2; n++ {
+		for _, s := range []*stream{req, inst} {
+			w := s.event()
+			if w.Type != "move.progress" || w.Instance != "i1" || w.Request != "r9" || !strings.Contains(string(w.Payload), `"n":`) {
+				t.Fatalf("live line %d: %+v", n, w)
+			}
+		}
+	}
+	// Quiet streams get keepalives.
+	waitFor(t, "a keepalive", 5*time.Second, func() bool { return req.next() == `{"type":"keepalive"}` })
+	e.logEvent("request.finished", "r9", "", map[string]any{"request": "r9"})
+	if w := req.event(); w.Type != "request.finished" {
+		t.Fatalf("last line %+v", w)
+	}
+	for _, l := range req.rest() {
+		if l != `{"type":"keepalive"}` {
+			t.Fatalf("a line after request.finished: %s", l)
+		}
+	}
+}
+
+func TestTailerCutsSlowWatcherAndFindsLateRows(t *testing.T) {
+	e := newEnv(t)
+	ctx := e.ctx
+	slow := must2(gateway.Subscribe(ctx, e.g, 2))
+	fast := must2(gateway.Subscribe(ctx, e.g, 100))
+	defer slow.Close()
+	defer fast.Close()
+
+	// Seqs 101 and 103 commit before 102: the tailer must not lose 102.
+	for _, seq := range []int{101, 103, 102, 104} {
+		e.exec(`INSERT INTO event_log (id, seq, topic, partition, "offset", type, version, time, key, payload)
+  VALUES ($1, $2, 't', 0, $2, 'x', 1, now(), 'k', '{}')`, fmt.Sprintf("ev-%d", seq), seq)
+		time.Sleep(3 * tailInterval) // let the tailer pass 103 before 102 exists
+	}
+	var seqs []int64
+	for len(seqs) < 4 {
+		select {
+		case r := <-fast.Rows:
+			seqs = append(seqs, r.Seq)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("fast watcher got %v", seqs)
+		}
+	}
+	if fmtSeqs(seqs) != "[101,103,102,104]" {
+		t.Fatalf("fast watcher got %v", seqs)
+	}
+	select {
+	case <-slow.Cut:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow watcher was not cut off")
+	}
+}
+
+func fmtSeqs(xs []int64) string {
+	b, _ := json.Marshal(xs)
+	return string(b)
+}
+
+func must2[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestHealthzAndMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var kafkaDown error
+	var mu sync.Mutex
+	var e *env
+	e = newEnv(t, func(c *gateway.Config) {
+		c.Metrics = reg
+		c.KafkaCheck = func(ctx context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if kafkaDown != nil {
+				return kafkaDown
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(e.kafka.Brokers...))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			_, err = kadm.NewClient(cl).ListBrokers(ctx)
+			return err
+		}
+	})
+	if status, body := e.do(http.MethodGet, "/healthz", ""); status != http.StatusOK || !strings.Contains(string(body), `"status":"ok"`) {
+		t.Fatalf("healthz %d %s", status, body)
+	}
+	mu.Lock()
+	kafkaDown = errors.New("brokers unreachable")
+	mu.Unlock()
+	if status, body := e.do(http.MethodGet, "/healthz", ""); status != http.StatusServiceUnavailable || !strings.Contains(string(body), "brokers unreachable") {
+		t.Fatalf("healthz with Kafka down %d %s", status, body)
+	}
+	e.do(http.MethodGet, "/v1/nodes/nope", "")
+	status, body := e.do(http.MethodGet, "/metrics", "")
+	for _, want := range []string{
+		`drove_gateway_http_requests_total{method="GET",route="/v1/nodes/:name",status="404"} 1`,
+		`drove_gateway_http_requests_total{method="GET",route="/healthz",status="503"} 1`,
+		`drove_gateway_watch_streams_open 0`,
+	} {
+		if status != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestRunShutsDownWithOpenWatchers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	e := newEnv(t, func(c *gateway.Config) { c.Addr = addr })
+	e.exec(`INSERT INTO requests (id, kind, requested_at) VALUES ('r1', 'evacuation', now())`)
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.g.Run(ctx) }()
+	var resp *http.Response
+	waitFor(t, "the gateway to listen", 5*time.Second, func() bool {
+		resp, err = http.Get("http://" + addr + "/v1/requests/r1/watch")
+		return err == nil
+	})
+	defer resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), "shutting down") {
+		t.Fatalf("the watcher's last words: %s", b)
+	}
+}
