@@ -10,6 +10,9 @@ help: ## list the targets
 build: ## build bin/drove
 	$(GO) build -o $(BIN) ./cmd/drove
 
+run: ## the whole system on this machine (embedded broker, Postgres, demo cluster, API on localhost:8080)
+	$(GO) run ./cmd/drove dev
+
 test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL)
 	@bash test/tools/deps.sh
 

@@ -347,7 +347,7 @@ Lists requests with their status, or prints one request's plan.`, stderr)
 		path += "?status=" + url.QueryEscape(*status)
 	}
 	var list struct {
-		Requests []map[string]any `json:"requests"`
+		Items []map[string]any `json:"items"`
 	}
 	if err := c.Get(ctx, path, &list); err != nil {
 		fmt.Fprintf(stderr, "drove: %v\n", err)
@@ -358,7 +358,7 @@ Lists requests with their status, or prints one request's plan.`, stderr)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REQUEST\tKIND\tSTATUS\tNODES/INSTANCES\tREQUESTED BY\tREQUESTED AT")
-	for _, r := range list.Requests {
+	for _, r := range list.Items {
 		what := joinAny(r["nodes"])
 		if what == "" {
 			what = joinAny(r["instances"])

@@ -17,6 +17,14 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"dev", "run the whole system on this machine, with a demo cluster (make run)", runDev},
+		{"broker", "run the embedded Kafka-protocol broker alone", runBroker},
+		{"gateway", "serve the HTTP API", runGatewayCmd},
+		{"planner", "run the planner service", runPlannerCmd},
+		{"executor", "run the agent of one node", runExecutorCmd},
+		{"projector", "fold the log into the Postgres views", runProjectorCmd},
+		{"replay", "rebuild every view from offset zero and compare with the live ones", runReplay},
+		{"seed", "load an inventory (the demo, or a Ganeti cluster) into the log", runSeed},
 		{"evacuate", "empty nodes, with live progress", runEvacuate},
 		{"group-change", "move instances to another node group, with live progress", runGroupChange},
 		{"approve", "run a reviewed dry-run plan", runApprove},

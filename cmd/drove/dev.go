@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/clustergen"
+)
+
+// demoCluster is the demo: 3 groups of 8 nodes, about 200 instances of
+// mixed storage kinds. Its simulated sizes and link speed (see
+// embedded.DemoSim) make one node's evacuation last well under a minute while
+// its progress is still visible.
+func demoCluster() *planner.Cluster {
+	spec := clustergen.DefaultSpec()
+	spec.Groups, spec.NodesPerGroup, spec.InstancesPerNode = 3, 8, 8
+	spec.Fill = 0.55
+	spec.NodeMemory = clustergen.Range{Min: 64 << 10, Max: 128 << 10}
+	spec.Seed = 2026
+	c, err := clustergen.Generate(spec)
+	if err != nil {
+		panic(fmt.Sprintf("demo cluster: %v", err)) // the spec is constant
+	}
+	return c
+}
+
+func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("dev", `
+Usage: drove dev [flags]     (make run)
+
+Runs the whole system on this machine, the embedded default: a Kafka-protocol
+broker, a PostgreSQL cluster from the system's binaries, the projector, the
+planner service, one simulated executor per node of a demo cluster (3 groups
+of 8 nodes, about 200 instances), and the gateway. State is kept in --dir,
+so a restart carries on where it stopped; delete the directory to start over.`, stderr)
+	dir := fs.String("dir", ".drove", "where the broker and Postgres keep their data")
+	addr := fs.String("addr", "localhost:8080", "the gateway's address")
+	brokerAddr := fs.String("broker-addr", "127.0.0.1:9092", "the embedded broker's address")
+	pgPort := fs.Int("pg-port", 15432, "the embedded Postgres port (on 127.0.0.1)")
+	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(*logLevel))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	fmt.Fprintf(stdout, "Starting Drove (data in %s)...\n", abs)
+	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(abs, "kafka"), Addr: *brokerAddr})
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	defer broker.Stop()
+	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(abs, "postgres"), Port: *pgPort})
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	defer pg.Stop()
+	if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
+		return fail(stderr, "dev", err)
+	}
+
+	sys, err := embedded.StartSystem(ctx, embedded.SystemConfig{
+		Brokers:     broker.Addrs(),
+		DatabaseURL: pg.URL("drove"),
+		GatewayAddr: *addr,
+		Logger:      log,
+		Seed:        demoCluster,
+		Sim:         embedded.DemoSim(),
+	})
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	node := sys.Nodes[0]
+	fmt.Fprintf(stdout, `
+Drove is running: %d nodes, API at http://%s (metrics at /metrics).
+Kafka brokers %v, Postgres %s.
+
+Try:
+  go run ./cmd/drove evacuate %s --mode all      # empty a node, with live progress
+  go run ./cmd/drove plans                       # every request and its status
+
+(or build it once: make build, then bin/drove ...). Ctrl-C stops everything.
+`, len(sys.Nodes), *addr, broker.Addrs(), pg.URL("drove"), node)
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "\nStopping...")
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := sys.Stop(sctx); err != nil {
+		fmt.Fprintf(stderr, "drove dev: stopping: %v\n", err)
+	}
+	return exitOK
+}

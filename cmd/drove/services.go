@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/sim"
+	"github.com/drovehq/drove/gateway"
+	"github.com/drovehq/drove/planner/iallocator"
+	"github.com/drovehq/drove/planner/service"
+	"github.com/drovehq/drove/projector"
+)
+
+// serviceFlags are what every service takes: where Kafka and Postgres are,
+// where to serve metrics, how to log.
+type serviceFlags struct {
+	brokers     string
+	databaseURL string
+	schema      string
+	metricsAddr string
+	logLevel    string
+}
+
+func (s *serviceFlags) register(fs *flag.FlagSet, needsDB bool) {
+	brokers := os.Getenv("KAFKA_BROKERS")
+	if brokers == "" {
+		brokers = "127.0.0.1:9092"
+	}
+	fs.StringVar(&s.brokers, "brokers", brokers, "Kafka brokers, comma-separated (env KAFKA_BROKERS)")
+	if needsDB {
+		fs.StringVar(&s.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (env DATABASE_URL)")
+		fs.StringVar(&s.schema, "schema", "drove", "the Postgres schema of the views")
+	}
+	fs.StringVar(&s.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz here (e.g. :9100); empty: off")
+	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+func (s *serviceFlags) kafka(clientID string) kafka.Config {
+	cfg := kafka.Config{ClientID: clientID}
+	for _, b := range strings.Split(s.brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			cfg.Brokers = append(cfg.Brokers, b)
+		}
+	}
+	return cfg
+}
+
+func (s *serviceFlags) logger(stderr io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func (s *serviceFlags) pool(ctx context.Context) (*pgxpool.Pool, error) {
+	if s.databaseURL == "" {
+		return nil, errors.New("no database: set DATABASE_URL or --database-url")
+	}
+	return pgxpool.New(ctx, s.databaseURL)
+}
+
+// newRegistry is a metrics registry with the Go runtime's collectors.
+func newRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// serveMetrics serves /metrics and /healthz until ctx ends.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintln(w, `{"status":"ok"}`)
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "addr", addr, "err", err)
+		}
+	}()
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func fail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "drove %s: %v\n", cmd, err)
+	return exitError
+}
+
+func runGatewayCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := newFlagSet("gateway", `
+Usage: drove gateway [flags]
+
+Serves Drove's HTTP API: requests (evacuations, group changes, approvals,
+cancellations), queries of the views, watch streams, /healthz and /metrics.`, stderr)
+	var sf serviceFlags
+	sf.register(fs, true)
+	addr := fs.String("addr", "localhost:8080", "where to listen")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	log := sf.logger(stderr)
+	pool, err := sf.pool(ctx)
+	if err != nil {
+		return fail(stderr, "gateway", err)
+	}
+	defer pool.Close()
+	kcfg := sf.kafka("drove-gateway")
+	prod, err := kafka.NewProducer(kcfg)
+	if err != nil {
+		return fail(stderr, "gateway", err)
+	}
+	defer prod.Close()
+	reg := newRegistry()
+	g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
+		KafkaCheck: func(ctx context.Context) error { return kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...) }}, pool, prod)
+	if err != nil {
+		return fail(stderr, "gateway", err)
+	}
+	if err := g.Run(ctx); err != nil && ctx.Err() == nil {
+		return fail(stderr, "gateway", err)
+	}
+	return exitOK
+}
+
+func runPlannerCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := newFlagSet("planner", `
+Usage: drove planner [flags]
+
+Runs the planner service: turns requests into plans, marks evacuated nodes
+drained, releases jobs as their dependencies are met and within per-node and
+per-cluster limits, and closes each request with what moved and what did
+not. Run one; a second one fences the first.`, stderr)
+	var sf serviceFlags
+	sf.register(fs, false)
+	maxRunning := fs.Int("max-running-moves", 5, "jobs running at once across the cluster")
+	maxPerNode := fs.Int("max-moves-per-node", 2, "moves a node sends at once")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	log := sf.logger(stderr)
+	reg := newRegistry()
+	serveMetrics(ctx, sf.metricsAddr, reg, log)
+	cfg := service.Config{Kafka: sf.kafka("drove-planner"), MaxRunningMoves: *maxRunning, Logger: log, Metrics: reg}
+	cfg.Options.MaxMovesPerNode = *maxPerNode
+	s, err := service.New(cfg)
+	if err != nil {
+		return fail(stderr, "planner", err)
+	}
+	if err := s.Run(ctx); err != nil && ctx.Err() == nil {
+		return fail(stderr, "planner", err)
+	}
+	return exitOK
+}
+
+func runProjectorCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := newFlagSet("projector", `
+Usage: drove projector [flags]
+
+Folds every topic of the log into the Postgres views, exactly once (each
+event's effect commits with its offset).`, stderr)
+	var sf serviceFlags
+	sf.register(fs, true)
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	log := sf.logger(stderr)
+	pool, err := sf.pool(ctx)
+	if err != nil {
+		return fail(stderr, "projector", err)
+	}
+	defer pool.Close()
+	reg := newRegistry()
+	serveMetrics(ctx, sf.metricsAddr, reg, log)
+	if err := projector.Migrate(ctx, pool, sf.schema); err != nil {
+		return fail(stderr, "projector", err)
+	}
+	p, err := projector.New(projector.Config{Kafka: sf.kafka("drove-projector"), Schema: sf.schema, Logger: log, Registerer: reg}, pool)
+	if err != nil {
+		return fail(stderr, "projector", err)
+	}
+	if err := p.Run(ctx); err != nil && ctx.Err() == nil {
+		return fail(stderr, "projector", err)
+	}
+	return exitOK
+}
+
+func runReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("replay", `
+Usage: drove replay [flags]
+
+Audit replay: folds the whole log from offset zero into a fresh schema and
+compares it, table by table, with the live views (a checksum per table).
+Exit status 0 when every table is equal, 3 when one differs.`, stderr)
+	var sf serviceFlags
+	sf.register(fs, true)
+	keep := fs.Bool("keep", false, "keep the replay schema for inspection")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	pool, err := sf.pool(ctx)
+	if err != nil {
+		return fail(stderr, "replay", err)
+	}
+	defer pool.Close()
+	rep, err := projector.Replay(ctx, projector.Config{Kafka: sf.kafka("drove-replay"), Schema: sf.schema,
+		KeepReplay: *keep, Logger: sf.logger(stderr)}, pool)
+	if err != nil {
+		return fail(stderr, "replay", err)
+	}
+	return printReplay(stdout, rep, *asJSON)
+}
+
+func printReplay(w io.Writer, rep projector.Report, asJSON bool) int {
+	if asJSON {
+		printJSON(w, rep)
+	} else {
+		fmt.Fprintf(w, "Replayed %d events in %s into %s\n", rep.Events, rep.Duration.Round(time.Millisecond), rep.ReplaySchema)
+		for _, t := range rep.Tables {
+			mark := "equal"
+			if !t.Equal {
+				mark = "DIFFERENT"
+			}
+			fmt.Fprintf(w, "  %-22s live %7d rows  replay %7d rows  %s\n", t.Name, t.LiveRows, t.ReplayRows, mark)
+		}
+		if rep.Equal {
+			fmt.Fprintln(w, "Every view equals its replay from offset zero.")
+		} else {
+			fmt.Fprintln(w, "Some views differ from the replay.")
+		}
+	}
+	if !rep.Equal {
+		return exitNotMoved
+	}
+	return exitOK
+}
+
+func runBroker(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("broker", `
+Usage: drove broker [flags]
+
+Runs the embedded Kafka-protocol broker alone (franz-go's kfake, persisted
+in a directory), for running Drove's services separately on one machine
+without Apache Kafka.`, stderr)
+	dir := fs.String("dir", ".drove/kafka", "data directory")
+	addr := fs.String("addr", "127.0.0.1:9092", "where to listen")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	b, err := embedded.StartBroker(embedded.Broker{Dir: *dir, Addr: *addr})
+	if err != nil {
+		return fail(stderr, "broker", err)
+	}
+	defer b.Stop()
+	fmt.Fprintf(stdout, "Broker listening on %s (data in %s). Ctrl-C stops it.\n", strings.Join(b.Addrs(), ","), *dir)
+	<-ctx.Done()
+	return exitOK
+}
+
+func runSeed(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("seed", `
+Usage: drove seed --demo
+       drove seed --ganeti REQUEST.json
+
+Loads an inventory into the log: groups, nodes and instances. --demo loads
+the demo cluster (3 groups of 8 nodes, about 200 instances); --ganeti loads
+the cluster described by a Ganeti IAllocator request file, so a real
+Ganeti cluster's data can be imported.`, stderr)
+	var sf serviceFlags
+	sf.register(fs, false)
+	demo := fs.Bool("demo", false, "load the demo cluster")
+	ganeti := fs.String("ganeti", "", "load the cluster of this IAllocator request file")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	if *demo == (*ganeti != "") {
+		fs.Usage()
+		return exitUsage
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	c := demoCluster()
+	if *ganeti != "" {
+		data, err := os.ReadFile(*ganeti)
+		if err != nil {
+			return fail(stderr, "seed", err)
+		}
+		if c, err = iallocator.DecodeCluster(data); err != nil {
+			return fail(stderr, "seed", err)
+		}
+	}
+	kcfg := sf.kafka("drove-seed")
+	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+		return fail(stderr, "seed", err)
+	}
+	prod, err := kafka.NewProducer(kcfg)
+	if err != nil {
+		return fail(stderr, "seed", err)
+	}
+	defer prod.Close()
+	envs := service.InventoryEvents(c, events.Reason{Actor: "seed", Why: "inventory loaded by drove seed"})
+	if err := service.Seed(ctx, prod, envs); err != nil {
+		return fail(stderr, "seed", err)
+	}
+	fmt.Fprintf(stdout, "Loaded %d groups, %d nodes, %d instances (%d events).\n", len(c.Groups), len(c.Nodes), len(c.Instances), len(envs))
+	return exitOK
+}
+
+func runExecutorCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := newFlagSet("executor", `
+Usage: drove executor --node NAME [flags]
+
+Runs the agent of one node: it takes the opcodes dispatched to this node,
+runs them through a driver, reports progress and how each ended, and the
+new placement when an instance has moved. Transient faults are retried
+with backoff; fatal ones roll back and leave the instance where it was.`, stderr)
+	var sf serviceFlags
+	sf.register(fs, false)
+	node := fs.String("node", "", "this node's name (required)")
+	driver := fs.String("driver", "sim", "the driver: sim (simulated data path)")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	if *node == "" {
+		fs.Usage()
+		return exitUsage
+	}
+	if *driver != "sim" {
+		return fail(stderr, "executor", fmt.Errorf("unknown driver %q: this build has sim", *driver))
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	log := sf.logger(stderr)
+	reg := newRegistry()
+	serveMetrics(ctx, sf.metricsAddr, reg, log)
+	d, err := sim.New(embedded.DemoSim())
+	if err != nil {
+		return fail(stderr, "executor", err)
+	}
+	e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node), Logger: log, Metrics: reg}, d)
+	if err != nil {
+		return fail(stderr, "executor", err)
+	}
+	if err := e.Run(ctx); err != nil && ctx.Err() == nil {
+		return fail(stderr, "executor", err)
+	}
+	return exitOK
+}

@@ -1,0 +1,311 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/sim"
+	"github.com/drovehq/drove/gateway"
+	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/service"
+	"github.com/drovehq/drove/projector"
+)
+
+// SystemConfig describes the whole of Drove in one process: the projector,
+// the planner service, one simulated executor per node and the gateway,
+// over brokers and a database given from outside (the embedded ones for
+// `drove dev`, the test helpers' in end-to-end tests).
+type SystemConfig struct {
+	Brokers     []string
+	DatabaseURL string
+	Schema      string // the views' schema; default "drove"
+	// GatewayAddr is where the gateway listens; empty means it does not
+	// listen and System.Handler serves it (tests use httptest).
+	GatewayAddr string
+	Logger      *slog.Logger
+	// Seed gives the inventory to load when the log has none yet.
+	Seed func() *planner.Cluster
+	// Sim configures every node's simulated driver.
+	Sim sim.Config
+	// MaxRunningMoves bounds running jobs cluster-wide; 0 is the
+	// planner service's default.
+	MaxRunningMoves int
+}
+
+// DemoSim is the simulated data path of the demo: declared sizes scaled
+// down so that one move takes a few seconds and one node's evacuation well
+// under a minute, with progress still worth watching.
+func DemoSim() sim.Config {
+	return sim.Config{
+		Bandwidth:   64 << 20, // bytes per second
+		DirtyRate:   1 << 20,
+		DiskScale:   2 << 10, // 2 KiB per declared MiB: 100 GiB → 200 MiB
+		MemoryScale: 16 << 10,
+		SwitchBelow: 8 << 20,
+		StopTime:    300 * time.Millisecond,
+		StartTime:   300 * time.Millisecond,
+	}
+}
+
+// System is a running Drove.
+type System struct {
+	Nodes    []string
+	Handler  http.Handler
+	Registry *prometheus.Registry
+	Pool     *pgxpool.Pool
+
+	cfg      SystemConfig
+	log      *slog.Logger
+	kcfg     kafka.Config
+	producer *kafka.Producer
+
+	mu    sync.Mutex
+	parts map[string]*part // projector, planner, gateway, executor/<node>
+	sims  map[string]*sim.Driver
+}
+
+// part is one running component.
+type part struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartSystem starts every component and, if the log has no inventory,
+// seeds it.
+func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
+	if cfg.Schema == "" {
+		cfg.Schema = "drove"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &System{cfg: cfg, log: cfg.Logger, parts: map[string]*part{}, sims: map[string]*sim.Driver{},
+		kcfg: kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-dev"}}
+	s.Registry = prometheus.NewRegistry()
+	s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	if err := kafka.EnsureTopics(ctx, s.kcfg, 3, events.Topics()...); err != nil {
+		return nil, fmt.Errorf("topics: %w", err)
+	}
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	s.Pool = pool
+	if err := projector.Migrate(ctx, pool, cfg.Schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	nodes, err := s.inventoryNodes(ctx)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if len(nodes) == 0 && cfg.Seed != nil {
+		c := cfg.Seed()
+		if err := s.seed(ctx, c); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("seed: %w", err)
+		}
+		for _, n := range c.Nodes {
+			nodes = append(nodes, n.Name)
+		}
+	}
+	s.Nodes = nodes
+
+	if s.producer, err = kafka.NewProducer(kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-gateway", TransactionalID: "drove-gateway"}); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	g, err := gateway.New(gateway.Config{Addr: cfg.GatewayAddr, Schema: cfg.Schema, Logger: s.log.With("part", "gateway"),
+		Metrics: s.Registry, Gatherer: s.Registry}, pool, s.producer)
+	if err != nil {
+		s.closeAll()
+		return nil, err
+	}
+	s.Handler = g.Handler()
+
+	start := []func(context.Context) error{s.StartProjector, s.StartPlanner}
+	for _, n := range nodes {
+		start = append(start, func(ctx context.Context) error { return s.StartExecutor(ctx, n) })
+	}
+	for _, f := range start {
+		if err := f(ctx); err != nil {
+			_ = s.Stop(context.Background())
+			return nil, err
+		}
+	}
+	if cfg.GatewayAddr != "" {
+		s.run("gateway", g.Run)
+	}
+	return s, nil
+}
+
+// inventoryNodes lists the nodes the log knows, in order of appearance.
+func (s *System) inventoryNodes(ctx context.Context) ([]string, error) {
+	recs, err := kafka.ReadAll(ctx, s.kcfg, events.TopicInventory)
+	if err != nil {
+		return nil, fmt.Errorf("reading the inventory: %w", err)
+	}
+	seen := map[string]bool{}
+	var nodes []string
+	for _, r := range recs {
+		if n, err := events.As[events.NodeAnnounced](r.Event); err == nil && !seen[n.Name] {
+			seen[n.Name] = true
+			nodes = append(nodes, n.Name)
+		}
+	}
+	return nodes, nil
+}
+
+func (s *System) seed(ctx context.Context, c *planner.Cluster) error {
+	p, err := kafka.NewProducer(kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-seed", TransactionalID: "drove-seed"})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return service.Seed(ctx, p, service.InventoryEvents(c, events.Reason{Actor: "drove dev", Why: "demo cluster"}))
+}
+
+// run starts a component in the background.
+func (s *System) run(name string, f func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &part{cancel: cancel, done: make(chan error, 1)}
+	s.mu.Lock()
+	s.parts[name] = p
+	s.mu.Unlock()
+	go func() {
+		err := f(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("component stopped", "part", name, "err", err)
+		}
+		p.done <- err
+	}()
+}
+
+// StartProjector starts (or restarts) the projector.
+func (s *System) StartProjector(_ context.Context) error {
+	p, err := projector.New(projector.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-projector"},
+		Schema: s.cfg.Schema, Logger: s.log.With("part", "projector"), Registerer: s.registerer("projector")}, s.Pool)
+	if err != nil {
+		return err
+	}
+	s.run("projector", p.Run)
+	return nil
+}
+
+// StartPlanner starts (or restarts) the planner service.
+func (s *System) StartPlanner(_ context.Context) error {
+	svc, err := service.New(service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"},
+		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner")})
+	if err != nil {
+		return err
+	}
+	s.run("planner", svc.Run)
+	return nil
+}
+
+// StartExecutor starts (or restarts) the executor of a node, with the
+// node's simulated driver (kept across restarts, as a node's disks are).
+func (s *System) StartExecutor(_ context.Context, node string) error {
+	s.mu.Lock()
+	d := s.sims[node]
+	s.mu.Unlock()
+	if d == nil {
+		var err error
+		if d, err = sim.New(s.cfg.Sim); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.sims[node] = d
+		s.mu.Unlock()
+	}
+	e, err := executor.New(executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
+		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node)}, d)
+	if err != nil {
+		return err
+	}
+	s.run("executor/"+node, e.Run)
+	return nil
+}
+
+// registerer gives each component, and each node's executor, its own
+// label so their metrics share one registry.
+func (s *System) registerer(part string) prometheus.Registerer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, running := s.parts[part]; running {
+		// A restarted component registers its metrics again: give it a
+		// fresh registry rather than fail on duplicates.
+		return prometheus.NewRegistry()
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{"component": part}, s.Registry)
+}
+
+// Sim is the simulated driver of a node, for injecting faults.
+func (s *System) Sim(node string) *sim.Driver {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sims[node]
+}
+
+// StopPart stops one component ("projector", "planner", "gateway" or
+// "executor/<node>") and waits for it.
+func (s *System) StopPart(ctx context.Context, name string) error {
+	s.mu.Lock()
+	p := s.parts[name]
+	s.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no running part %q", name)
+	}
+	p.cancel()
+	select {
+	case err := <-p.done:
+		p.done <- err // keep it for Stop
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stop stops every component, then closes the pool and the producer.
+func (s *System) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	parts := s.parts
+	s.mu.Unlock()
+	var errs []error
+	for name, p := range parts {
+		p.cancel()
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("%s did not stop: %w", name, ctx.Err()))
+		}
+	}
+	s.closeAll()
+	return errors.Join(errs...)
+}
+
+func (s *System) closeAll() {
+	if s.producer != nil {
+		s.producer.Close()
+	}
+	if s.Pool != nil {
+		s.Pool.Close()
+	}
+}
