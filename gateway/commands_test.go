@@ -2,7 +2,10 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"errors"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
+	"github.com/jackc/pgx/v5"
 	"net/http"
 	"strings"
 	"sync"
@@ -173,27 +176,43 @@ func TestDryRunAnswersWithThePlan(t *testing.T) {
 	e.seed()
 	// Stand in for the planner and projector: once the request is in the
 	// log, write its row and plan to the views.
+	// (It reports on a channel: only the test's goroutine may fail it.)
 	var wg sync.WaitGroup
 	wg.Add(1)
+	standIn := make(chan error, 1)
 	go func() {
 		defer wg.Done()
 		var id string
 		deadline := time.Now().Add(10 * time.Second)
 		for id == "" && time.Now().Before(deadline) {
-			if recs := e.appended(); len(recs) > 0 {
+			recs, err := kafka.ReadAll(e.ctx, e.kafka, events.TopicRequests)
+			if err != nil {
+				standIn <- err
+				return
+			}
+			if len(recs) > 0 {
 				id = recs[0].Event.CorrelationID
 			}
 		}
 		if id == "" {
+			standIn <- errors.New("no request appended within 10s")
 			return
 		}
-		e.exec(`INSERT INTO requests (id, kind, nodes, mode, dry_run, requested_at, planned_at, plans)
+		standIn <- pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
+			_, err := tx.Exec(e.ctx, `INSERT INTO views.requests (id, kind, nodes, mode, dry_run, requested_at, planned_at, plans)
   VALUES ($1, 'evacuation', '{node-a1}', 'all', true, now(), now(), 1)`, id)
-		e.exec(`INSERT INTO plans (request, moved, failed, jobs, score_before, score_after, computed_at)
+			if err == nil {
+				_, err = tx.Exec(e.ctx, `INSERT INTO views.plans (request, moved, failed, jobs, score_before, score_after, computed_at)
   VALUES ($1, '[{"instance":"i1","group":"g1","nodes":["node-a2"]}]', '[]', '[{"index":0,"opcodes":[]}]', 2.5, 1.25, now())`, id)
+			}
+			return err
+		})
 	}()
 	status, body := e.do(http.MethodPost, "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "dry_run": true}`)
 	wg.Wait()
+	if err := <-standIn; err != nil {
+		t.Fatalf("standing in for the planner: %v", err)
+	}
 	if status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, body)
 	}

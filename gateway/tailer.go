@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"maps"
@@ -170,7 +171,7 @@ func (t *tailer) poll(run *tailRun) ([]logRow, error) {
 			delete(run.gaps, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b logRow) int { return int(min(max(a.Seq-b.Seq, -1), 1)) })
+	slices.SortFunc(out, func(a, b logRow) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, nil
 }
 
