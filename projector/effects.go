@@ -12,6 +12,9 @@ import (
 type stmt struct {
 	sql  string
 	args []any
+	// derive, when set, names a migration whose syncs and last sync
+	// size are to be derived once the batch's statements have run.
+	derive string
 }
 
 func st(name string, args ...any) stmt { return stmt{sql: q(name), args: args} }
@@ -113,7 +116,7 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 			}
 			out = append(out,
 				st("sync_seen", id, started, max(e.Total, e.Current)),
-				st("syncs_derive", id))
+				stmt{derive: id})
 		}
 		return out, nil
 	case events.End:

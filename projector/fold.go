@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -132,24 +134,18 @@ func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record,
 		// First the log: an event's effects run only when its row is
 		// new, which is what makes a duplicate a no-op, even one
 		// appended long after (a producer retrying an uncertain commit).
-		b := &pgx.Batch{}
-		for _, it := range items {
-			r := it.rec
-			if it.err != nil {
-				b.Queue(q("undecodable_insert"), r.Topic, r.Partition, r.Offset, r.Key, r.Value, it.err.Error())
-				continue
-			}
-			e := it.env
-			b.Queue(q("event_log_insert"), e.ID, r.Topic, r.Partition, r.Offset, e.Type, e.Version, e.Time,
-				e.Key, e.CorrelationID, e.CausationID, e.Producer, e.Reason.Actor, e.Reason.Why,
-				requestOf(e), instanceOf(it.p), string(e.Payload))
-		}
-		clear(fresh)
-		if err := runBatch(ctx, tx, b, func(i int, rows int64) { fresh[i] = rows == 1 }); err != nil {
+		if err := f.logEvents(ctx, tx, items, fresh); err != nil {
 			return err
 		}
 
-		b = &pgx.Batch{}
+		b := &pgx.Batch{}
+		syncs := map[string]bool{} // migrations whose syncs to derive
+		for _, it := range items {
+			if it.err != nil {
+				b.Queue(q("undecodable_insert"), it.rec.Topic, it.rec.Partition, it.rec.Offset,
+					it.rec.Key, it.rec.Value, it.err.Error())
+			}
+		}
 		for i, it := range items {
 			if it.err != nil || !fresh[i] {
 				continue
@@ -159,8 +155,17 @@ func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record,
 				return err
 			}
 			for _, s := range sts {
+				if s.derive != "" {
+					syncs[s.derive] = true
+					continue
+				}
 				b.Queue(s.sql, s.args...)
 			}
+		}
+		// Derived once per batch, after every sync the batch saw: a
+		// derived value depends only on the rows it is derived from.
+		for _, id := range slices.Sorted(maps.Keys(syncs)) {
+			b.Queue(q("syncs_derive"), id)
 		}
 		for k, next := range res.next {
 			b.Queue(q("offset_set"), k.topic, k.partition, next)
@@ -197,6 +202,71 @@ func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record,
 	f.m.apply.Observe(time.Since(start).Seconds())
 	f.m.batch.Observe(float64(len(recs)))
 	return res, nil
+}
+
+// logEvents inserts the decoded items into event_log in one statement and
+// marks in fresh those whose row is new.
+func (f *folder) logEvents(ctx context.Context, tx pgx.Tx, items []item, fresh []bool) error {
+	n := 0
+	for _, it := range items {
+		if it.err == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	var (
+		ids, topics, types, keys, corrs, causes, producers = make([]string, 0, n), make([]string, 0, n),
+			make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		actors, whys, requests, instances, payloads = make([]string, 0, n), make([]string, 0, n),
+			make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		partitions, versions = make([]int32, 0, n), make([]int32, 0, n)
+		offsets              = make([]int64, 0, n)
+		times                = make([]time.Time, 0, n)
+	)
+	at := map[tp]map[int64]int{} // place -> index in items
+	for i, it := range items {
+		if it.err != nil {
+			continue
+		}
+		r, e := it.rec, it.env
+		ids = append(ids, e.ID)
+		topics = append(topics, r.Topic)
+		partitions = append(partitions, r.Partition)
+		offsets = append(offsets, r.Offset)
+		types = append(types, e.Type)
+		versions = append(versions, int32(e.Version))
+		times = append(times, e.Time)
+		keys = append(keys, e.Key)
+		corrs = append(corrs, e.CorrelationID)
+		causes = append(causes, e.CausationID)
+		producers = append(producers, e.Producer)
+		actors = append(actors, e.Reason.Actor)
+		whys = append(whys, e.Reason.Why)
+		requests = append(requests, requestOf(e))
+		instances = append(instances, instanceOf(it.p))
+		payloads = append(payloads, string(e.Payload))
+		k := tp{r.Topic, r.Partition}
+		if at[k] == nil {
+			at[k] = map[int64]int{}
+		}
+		at[k][r.Offset] = i
+	}
+	rows, err := tx.Query(ctx, q("event_log_insert"), ids, topics, partitions, offsets, types, versions,
+		times, keys, corrs, causes, producers, actors, whys, requests, instances, payloads)
+	if err != nil {
+		return err
+	}
+	var k tp
+	var off int64
+	_, err = pgx.ForEachRow(rows, []any{&k.topic, &k.partition, &off}, func() error {
+		if i, ok := at[k][off]; ok {
+			fresh[i] = true
+		}
+		return nil
+	})
+	return err
 }
 
 // runBatch sends b and reads every result in order, handing each

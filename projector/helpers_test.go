@@ -1,4 +1,4 @@
-package projector
+package projector_test
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	. "github.com/drovehq/drove/projector"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -22,7 +22,7 @@ const testTimeout = 60 * time.Second
 
 // env is one test's Kafka, Postgres, producer and projector config.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	pool *pgxpool.Pool
 	k    *testenv.KafkaCluster
@@ -30,9 +30,11 @@ type env struct {
 	prod *kafka.Producer
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvTB(t) }
+
+func newEnvTB(t testing.TB) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*testTimeout)
 	t.Cleanup(cancel)
 	pool := testenv.Postgres(t).Pool(ctx)
 	k := testenv.Kafka(t)
@@ -124,27 +126,17 @@ func (e *env) projector(mod func(*Config)) *Projector {
 func (e *env) waitCaughtUp(schema string) {
 	e.t.Helper()
 	for {
-		ends, err := listEndsOnce(e.ctx, e.cfg.withDefaults().Kafka)
+		done, err := CaughtUp(e.ctx, e.cfg, e.pool, schema)
 		if err != nil {
 			e.t.Fatal(err)
-		}
-		live, err := loadOffsets(e.ctx, e.pool, schema)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		done := true
-		for k, end := range ends {
-			if live[k] < end {
-				done = false
-			}
 		}
 		if done {
 			return
 		}
 		select {
 		case <-e.ctx.Done():
-			e.t.Fatalf("projector did not catch up: offsets %v, ends %v", live, ends)
-		case <-time.After(20 * time.Millisecond):
+			e.t.Fatalf("projector did not catch up")
+		case <-time.After(20 * time.Millisecond): // polling a condition under a deadline
 		}
 	}
 }
@@ -181,10 +173,7 @@ func (e *env) replayEqual() Report {
 // get scans the single row sql returns in schema "drove".
 func (e *env) get(sql string, dest ...any) {
 	e.t.Helper()
-	err := inTx(e.ctx, e.pool, "drove", func(tx pgx.Tx) error {
-		return tx.QueryRow(e.ctx, sql).Scan(dest...)
-	})
-	if err != nil {
+	if err := Get(e.ctx, e.pool, "drove", sql, dest...); err != nil {
 		e.t.Fatalf("%s: %v", sql, err)
 	}
 }
