@@ -3,16 +3,17 @@ package gateway_test
 import (
 	"encoding/json"
 	"errors"
-	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/gateway"
-	"github.com/jackc/pgx/v5"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/gateway"
 )
 
 // holdI1 makes request r-active hold i1: planned, not finished, with i1's

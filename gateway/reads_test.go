@@ -2,11 +2,12 @@ package gateway_test
 
 import (
 	"fmt"
-	"github.com/drovehq/drove/gateway"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/drovehq/drove/gateway"
 )
 
 // seedRequests adds a finished evacuation with a plan, jobs, a migration

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/drovehq/drove/gateway"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/gateway"
 )
 
 // stream is an open watch stream.
