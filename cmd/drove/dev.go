@@ -8,27 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
-	"github.com/drovehq/drove/planner"
-	"github.com/drovehq/drove/planner/clustergen"
 )
-
-// demoCluster is the demo: 3 groups of 8 nodes, about 200 instances of
-// mixed storage kinds. Its simulated sizes and link speed (see
-// embedded.DemoSim) make one node's evacuation last well under a minute while
-// its progress is still visible.
-func demoCluster() *planner.Cluster {
-	spec := clustergen.DefaultSpec()
-	spec.Groups, spec.NodesPerGroup, spec.InstancesPerNode = 3, 8, 8
-	spec.Fill = 0.55
-	spec.NodeMemory = clustergen.Range{Min: 64 << 10, Max: 128 << 10}
-	spec.Seed = 2026
-	c, err := clustergen.Generate(spec)
-	if err != nil {
-		panic(fmt.Sprintf("demo cluster: %v", err)) // the spec is constant
-	}
-	return c
-}
 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dev", `
@@ -73,13 +55,13 @@ so a restart carries on where it stopped; delete the directory to start over.`, 
 		return fail(stderr, "dev", err)
 	}
 
-	sys, err := embedded.StartSystem(ctx, embedded.SystemConfig{
+	sys, err := allinone.Start(ctx, allinone.Config{
 		Brokers:     broker.Addrs(),
 		DatabaseURL: pg.URL("drove"),
 		GatewayAddr: *addr,
 		Logger:      log,
-		Seed:        demoCluster,
-		Sim:         embedded.DemoSim(),
+		Seed:        allinone.DemoCluster,
+		Sim:         allinone.DemoSim(),
 	})
 	if err != nil {
 		return fail(stderr, "dev", err)

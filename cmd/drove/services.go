@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -324,7 +325,7 @@ Ganeti cluster's data can be imported.`, stderr)
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	c := demoCluster()
+	c := allinone.DemoCluster()
 	if *ganeti != "" {
 		data, err := os.ReadFile(*ganeti)
 		if err != nil {
@@ -378,7 +379,7 @@ with backoff; fatal ones roll back and leave the instance where it was.`, stderr
 	log := sf.logger(stderr)
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
-	d, err := sim.New(embedded.DemoSim())
+	d, err := sim.New(allinone.DemoSim())
 	if err != nil {
 		return fail(stderr, "executor", err)
 	}

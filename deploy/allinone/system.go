@@ -1,4 +1,4 @@
-package embedded
+package allinone
 
 import (
 	"context"
@@ -19,15 +19,16 @@ import (
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/clustergen"
 	"github.com/drovehq/drove/planner/service"
 	"github.com/drovehq/drove/projector"
 )
 
-// SystemConfig describes the whole of Drove in one process: the projector,
+// Config describes the whole of Drove in one process: the projector,
 // the planner service, one simulated executor per node and the gateway,
 // over brokers and a database given from outside (the embedded ones for
 // `drove dev`, the test helpers' in end-to-end tests).
-type SystemConfig struct {
+type Config struct {
 	Brokers     []string
 	DatabaseURL string
 	Schema      string // the views' schema; default "drove"
@@ -42,6 +43,22 @@ type SystemConfig struct {
 	// MaxRunningMoves bounds running jobs cluster-wide; 0 is the
 	// planner service's default.
 	MaxRunningMoves int
+}
+
+// DemoCluster is the demo: 3 groups of 8 nodes, about 200 instances of
+// mixed storage kinds. With DemoSim, one node's evacuation lasts well under
+// a minute while its progress is still visible.
+func DemoCluster() *planner.Cluster {
+	spec := clustergen.DefaultSpec()
+	spec.Groups, spec.NodesPerGroup, spec.InstancesPerNode = 3, 8, 8
+	spec.Fill = 0.55
+	spec.NodeMemory = clustergen.Range{Min: 64 << 10, Max: 128 << 10}
+	spec.Seed = 2026
+	c, err := clustergen.Generate(spec)
+	if err != nil {
+		panic(fmt.Sprintf("demo cluster: %v", err)) // the spec is constant
+	}
+	return c
 }
 
 // DemoSim is the simulated data path of the demo: declared sizes scaled
@@ -66,7 +83,7 @@ type System struct {
 	Registry *prometheus.Registry
 	Pool     *pgxpool.Pool
 
-	cfg      SystemConfig
+	cfg      Config
 	log      *slog.Logger
 	kcfg     kafka.Config
 	producer *kafka.Producer
@@ -82,9 +99,9 @@ type part struct {
 	done   chan error
 }
 
-// StartSystem starts every component and, if the log has no inventory,
+// Start starts every component and, if the log has no inventory,
 // seeds it.
-func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
+func Start(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Schema == "" {
 		cfg.Schema = "drove"
 	}

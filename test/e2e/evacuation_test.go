@@ -1,0 +1,314 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/executor/sim"
+	"github.com/drovehq/drove/gateway/client"
+)
+
+// Evacuate two demo nodes in mode all through the HTTP API: every instance
+// on them ends where the plan says, the views show it, every job succeeds,
+// and jobs ran after the jobs they depend on.
+func TestEvacuateTwoNodes(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	nodes := []string{"node-g1-001", "node-g2-003"}
+	var before []string
+	for _, n := range nodes {
+		before = append(before, names(e.instances(n))...)
+	}
+	t0 := time.Now()
+	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: nodes, Mode: "all", Reason: "e2e: two nodes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.finish(a.Request, 3*time.Minute)
+	t.Logf("evacuating %v (%d instances) took %s end to end", nodes, len(before), time.Since(t0).Round(time.Millisecond))
+
+	// Only instances whose disks exist on one node alone stay: the plan
+	// says why, and so does the outcome.
+	pl := e.plan(a.Request)
+	stay := map[string]bool{}
+	for _, f := range pl.Failed {
+		if !strings.Contains(f.Reason, "not mirrored") {
+			t.Errorf("the plan cannot move %s: %s", f.Instance, f.Reason)
+		}
+		stay[f.Instance] = true
+	}
+	if len(pl.Moved)+len(pl.Failed) != len(before) || len(pl.Moved) < len(before)/2 {
+		t.Fatalf("the plan moves %d and fails %d of %d instances", len(pl.Moved), len(pl.Failed), len(before))
+	}
+	if len(p.Failed) != len(pl.Failed) {
+		t.Fatalf("the outcome fails %d instances, the plan %d: %+v", len(p.Failed), len(pl.Failed), p.Failed)
+	}
+	// The projector catches up on its own; wait for the last placement.
+	for _, m := range pl.Moved {
+		e.waitFor(m.Instance+" placed as planned", 30*time.Second, func() bool {
+			in := e.instance(m.Instance)
+			got := []string{in.Primary}
+			if in.Secondary != "" {
+				got = append(got, in.Secondary)
+			}
+			return slices.Equal(got, m.Nodes) && in.Group == m.Group
+		})
+	}
+	for _, n := range nodes {
+		for _, in := range e.instances(n) {
+			if !stay[in.Name] {
+				t.Errorf("node %s still holds %s", n, in.Name)
+			}
+		}
+		var node struct {
+			Drained bool `json:"drained"`
+		}
+		if err := e.api.Get(ctx, "/v1/nodes/"+n, &node); err != nil || !node.Drained {
+			t.Errorf("node %s is not drained (%v)", n, err)
+		}
+	}
+	jobs := e.jobs(a.Request)
+	byIndex := map[int]job{}
+	for _, j := range jobs {
+		byIndex[j.Index] = j
+	}
+	withDeps := 0
+	for _, j := range jobs {
+		if j.State != "success" {
+			t.Errorf("job %d (%s) ended %s %s", j.Index, j.Instance, j.State, j.Error)
+		}
+		for _, d := range deps(t, j) {
+			withDeps++
+			dep := byIndex[j.Index+d.Job]
+			if dep.EndedAt == nil || j.ReleasedAt == nil || j.ReleasedAt.Before(*dep.EndedAt) {
+				t.Errorf("job %d was released at %v, before job %d it depends on ended at %v", j.Index, j.ReleasedAt, dep.Index, dep.EndedAt)
+			}
+		}
+	}
+	if withDeps == 0 {
+		t.Errorf("no job depends on another: the order check checked nothing")
+	}
+	e.replayEqual()
+}
+
+// A fatal fault in one instance's move: that instance stays where it was
+// and is reported failed with the fault; jobs that needed its job to
+// succeed are cancelled; everything else moves.
+func TestFatalFaultLeavesTheInstanceInPlace(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	node := "node-g1-002"
+	on := e.instances(node)
+	var victim instance
+	for _, in := range on {
+		if in.Storage == "drbd" && in.Primary == node {
+			victim = in
+			break
+		}
+	}
+	if victim.Name == "" {
+		t.Fatalf("no drbd primary on %s: %v", node, names(on))
+	}
+	for _, n := range e.sys.Nodes {
+		if err := e.sys.Sim(n).Inject(sim.Fault{Instance: victim.Name, Kind: "fatal"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.finish(a.Request, 3*time.Minute)
+
+	jobs := e.jobs(a.Request)
+	var victimJob job
+	for _, j := range jobs {
+		if j.Instance == victim.Name {
+			victimJob = j
+		}
+	}
+	if victimJob.State != "error" {
+		t.Fatalf("the victim's job ended %q, want error", victimJob.State)
+	}
+	failed := map[string]string{}
+	for _, f := range p.Failed {
+		failed[f.Instance] = f.Reason
+	}
+	if failed[victim.Name] == "" {
+		t.Fatalf("%s is not reported failed: %+v", victim.Name, p.Failed)
+	}
+	for _, j := range jobs {
+		if j.Index == victimJob.Index {
+			continue
+		}
+		needsSuccess := false
+		for _, d := range deps(t, j) {
+			if j.Index+d.Job == victimJob.Index && len(d.Statuses) > 0 && !slices.Contains(d.Statuses, "error") {
+				needsSuccess = true
+			}
+		}
+		switch {
+		case needsSuccess && j.State != "canceled":
+			t.Errorf("job %d needed job %d to succeed but ended %s", j.Index, victimJob.Index, j.State)
+		case needsSuccess && failed[j.Instance] == "":
+			t.Errorf("job %d was cancelled but %s is not reported failed", j.Index, j.Instance)
+		case !needsSuccess && j.State != "success" && j.State != "canceled":
+			t.Errorf("job %d (%s) ended %s: %s", j.Index, j.Instance, j.State, j.Error)
+		}
+	}
+	e.waitFor("the views to settle", 30*time.Second, func() bool {
+		in := e.instance(victim.Name)
+		return in.Primary == victim.Primary && in.Secondary == victim.Secondary
+	})
+	for _, m := range p.Moved {
+		if m.Instance == victim.Name {
+			t.Fatalf("%s reported moved", victim.Name)
+		}
+	}
+	if len(p.Moved)+len(p.Failed) != len(on) {
+		t.Errorf("moved %d + failed %d != %d instances on the node", len(p.Moved), len(p.Failed), len(on))
+	}
+	t.Logf("victim %s failed: %s", victim.Name, failed[victim.Name])
+}
+
+// Kill the projector and the evacuated node's executor in the middle of an
+// evacuation, then start them again: the evacuation completes, and the
+// views equal a replay from offset zero (no duplicate, no missing row).
+func TestRestartProjectorAndExecutorMidEvacuation(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	node := "node-g3-004"
+	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("two jobs to end", time.Minute, func() bool {
+		n := 0
+		for _, j := range e.jobs(a.Request) {
+			if j.State == "success" {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	for _, part := range []string{"projector", "executor/" + node} {
+		if err := e.sys.StopPart(ctx, part); err != nil {
+			t.Fatalf("stopping %s: %v", part, err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let work pile up while they are down
+	if err := e.sys.StartProjector(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sys.StartExecutor(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	p := e.finish(a.Request, 3*time.Minute)
+	if len(p.Failed) != 0 {
+		t.Errorf("not moved after the restarts: %+v", p.Failed)
+	}
+	rep := e.replayEqual()
+	if got, want := rep.Events, e.countAll(); got != want {
+		t.Errorf("replay folded %d events, the log has %d", got, want)
+	}
+	dispatched := e.countEvents(events.TopicOpcodes, events.TypeOpcodeDispatched)
+	ended := e.countEvents(events.TopicOpcodes, events.TypeOpcodeEnded)
+	if ended < dispatched {
+		t.Errorf("%d opcodes dispatched, %d ended", dispatched, ended)
+	}
+}
+
+func (e *env) countAll() int {
+	n := 0
+	for _, topic := range events.Topics() {
+		recs, err := readAll(e, topic)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		n += len(recs)
+	}
+	return n
+}
+
+// Bad requests get a 4xx naming the problem, and nothing is appended.
+func TestBadRequestsAppendNothing(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{"node-g2-005"}, Mode: "all", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := e.instances("node-g2-005")[0]
+	other := busy.Primary
+	if other == "node-g2-005" {
+		other = busy.Secondary
+	}
+	requested := func() int {
+		return e.countEvents(events.TopicRequests, events.TypeEvacuationRequested) +
+			e.countEvents(events.TopicRequests, events.TypeGroupChangeRequested)
+	}
+	base := requested()
+	for _, tc := range []struct {
+		name   string
+		body   any
+		path   string
+		status int
+		says   string
+	}{
+		{"unknown node", client.Evacuation{Nodes: []string{"node-zz-999"}, Mode: "all"}, "/v1/evacuations", http.StatusNotFound, "node-zz-999"},
+		{"unknown mode", client.Evacuation{Nodes: []string{"node-g1-003"}, Mode: "sideways"}, "/v1/evacuations", http.StatusBadRequest, "sideways"},
+		{"malformed JSON", rawJSON(`{"nodes": ["node-g1-003"], "mode": `), "/v1/evacuations", http.StatusBadRequest, "JSON"},
+		{"no nodes", client.Evacuation{Mode: "all"}, "/v1/evacuations", http.StatusBadRequest, "nodes"},
+		{"instance already being moved", client.Evacuation{Nodes: []string{other}, Mode: "all"}, "/v1/evacuations", http.StatusConflict, busy.Name},
+		{"unknown instance", client.GroupChange{Instances: []string{"inst-nope"}}, "/v1/group-changes", http.StatusNotFound, "inst-nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var status int
+			var err error
+			if raw, ok := tc.body.(rawJSON); ok {
+				status, err = e.postRaw(tc.path, string(raw))
+			} else {
+				status, err = e.api.Do(ctx, http.MethodPost, tc.path, tc.body, nil)
+			}
+			var apiErr *client.APIError
+			if status != tc.status || !errors.As(err, &apiErr) || !strings.Contains(apiErr.Message, tc.says) {
+				t.Fatalf("got %d %v, want %d mentioning %q", status, err, tc.status, tc.says)
+			}
+		})
+	}
+	if got := requested(); got != base {
+		t.Fatalf("bad requests appended %d request events", got-base)
+	}
+	_ = a
+}
+
+// rawJSON is a body sent as it is, malformed or not.
+type rawJSON string
+
+func (e *env) postRaw(path, body string) (int, error) {
+	resp, err := http.Post(e.api.Base+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Error client.APIError `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return resp.StatusCode, err
+	}
+	out.Error.Status = resp.StatusCode
+	return resp.StatusCode, &out.Error
+}
+
+func readAll(e *env, topic string) ([]kafka.Record, error) {
+	return kafka.ReadAll(context.Background(), e.kcfg, topic)
+}
