@@ -27,7 +27,8 @@
 // an OpcodeCancelled arrives on the same partition after the dispatch it
 // cancels, so a handler blocked on the dispatch would never read it, and
 // Concurrency opcodes could never run at once. The handler queues the
-// opcode (a goroutine waiting for one of Concurrency slots) and returns;
+// opcode (a goroutine that waits for one of Concurrency slots, granted in
+// dispatch order) and returns;
 // the consumer commits the offset.
 //
 // What makes that safe is that the consumer offset is not the executor's

@@ -22,7 +22,7 @@ type Executor struct {
 	actor  string // "executor/<node>", the actor and producer of every event
 	prod   *kafka.Producer
 	inv    *inventory
-	slots  chan struct{} // one per opcode allowed to run at once
+	slots  *slots // Concurrency opcodes at once, in dispatch order
 
 	mu        sync.Mutex
 	base      context.Context // Run's context; tasks derive theirs from it
@@ -79,7 +79,7 @@ func New(cfg Config, d Driver) (*Executor, error) {
 		actor:     "executor/" + cfg.Node,
 		prod:      prod,
 		inv:       newInventory(),
-		slots:     make(chan struct{}, cfg.Concurrency),
+		slots:     newSlots(cfg.Concurrency),
 		ended:     map[opKey]bool{},
 		cancelled: map[opKey]string{},
 		tasks:     map[opKey]*task{},
@@ -230,7 +230,7 @@ func (e *Executor) submit(env events.Envelope, d events.OpcodeDispatched) {
 		return
 	}
 	ctx, cancel := context.WithCancelCause(e.base)
-	t := &task{key: k, dispatch: env, d: d, ctx: ctx, cancel: cancel}
+	t := &task{key: k, dispatch: env, d: d, ctx: ctx, cancel: cancel, ticket: e.slots.enqueue()}
 	e.tasks[k] = t
 	if reason, ok := e.cancelled[k]; ok {
 		cancel(&cancelRequest{reason})

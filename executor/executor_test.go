@@ -277,3 +277,33 @@ func TestExecutorsRunOnlyTheirOwnOpcodes(t *testing.T) {
 		}
 	}
 }
+
+func TestConcurrencyBoundsRunningOpcodes(t *testing.T) {
+	w := newWorld(t,
+		instance("big", events.StorageZFSReplicated, "n1", "n2", 512, 1<<20),
+		instance("small", events.StorageZFSReplicated, "n1", "n2", 512, 64))
+	w.start("n1", newSim(t), func(c *executor.Config) { c.Concurrency = 1 })
+	w.dispatch("req-big", 0, 0, "n1", replaceDisks("big", "n1", "n3"))
+	w.dispatch("req-small", 0, 0, "n1", replaceDisks("small", "n1", "n3"))
+	w.waitFor(events.TopicOpcodes, "the big opcode to start", func(evs []events.Envelope) bool {
+		return len(payloads[events.OpcodeStarted](ofRequest(evs, "req-big"))) == 1
+	})
+	w.append(events.TopicOpcodes, events.New(
+		events.OpcodeCancelled{Request: "req-big", Job: 0, Index: 0, Node: "n1", Reason: "make room"},
+		events.WithProducer("drove-planner"),
+		events.WithReason(events.Reason{Actor: "operator:alice", Why: "make room", RequestID: "req-big"})))
+	if got := w.waitEnded("req-small", 0, 0); got.Status != events.JobSuccess {
+		t.Fatalf("small ended %+v", got)
+	}
+	// One slot: the small opcode started only after the big one ended.
+	var order []string
+	for _, e := range w.read(events.TopicOpcodes) {
+		if e.Type == events.TypeOpcodeStarted || e.Type == events.TypeOpcodeEnded {
+			order = append(order, e.CorrelationID+" "+e.Type)
+		}
+	}
+	want := []string{"req-big opcode.started", "req-big opcode.ended", "req-small opcode.started", "req-small opcode.ended"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("order %q, want %q", order, want)
+	}
+}

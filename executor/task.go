@@ -18,6 +18,7 @@ type task struct {
 	d        events.OpcodeDispatched
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+	ticket   chan struct{} // closed when the task may run (see slots)
 }
 
 func (t *task) what() string {
@@ -45,10 +46,10 @@ func (e *Executor) runTask(t *task) {
 	defer e.wg.Done()
 	log := e.log.With("opcode", t.key, "instance", t.d.Opcode.Instance)
 	select {
-	case e.slots <- struct{}{}:
-		defer func() { <-e.slots }()
+	case <-t.ticket:
 	case <-t.ctx.Done():
 	}
+	defer e.slots.leave(t.ticket)
 	e.m.queued.Dec()
 	if t.ctx.Err() != nil {
 		if !e.requested(t) {
