@@ -28,8 +28,7 @@
 // cancels, so a handler blocked on the dispatch would never read it, and
 // Concurrency opcodes could never run at once. The handler queues the
 // opcode (a goroutine that waits for one of Concurrency slots, granted in
-// dispatch order) and returns;
-// the consumer commits the offset.
+// dispatch order) and returns; the consumer commits the offset.
 //
 // What makes that safe is that the consumer offset is not the executor's
 // memory of what it owes — the log is. At every start the executor reads

@@ -98,7 +98,12 @@ func New(cfg Config, d Driver) (*Executor, error) {
 func (e *Executor) Run(ctx context.Context) error {
 	defer e.prod.Close()
 	base, stop := context.WithCancelCause(ctx)
-	defer stop(errShutdown)
+	// Whatever ends Run, opcodes stop (without ending) before the producer
+	// closes under them.
+	defer func() {
+		stop(errShutdown)
+		e.wg.Wait()
+	}()
 	e.mu.Lock()
 	e.base = base
 	e.mu.Unlock()
@@ -122,11 +127,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		return err
 	}
 	e.log.Info("executor running", "concurrency", e.cfg.Concurrency)
-	err = cons.Run(base, e.handle)
-
-	stop(errShutdown)
-	e.wg.Wait()
-	if err != nil {
+	if err := cons.Run(base, e.handle); err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
 	return nil

@@ -205,12 +205,18 @@ func bytesText(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
+// progressAppendTimeout bounds one progress append, so a stalled broker
+// delays a move's end by seconds, not forever.
+const progressAppendTimeout = 5 * time.Second
+
 // sendProgress is the pump's send: a failed progress append is logged, not
 // fatal, because progress is advice to watchers; the end events are what
 // the protocol depends on.
 func (e *Executor) sendProgress(ctx context.Context, t *task) func(events.Progress) {
 	return func(ev events.Progress) {
 		env := e.effect(t, ev, "progress of "+t.what())
+		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
+		defer cancel()
 		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
 			e.log.Warn("progress event not appended", "opcode", t.key, "err", err)
 			return
