@@ -229,6 +229,9 @@ type Opcode struct {
 	Mode       string `json:"mode,omitempty"`
 	// AllowFailover lets a migrate fall back to a failover.
 	AllowFailover bool `json:"allow_failover,omitempty"`
+	// IgnoreConsistency lets a failover start the instance from its
+	// replica when the primary is offline and cannot hand over.
+	IgnoreConsistency bool `json:"ignore_consistency,omitempty"`
 	// From and To are the nodes the opcode moves the instance or its data
 	// from and to, as planned; the executor on From runs it.
 	From string `json:"from,omitempty"`
@@ -324,6 +327,8 @@ type GroupChangeRequested struct {
 	Request      string   `json:"request"`
 	Instances    []string `json:"instances"`
 	TargetGroups []string `json:"target_groups"`
+	// DryRun asks for the plan only; it runs once RequestApproved.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // RequestApproved lets a request's plan be executed.

@@ -179,11 +179,6 @@ func (g *Gateway) postGroupChange(c *gin.Context) error {
 	if err := names("target_groups", b.TargetGroups, false); err != nil {
 		return err
 	}
-	if b.DryRun {
-		// events.GroupChangeRequested has no dry_run: the planner would
-		// execute the plan we promised to hold for approval.
-		return badRequest("dry_run", "dry_run: not supported for group changes yet")
-	}
 	found, err := many[named](c, g.db, "instances_groups", b.Instances)
 	if err != nil {
 		return err
@@ -228,8 +223,8 @@ func (g *Gateway) postGroupChange(c *gin.Context) error {
 	if targets == nil {
 		targets = []string{} // the event's schema wants an array
 	}
-	payload := events.GroupChangeRequested{Request: id, Instances: b.Instances, TargetGroups: targets}
-	entry := recentEntry{kind: kindGroupChange, instances: b.Instances, targets: targets, actor: actorOf(c), why: why}
+	payload := events.GroupChangeRequested{Request: id, Instances: b.Instances, TargetGroups: targets, DryRun: b.DryRun}
+	entry := recentEntry{kind: kindGroupChange, instances: b.Instances, targets: targets, dryRun: b.DryRun, actor: actorOf(c), why: why}
 
 	err = g.checkAndAppend(c, id, entry, payload, "instances", func() ([]string, error) {
 		return b.Instances, nil

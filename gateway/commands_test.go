@@ -64,7 +64,6 @@ func TestCommandValidationAppendsNothing(t *testing.T) {
 		{"group change: unknown group", "/v1/group-changes", `{"instances": ["i2"], "target_groups": ["g2", "gx"]}`, 404, gateway.CodeNotFound, "target_groups[1]", `"gx"`},
 		{"group change: two groups", "/v1/group-changes", `{"instances": ["i2", "i3"], "target_groups": []}`, 400, gateway.CodeBadRequest, "instances[1]", "one group"},
 		{"group change: active", "/v1/group-changes", `{"instances": ["i2", "i1"], "target_groups": ["g2"]}`, 409, gateway.CodeActive, "instances", "r-active"},
-		{"group change: dry run", "/v1/group-changes", `{"instances": ["i2"], "dry_run": true}`, 400, gateway.CodeBadRequest, "dry_run", "not supported"},
 
 		{"approve unknown", "/v1/requests/nope/approve", ``, 404, gateway.CodeNotFound, "id", "nope"},
 		{"approve running", "/v1/requests/r-active/approve", ``, 409, gateway.CodeConflict, "id", "running"},

@@ -49,7 +49,7 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 			e.IgnoreSoftErrors, e.MaxMovesPerNode, env.Reason.Actor, env.Reason.Why, t)}, nil
 	case events.GroupChangeRequested:
 		return []stmt{st("group_change_requested", e.Request, strs(e.Instances), strs(e.TargetGroups),
-			env.Reason.Actor, env.Reason.Why, t)}, nil
+			env.Reason.Actor, env.Reason.Why, t, e.DryRun)}, nil
 	case events.RequestApproved:
 		return []stmt{st("request_approved", e.Request, t)}, nil
 	case events.RequestCancelled:

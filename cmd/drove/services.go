@@ -143,6 +143,13 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	}
 	defer pool.Close()
 	kcfg := sf.kafka("drove-gateway")
+	// Gateways are stateless and may run side by side: each needs its own
+	// transactional id, or they would fence each other.
+	host, _ := os.Hostname()
+	kcfg.TransactionalID = fmt.Sprintf("drove-gateway-%s-%d", host, os.Getpid())
+	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+		return fail(stderr, "gateway", err)
+	}
 	prod, err := kafka.NewProducer(kcfg)
 	if err != nil {
 		return fail(stderr, "gateway", err)
@@ -150,7 +157,7 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	defer prod.Close()
 	reg := newRegistry()
 	g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
-		KafkaCheck: func(ctx context.Context) error { return kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...) }}, pool, prod)
+		KafkaCheck: prod.Ping}, pool, prod)
 	if err != nil {
 		return fail(stderr, "gateway", err)
 	}
@@ -336,6 +343,7 @@ Ganeti cluster's data can be imported.`, stderr)
 		}
 	}
 	kcfg := sf.kafka("drove-seed")
+	kcfg.TransactionalID = "drove-seed"
 	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
 		return fail(stderr, "seed", err)
 	}

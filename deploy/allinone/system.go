@@ -147,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	g, err := gateway.New(gateway.Config{Addr: cfg.GatewayAddr, Schema: cfg.Schema, Logger: s.log.With("part", "gateway"),
-		Metrics: s.Registry, Gatherer: s.Registry}, pool, s.producer)
+		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping}, pool, s.producer)
 	if err != nil {
 		s.closeAll()
 		return nil, err

@@ -153,3 +153,6 @@ func (p *Producer) abort(ctx context.Context, cause error) error {
 // Close flushes nothing (appends are synchronous) and releases the client.
 // An append running concurrently fails with ErrClosed.
 func (p *Producer) Close() { p.cl.Close() }
+
+// Ping checks that a broker answers, for health checks.
+func (p *Producer) Ping(ctx context.Context) error { return translate(p.cl.Ping(ctx)) }

@@ -25,7 +25,8 @@ func planEvent(request string, p *planner.Plan) events.PlanComputed {
 			ej.Opcodes = append(ej.Opcodes, events.Opcode{
 				OpID: events.OpID(op.Kind), Instance: op.Instance,
 				TargetNode: op.TargetNode, RemoteNode: op.RemoteNode, Mode: op.Mode,
-				AllowFailover: op.AllowFailover, From: op.From, To: op.To,
+				AllowFailover: op.AllowFailover, IgnoreConsistency: op.IgnoreConsistency,
+				From: op.From, To: op.To,
 			})
 		}
 		for _, d := range j.Depends {

@@ -59,7 +59,11 @@ func (r *request) originWhy() string {
 		}
 		return fmt.Sprintf("evacuation of %s (%s%s) %s", strings.Join(r.evac.Nodes, ", "), r.evac.Mode, dry, who)
 	case events.TypeGroupChangeRequested:
-		return fmt.Sprintf("group change of %s %s", strings.Join(r.change.Instances, ", "), who)
+		dry := ""
+		if r.change.DryRun {
+			dry = " (dry run)"
+		}
+		return fmt.Sprintf("group change of %s%s %s", strings.Join(r.change.Instances, ", "), dry, who)
 	}
 	return who
 }
@@ -240,6 +244,11 @@ func (p *pass) advance(i int) {
 				return
 			}
 			node := op.From
+			if op.IgnoreConsistency && op.To != "" {
+				// A failover away from an offline primary: nobody answers
+				// there, so the target starts the instance from its replica.
+				node = op.To
+			}
 			if node == "" { // the planner names it; an instance's primary runs it otherwise
 				if in := p.st.inv.instances[op.Instance]; in != nil {
 					node = in.PrimaryNode

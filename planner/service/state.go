@@ -59,7 +59,8 @@ type request struct {
 }
 
 func (r *request) dryRun() bool {
-	return r.kind == events.TypeEvacuationRequested && r.evac.DryRun
+	return (r.kind == events.TypeEvacuationRequested && r.evac.DryRun) ||
+		(r.kind == events.TypeGroupChangeRequested && r.change.DryRun)
 }
 
 // job is one job of the request's plan, by index.

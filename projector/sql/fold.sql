@@ -118,12 +118,13 @@ ON CONFLICT (id) DO UPDATE SET
     requested_at       = EXCLUDED.requested_at
 
 -- name: group_change_requested
-INSERT INTO requests (id, kind, instances, target_groups, actor, why, requested_at)
-VALUES ($1, 'group-change', $2, $3, $4, $5, $6)
+INSERT INTO requests (id, kind, instances, target_groups, actor, why, requested_at, dry_run)
+VALUES ($1, 'group-change', $2, $3, $4, $5, $6, $7)
 ON CONFLICT (id) DO UPDATE SET
     kind          = EXCLUDED.kind,
     instances     = EXCLUDED.instances,
     target_groups = EXCLUDED.target_groups,
+    dry_run       = EXCLUDED.dry_run,
     actor         = EXCLUDED.actor,
     why           = EXCLUDED.why,
     requested_at  = EXCLUDED.requested_at
