@@ -1,0 +1,32 @@
+// Package deploy holds Drove's deployments: compose.yaml (Apache Kafka in
+// KRaft mode, PostgreSQL and every service), the Dockerfile, and the
+// embedded (deploy/embedded) and all-in-one (deploy/allinone) ones.
+package deploy
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The compose file must validate: `docker compose config` (or the older
+// docker-compose) parses it fully without a Docker engine.
+func TestComposeFileValidates(t *testing.T) {
+	var cmd *exec.Cmd
+	if err := exec.Command("docker", "compose", "version").Run(); err == nil {
+		cmd = exec.Command("docker", "compose", "-f", "compose.yaml", "config")
+	} else if path, err := exec.LookPath("docker-compose"); err == nil {
+		cmd = exec.Command(path, "-f", "compose.yaml", "config")
+	} else {
+		t.Fatal("neither `docker compose` nor docker-compose is installed: run `make test-deps` (installs Debian's docker-compose)")
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	for _, want := range []string{"kafka:", "KAFKA_PROCESS_ROLES: broker,controller", "postgres:", "projector", "planner", "gateway", "executor"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the resolved compose file lacks %q", want)
+		}
+	}
+}
