@@ -55,6 +55,13 @@ func init() {
 	register[MoveStatusReported](TopicProgress)
 
 	register[AuditRecorded](TopicAudit)
+
+	register[MigrationActionRequested](TopicMigrations)
+	register[MigrationStateChanged](TopicMigrations)
+	register[MigrationPhaseDispatched](TopicOpcodes)
+	register[MigrationPhaseEnded](TopicOpcodes)
+	register[ReceiverReady](TopicOpcodes)
+	register[SettingsChanged](TopicSettings)
 }
 
 // register adds T's current version. A type whose schema changes keeps its

@@ -72,6 +72,17 @@ func samples() []Payload {
 		MoveStatusReported{Request: "req-1", Instance: "inst2", Node: "node2", Status: StatusMigrationSource},
 		AuditRecorded{Action: "migrate", Subject: "inst1", Outcome: AuditDenied,
 			Detail: "owner acct-42 may not migrate inst1"},
+		MigrationActionRequested{Migration: "mig-1", Instance: "inst1", Action: ActionSchedule,
+			Target: "node3", ScheduledAt: &started, Account: "acct-42", Role: RoleOwner},
+		MigrationStateChanged{Migration: "mig-1", Instance: "inst1", Account: "acct-42", Role: RoleOwner,
+			Source: "node1", Target: "node3", Automatic: true, State: MigrationRunning, Phase: PhaseSync,
+			Syncs: 2, LastSyncBytes: 1 << 20, PriorRunState: RunRunning},
+		MigrationPhaseDispatched{Migration: "mig-1", Instance: "inst1", Node: "node1", Seq: 2,
+			Phase: PhaseSync, Source: "node1", Target: "node3", Sync: 2, SendMbps: 50},
+		MigrationPhaseEnded{Migration: "mig-1", Instance: "inst1", Node: "node1", Seq: 2,
+			Phase: PhaseSync, Status: JobSuccess, Bytes: 1 << 20},
+		ReceiverReady{Request: "req-1", Job: 1, Index: 0, Node: "node2", Target: "node4", Addr: "127.0.0.1:4711"},
+		DefaultSettings(),
 	}
 }
 

@@ -41,7 +41,7 @@ const (
 func Topics() []string {
 	return []string{
 		TopicRequests, TopicInventory, TopicPlans, TopicJobs,
-		TopicOpcodes, TopicProgress, TopicAudit,
+		TopicOpcodes, TopicProgress, TopicAudit, TopicMigrations, TopicSettings,
 	}
 }
 
