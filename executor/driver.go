@@ -80,6 +80,12 @@ type Op struct {
 
 	// Attempt counts calls of Run for this opcode in this executor, from 1.
 	Attempt int
+
+	// AwaitReceiver, set by the executor for drivers that implement
+	// Receiver, waits for the target side to say where it listens.
+	AwaitReceiver func(ctx context.Context) (string, error)
+	// SendBytesPerSecond caps the send rate; 0 means no cap.
+	SendBytesPerSecond int64
 }
 
 // Key names the opcode uniquely: request/job/index.
@@ -131,4 +137,73 @@ type Result struct {
 	Downtime time.Duration
 	// Message sums the move up for the End event.
 	Message string
+}
+
+// Receiver is implemented by drivers whose moves need work on the target
+// node too: a `zfs receive`, an incoming QEMU. The executor of the target
+// node (an opcode's To) calls Receive for each opcode dispatched to the
+// source, concurrently with the source's Run; the two flows meet by the
+// opcode's Key and either may start first (KubeVirt's decentralised
+// migration). Receive calls listening(addr) once it listens; the executor
+// appends an events.ReceiverReady with addr, and the source's Run learns
+// it through Op.AwaitReceiver. Receive returns when the move is complete
+// on its side, or with an error; a cancelled ctx means abort and clean up
+// what was received. Drivers without target-side work do not implement it.
+type Receiver interface {
+	Receive(ctx context.Context, op Op, listening func(addr string), report func(Progress)) error
+}
+
+// Migrator is implemented by drivers that run a move one RFD 34 phase at a
+// time, for per-instance migrations controlled by their owner or an
+// operator: begin reserves the target and notes the instance's prior run
+// state; each sync takes snapshot N and sends it (full the first time,
+// incremental after); switch stops the instance (or hands it over live),
+// sends the final delta and starts it on the target, keeping the source
+// copy; abort (before switch) returns everything to the source's prior
+// state; rollback (after switch, before finalize) moves the instance back,
+// sending only what changed since the switch; finalize drops the source
+// copy and the migration snapshots. Every method is idempotent for one
+// (migration, phase seq): called again after a crash it finishes or
+// reports what was done.
+type Migrator interface {
+	Phase(ctx context.Context, m MigrationPhase, report func(Progress)) (PhaseResult, error)
+	// Estimate returns what a migration of the instance would cost now.
+	Estimate(ctx context.Context, m MigrationPhase) (Estimate, error)
+}
+
+// MigrationPhase is one phase of a per-instance migration, as dispatched.
+type MigrationPhase struct {
+	Migration string
+	Seq       int
+	Phase     string // begin, sync, switch, abort, rollback, finalize
+	Sync      int    // sync pass number, from 1
+	Instance  string
+	Size      events.Size
+	Storage   events.StorageKind
+	RunState  events.RunState
+	Source    string
+	Target    string
+	// SendBytesPerSecond caps the send rate; 0 means no cap. The executor
+	// may change it while a phase runs (settings apply within seconds):
+	// drivers read it through CurrentRate when set.
+	SendBytesPerSecond int64
+	CurrentRate        func() int64
+	// AwaitReceiver, when set, waits for the target side's address.
+	AwaitReceiver func(ctx context.Context) (string, error)
+}
+
+// PhaseResult is what a phase did.
+type PhaseResult struct {
+	Bytes    int64         // sent in this phase
+	Downtime time.Duration // switch: how long the instance did not run
+	Message  string
+}
+
+// Estimate is RFD 34's estimate of a migration: how long, how long down,
+// how many bytes, and how that was worked out.
+type Estimate struct {
+	TotalSeconds    float64
+	DowntimeSeconds float64
+	Bytes           int64
+	How             string
 }
