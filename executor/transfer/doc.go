@@ -1,0 +1,23 @@
+// Package transfer carries one move's data from the source node's executor
+// to the target node's executor over TCP: the target listens (Listen), the
+// source dials (Dial) and opens one stream per piece of work (a send, a
+// question), each starting with a header that names the opcode's key so a
+// listener only serves the move it was made for — KubeVirt's decentralised
+// migration, where the two flows meet by a unique key and either may start
+// first.
+//
+// Invariants:
+//
+//   - A stream's body is framed in chunks and ends with an explicit end
+//     marker, so a receiver can tell a complete body from a cut connection:
+//     a cut always surfaces as an error (ErrCut), never as a short, clean
+//     EOF that would let a truncated `zfs send` stream look whole.
+//   - Every stream ends with exactly one Reply from the receiver; the sender
+//     learns the receiver's verdict (or its error text) from it.
+//   - Bytes are counted (Meter) after the rate limiter admitted them, so
+//     rates reported for progress are what actually went on the wire.
+//   - The Limiter's rate can change while a stream runs; the change applies
+//     from the next chunk.
+//
+// The package is pure Go over net; it knows nothing about ZFS.
+package transfer

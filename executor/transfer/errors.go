@@ -1,0 +1,21 @@
+package transfer
+
+import "errors"
+
+var (
+	// ErrCut is returned when a stream's connection ended before the
+	// sender's end marker: the body is incomplete and must be discarded.
+	ErrCut = errors.New("transfer: stream cut before its end")
+
+	// ErrMismatch is returned to a sender whose header names another
+	// move's key or a wrong token: it reached a listener not meant for it
+	// (a stale announcement, a reused port).
+	ErrMismatch = errors.New("transfer: stream does not belong to this move")
+
+	// ErrProtocol is returned when a peer sends something that is not this
+	// package's protocol.
+	ErrProtocol = errors.New("transfer: protocol error")
+
+	// ErrClosed is returned by Accept after Close.
+	ErrClosed = errors.New("transfer: listener closed")
+)

@@ -1,0 +1,313 @@
+package transfer
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// magic opens every stream; a peer that does not send it is not Drove.
+const magic = "DROVE-XFER/1\n"
+
+// chunkSize is the largest frame a sender writes.
+const chunkSize = 256 << 10
+
+// Header opens a stream: which move (Key, Token), what the stream is for
+// (Kind) and its parameters (Meta).
+type Header struct {
+	Key   string            `json:"key"`
+	Token string            `json:"token,omitempty"`
+	Kind  string            `json:"kind"`
+	Meta  map[string]string `json:"meta,omitempty"`
+}
+
+// Reply ends a stream: the receiver's verdict.
+type Reply struct {
+	OK    bool              `json:"ok"`
+	Error string            `json:"error,omitempty"`
+	Meta  map[string]string `json:"meta,omitempty"`
+}
+
+// Err is the reply as an error: nil when OK.
+func (r Reply) Err() error {
+	if r.OK {
+		return nil
+	}
+	return fmt.Errorf("transfer: receiver: %s", r.Error)
+}
+
+// Listener accepts the streams of one move.
+type Listener struct {
+	ln         net.Listener
+	key, token string
+	closeOnce  sync.Once
+}
+
+// Listen listens on addr ("host:port"; port 0 picks one) for the streams of
+// the move named key; streams with another key or token are refused.
+func Listen(addr, key, token string) (*Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("transfer: listen %s: %w", addr, err)
+	}
+	return &Listener{ln: ln, key: key, token: token}, nil
+}
+
+// Addr is where the listener listens, as "host:port".
+func (l *Listener) Addr() string { return l.ln.Addr().String() }
+
+// Close stops listening; streams already accepted go on.
+func (l *Listener) Close() error {
+	var err error
+	l.closeOnce.Do(func() { err = l.ln.Close() })
+	return err
+}
+
+// headerTimeout bounds reading a header: a peer that connects and says
+// nothing must not hold the accept loop.
+const headerTimeout = 10 * time.Second
+
+// Accept waits for the next stream of this move. Connections that are not
+// this package's protocol, or carry another key, are answered and dropped.
+// It returns ErrClosed after Close and ctx.Err() when ctx ends.
+func (l *Listener) Accept(ctx context.Context) (*Stream, error) {
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil, ErrClosed
+			}
+			return nil, fmt.Errorf("transfer: accept: %w", err)
+		}
+		s, err := l.open(c)
+		if err != nil {
+			_ = c.Close()
+			continue // a stranger or a stale sender; keep serving this move
+		}
+		return s, nil
+	}
+}
+
+func (l *Listener) open(c net.Conn) (*Stream, error) {
+	_ = c.SetReadDeadline(time.Now().Add(headerTimeout))
+	br := bufio.NewReaderSize(c, chunkSize+4)
+	m := make([]byte, len(magic))
+	if _, err := io.ReadFull(br, m); err != nil || string(m) != magic {
+		return nil, ErrProtocol
+	}
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return nil, ErrProtocol
+	}
+	var h Header
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, ErrProtocol
+	}
+	s := &Stream{Header: h, conn: c, br: br, meter: NewMeter()}
+	if h.Key != l.key || h.Token != l.token {
+		_ = s.Reply(Reply{Error: fmt.Sprintf("%v: this listener serves %q", ErrMismatch, l.key)})
+		return nil, ErrMismatch
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return s, nil
+}
+
+// Stream is the receiving end of one stream: Read gives the body, then
+// Reply answers.
+type Stream struct {
+	Header
+	conn    net.Conn
+	br      *bufio.Reader
+	left    int // bytes left in the current frame
+	done    bool
+	meter   *Meter
+	replied bool
+}
+
+// Meter counts the body bytes read so far.
+func (s *Stream) Meter() *Meter { return s.meter }
+
+// Read reads the body; it returns io.EOF at the sender's end marker and
+// ErrCut if the connection ends before it.
+func (s *Stream) Read(p []byte) (int, error) {
+	if s.done {
+		return 0, io.EOF
+	}
+	if s.left == 0 {
+		var n [4]byte
+		if _, err := io.ReadFull(s.br, n[:]); err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrCut, err)
+		}
+		s.left = int(binary.BigEndian.Uint32(n[:]))
+		if s.left == 0 {
+			s.done = true
+			return 0, io.EOF
+		}
+		if s.left > chunkSize {
+			return 0, ErrProtocol
+		}
+	}
+	if len(p) > s.left {
+		p = p[:s.left]
+	}
+	n, err := s.br.Read(p)
+	s.left -= n
+	s.meter.Add(n)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return n, fmt.Errorf("%w: %v", ErrCut, err)
+	}
+	return n, nil
+}
+
+// Reply answers the sender and closes the stream. A second call is a no-op.
+func (s *Stream) Reply(r Reply) error {
+	if s.replied {
+		return nil
+	}
+	s.replied = true
+	defer s.conn.Close()
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_ = s.conn.SetWriteDeadline(time.Now().Add(headerTimeout))
+	_, err = s.conn.Write(append(b, '\n'))
+	return err
+}
+
+// Close drops the stream without a reply (the sender sees ErrCut).
+func (s *Stream) Close() error { s.replied = true; return s.conn.Close() }
+
+// Sender is the sending end of one stream: Write the body, then Finish.
+type Sender struct {
+	conn  net.Conn
+	bw    *bufio.Writer
+	lim   *Limiter
+	meter *Meter
+	ctx   context.Context
+	stop  func() bool
+}
+
+// Dial opens a stream to addr with header h. The limiter (nil: none) paces
+// the body; the returned sender's Meter counts it. Cancelling ctx cuts the
+// stream.
+func Dial(ctx context.Context, addr string, h Header, lim *Limiter) (*Sender, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("transfer: dial %s: %w", addr, err)
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	s := &Sender{conn: c, bw: bufio.NewWriterSize(c, chunkSize+4), lim: lim, meter: NewMeter(), ctx: ctx}
+	s.stop = context.AfterFunc(ctx, func() { _ = c.Close() })
+	if _, err := s.bw.WriteString(magic); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if _, err := s.bw.Write(append(b, '\n')); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Meter counts the body bytes written so far.
+func (s *Sender) Meter() *Meter { return s.meter }
+
+// Write sends p as body, in frames, each admitted by the limiter first.
+func (s *Sender) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), chunkSize)
+		if s.lim != nil && s.lim.Rate() > 0 {
+			// Smaller frames under a limit keep the pace smooth.
+			n = min(n, 32<<10)
+		}
+		if err := s.lim.WaitN(s.ctx, n); err != nil {
+			return written, err
+		}
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], uint32(n))
+		if _, err := s.bw.Write(hdr[:]); err != nil {
+			return written, s.cut(err)
+		}
+		if _, err := s.bw.Write(p[:n]); err != nil {
+			return written, s.cut(err)
+		}
+		if s.lim.Rate() > 0 {
+			// Paced bytes must leave now, not sit in the buffer, or the
+			// measured rate would lag the limit.
+			if err := s.bw.Flush(); err != nil {
+				return written, s.cut(err)
+			}
+		}
+		s.meter.Add(n)
+		written += n
+		p = p[n:]
+	}
+	return written, nil
+}
+
+func (s *Sender) cut(err error) error {
+	if s.ctx.Err() != nil {
+		return s.ctx.Err()
+	}
+	return fmt.Errorf("%w: %v", ErrCut, err)
+}
+
+// Finish writes the end marker and waits for the receiver's reply. The
+// stream is closed afterwards. The returned error is a transport error;
+// a refusal by the receiver is in the Reply (see Reply.Err).
+func (s *Sender) Finish() (Reply, error) {
+	defer s.Close()
+	var end [4]byte
+	if _, err := s.bw.Write(end[:]); err != nil {
+		return Reply{}, s.cut(err)
+	}
+	if err := s.bw.Flush(); err != nil {
+		return Reply{}, s.cut(err)
+	}
+	line, err := bufio.NewReader(s.conn).ReadBytes('\n')
+	if err != nil {
+		return Reply{}, s.cut(err)
+	}
+	var r Reply
+	if err := json.Unmarshal(line, &r); err != nil {
+		return Reply{}, ErrProtocol
+	}
+	return r, nil
+}
+
+// Close drops the stream; the receiver sees ErrCut.
+func (s *Sender) Close() {
+	s.stop()
+	_ = s.conn.Close()
+}
+
+// Request opens a stream with no body and returns the reply: a question.
+func Request(ctx context.Context, addr string, h Header) (Reply, error) {
+	s, err := Dial(ctx, addr, h, nil)
+	if err != nil {
+		return Reply{}, err
+	}
+	return s.Finish()
+}
