@@ -86,6 +86,12 @@ type Op struct {
 	AwaitReceiver func(ctx context.Context) (string, error)
 	// SendBytesPerSecond caps the send rate; 0 means no cap.
 	SendBytesPerSecond int64
+	// Status, set by the executor, reports a node's status of the
+	// instance in the middle of a move (oVirt's model): the source
+	// "paused" once a live migration switched to post-copy, when the
+	// move can no longer be cancelled. The executor writes the statuses
+	// at start and end itself. Nil means nobody listens.
+	Status func(node string, status events.NodeMoveStatus)
 }
 
 // Key names the opcode uniquely: request/job/index.
