@@ -291,7 +291,7 @@ func (g *Gateway) checkClaims(ctx context.Context, field string, instances []str
 		}
 	}
 	if len(claims) == 0 {
-		return nil
+		return g.checkNotMigrating(ctx, field, instances)
 	}
 	var parts []string
 	for i, cl := range claims {

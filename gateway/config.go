@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events"
 )
 
 // Config is the gateway's configuration. Zero fields take the defaults
@@ -53,6 +55,11 @@ type Config struct {
 	// ShutdownTimeout bounds Run's graceful shutdown; watch streams are
 	// ended at once. Default 10s.
 	ShutdownTimeout time.Duration
+
+	// Tokens maps bearer tokens to accounts (see auth.go; ParseTokens
+	// reads them from text). Empty turns authentication off: every caller
+	// is an operator, named by X-Drove-Actor.
+	Tokens map[string]Account
 }
 
 func (c Config) withDefaults() Config {
@@ -105,6 +112,11 @@ func (c Config) Validate() error {
 	}
 	if c.WatchBuffer < 0 {
 		ps = append(ps, fmt.Sprintf("WatchBuffer: negative (%d)", c.WatchBuffer))
+	}
+	for _, a := range c.Tokens {
+		if a.Name == "" || (a.Role != events.RoleOperator && a.Role != events.RoleOwner) {
+			ps = append(ps, fmt.Sprintf("Tokens: account %q has role %q (want operator or owner, and a name)", a.Name, a.Role))
+		}
 	}
 	if strings.ContainsAny(c.Schema, "\x00") {
 		ps = append(ps, "Schema: contains a NUL byte")

@@ -29,6 +29,8 @@ type apiError struct {
 	// Instance and Request name what a conflict is about, when it is.
 	Instance string `json:"instance,omitempty"`
 	Request  string `json:"request,omitempty"`
+	// Migration names the per-instance migration a conflict is about.
+	Migration string `json:"migration,omitempty"`
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 )
 
@@ -31,6 +32,10 @@ type Gateway struct {
 	tail     *tailer
 	recent   *recent
 	engine   *gin.Engine
+	// pending and setCache remember this gateway's own appends until the
+	// views show them (see migrate.go, settings.go).
+	pending  pendingMigrations
+	setCache settingsCache
 
 	// commandMu makes a command's check for active requests and its append
 	// one step within this gateway, so two quick identical calls cannot
@@ -161,27 +166,41 @@ func (g *Gateway) routes() *gin.Engine {
 	r.GET("/healthz", g.handle(g.healthz))
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(g.gatherer, promhttp.HandlerOpts{})))
 
-	v1 := r.Group("/v1")
-	v1.POST("/evacuations", g.handle(g.postEvacuation))
-	v1.POST("/group-changes", g.handle(g.postGroupChange))
-	v1.POST("/requests/:id/approve", g.handle(g.postApprove))
-	v1.POST("/requests/:id/cancel", g.handle(g.postCancel))
+	// /v1 needs a bearer token once Config.Tokens is set (auth.go); the
+	// bulk API and the settings are for operators only.
+	v1 := r.Group("/v1", g.authenticate)
+	ops := v1.Group("", g.operatorsOnly)
+	ops.POST("/evacuations", g.handle(g.postEvacuation))
+	ops.POST("/group-changes", g.handle(g.postGroupChange))
+	ops.POST("/requests/:id/approve", g.handle(g.postApprove))
+	ops.POST("/requests/:id/cancel", g.handle(g.postCancel))
 
-	v1.GET("/requests", g.handle(g.listRequests))
-	v1.GET("/requests/:id", g.handle(g.getRequest))
-	v1.GET("/requests/:id/plan", g.handle(g.getPlan))
-	v1.GET("/requests/:id/jobs", g.handle(g.getRequestJobs))
-	v1.GET("/requests/:id/watch", g.handle(g.watchRequest))
-	v1.GET("/jobs", g.handle(g.listJobs))
+	ops.GET("/requests", g.handle(g.listRequests))
+	ops.GET("/requests/:id", g.handle(g.getRequest))
+	ops.GET("/requests/:id/plan", g.handle(g.getPlan))
+	ops.GET("/requests/:id/jobs", g.handle(g.getRequestJobs))
+	ops.GET("/requests/:id/watch", g.handle(g.watchRequest))
+	ops.GET("/jobs", g.handle(g.listJobs))
+	ops.GET("/nodes", g.handle(g.listNodes))
+	ops.GET("/nodes/:name", g.handle(g.getNode))
+	ops.GET("/groups", g.handle(g.listGroups))
+	ops.GET("/settings", g.handle(g.getSettings))
+	ops.PUT("/settings", g.handle(g.putSettings))
+	ops.PUT("/instances/:name/user-migration", g.handle(g.putUserMigration))
+
+	// Owners see their own instances and migrations here.
 	v1.GET("/migrations", g.handle(g.listMigrations))
-	// A migration's id is request/job/index, so it spans three segments.
-	v1.GET("/migrations/:request/:job/:idx", g.handle(g.getMigration))
-	v1.GET("/nodes", g.handle(g.listNodes))
-	v1.GET("/nodes/:name", g.handle(g.getNode))
+	// A per-instance migration's id is one segment; a bulk move's is
+	// request/job/index.
+	v1.GET("/migrations/:id", g.handle(g.getMigration))
+	v1.GET("/migrations/:id/:job/:idx", g.handle(g.getMigration))
 	v1.GET("/instances", g.handle(g.listInstances))
 	v1.GET("/instances/:name", g.handle(g.getInstance))
 	v1.GET("/instances/:name/watch", g.handle(g.watchInstance))
-	v1.GET("/groups", g.handle(g.listGroups))
+	v1.POST("/instances/:name/migrate", g.handle(g.postMigrate))
+	v1.GET("/instances/:name/migrate/watch", g.handle(g.watchMigration))
+	v1.POST("/instances/:name/stop", g.handle(g.postRunState(events.RunStopped)))
+	v1.POST("/instances/:name/start", g.handle(g.postRunState(events.RunRunning)))
 	return r
 }
 

@@ -14,6 +14,7 @@ type metrics struct {
 	watchCut    prometheus.Counter       // watchers cut off for falling behind
 	appended    *prometheus.CounterVec   // events appended, by type
 	tailerPolls prometheus.Counter       // event_log polls of the shared tailer
+	denied      *prometheus.CounterVec   // refused callers, by code (unauthorized, forbidden)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,8 +44,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "drove_gateway_tailer_polls_total",
 			Help: "Polls of event_log by the shared watch tailer.",
 		}),
+		denied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drove_gateway_denied_total",
+			Help: "Callers refused (and audited), by code: unauthorized (401) or forbidden (403).",
+		}, []string{"code"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.watches, m.watchCut, m.appended, m.tailerPolls} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.watches, m.watchCut, m.appended, m.tailerPolls, m.denied} {
 		if err := reg.Register(c); err != nil {
 			// Most likely a second gateway on the same registry.
 			return nil, fmt.Errorf("%w: Metrics: %w", ErrInvalidConfig, err)

@@ -71,7 +71,7 @@ var (
 	requestStatuses = []string{"accepted", "planning", "awaiting-approval", "running", "cancelling", "finished", "rejected"}
 	requestKinds    = []string{kindEvacuation, kindGroupChange}
 	jobStates       = []string{"waiting", "running", "success", "error", "canceled"}
-	migrationStates = []string{"scheduled", "running", "successful", "failed", "aborted"}
+	migrationStates = []string{"queued", "scheduled", "running", "paused", "successful", "failed", "aborted"}
 )
 
 func (g *Gateway) listRequests(c *gin.Context) error {
@@ -260,6 +260,9 @@ func (g *Gateway) listJobs(c *gin.Context) error {
 	return pageOf(c, jobs, p, func(j job) string { return j.Request + "/" + strconv.Itoa(j.Index) })
 }
 
+// listMigrations lists both kinds of migration by id: the moves of bulk
+// requests (kind opcode, id request/job/index) and per-instance
+// migrations (kind instance). Owners see only their instances'.
 func (g *Gateway) listMigrations(c *gin.Context) error {
 	p, err := parsePage(c)
 	if err != nil {
@@ -269,15 +272,82 @@ func (g *Gateway) listMigrations(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ms, err := many[migration](c, g.db, "migrations_list", c.Query("instance"), state, c.Query("node"), p.after, p.limit+1)
+	kind, err := oneOfQuery(c, "kind", "instance", "opcode")
 	if err != nil {
 		return err
 	}
-	return pageOf(c, ms, p, func(m migration) string { return m.ID })
+	owner := c.Query("owner")
+	if who := callerOf(c); !who.operator() {
+		if owner != "" && owner != who.Name {
+			return g.deny(c, who, http.StatusForbidden, "you may list only your own migrations (owner="+who.Name+")")
+		}
+		owner = who.Name
+	}
+	var items []migrationItem
+	if kind != "instance" {
+		ms, err := many[migration](c, g.db, "migrations_list", c.Query("instance"), state, c.Query("node"), p.after, p.limit+1, owner)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			m.Kind = "opcode"
+			items = append(items, migrationItem{id: m.ID, v: m})
+		}
+	}
+	if kind != "opcode" {
+		ms, err := g.db.instanceMigrations(c, imigFilter{instance: c.Query("instance"), state: state, owner: owner, node: c.Query("node")}, p.after, p.limit+1)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			items = append(items, migrationItem{id: m.ID, v: m})
+		}
+	}
+	slices.SortFunc(items, func(a, b migrationItem) int { return strings.Compare(a.id, b.id) })
+	if len(items) > p.limit+1 {
+		items = items[:p.limit+1]
+	}
+	return pageOf(c, items, p, func(m migrationItem) string { return m.id })
 }
 
+// migrationItem is either kind of migration in a list.
+type migrationItem struct {
+	id string
+	v  any
+}
+
+func (m migrationItem) MarshalJSON() ([]byte, error) { return json.Marshal(m.v) }
+
+// getMigration answers one migration: a per-instance one by its id, a
+// move of a bulk request by request/job/index.
 func (g *Gateway) getMigration(c *gin.Context) error {
-	id := c.Param("request") + "/" + c.Param("job") + "/" + c.Param("idx")
+	who := callerOf(c)
+	if c.Param("job") == "" && strings.Count(c.Param("id"), "/") != 2 {
+		id := c.Param("id")
+		ms, err := g.db.instanceMigrations(c, imigFilter{id: id}, "", 1)
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 {
+			return notFound("id", "unknown migration "+strconv.Quote(id))
+		}
+		m := ms[0]
+		if !who.operator() && m.Owner != who.Name {
+			return g.deny(c, who, http.StatusForbidden, "migration "+id+" is of an instance that is not yours")
+		}
+		if m.History, err = many[progressRecord](c, g.db, "imig_history", m.Instance, id); err != nil {
+			return err
+		}
+		if m.History == nil {
+			m.History = []progressRecord{}
+		}
+		c.JSON(http.StatusOK, m)
+		return nil
+	}
+	id := c.Param("id")
+	if c.Param("job") != "" {
+		id += "/" + c.Param("job") + "/" + c.Param("idx")
+	}
 	m, err := g.db.migration(c, id)
 	if errors.Is(err, ErrNotFound) {
 		return notFound("id", "unknown migration "+strconv.Quote(id))
@@ -285,6 +355,10 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if !who.operator() && m.Account != who.Name {
+		return g.deny(c, who, http.StatusForbidden, "migration "+id+" is of an instance that is not yours")
+	}
+	m.Kind = "opcode"
 	if m.History == nil {
 		m.History = []progressRecord{}
 	}
@@ -326,7 +400,14 @@ func (g *Gateway) listInstances(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	is, err := many[instance](c, g.db, "instances_list", c.Query("node"), c.Query("group"), c.Query("owner"), p.after, "", p.limit+1)
+	owner := c.Query("owner")
+	if who := callerOf(c); !who.operator() {
+		if owner != "" && owner != who.Name {
+			return g.deny(c, who, http.StatusForbidden, "you may list only your own instances (owner="+who.Name+")")
+		}
+		owner = who.Name
+	}
+	is, err := many[instance](c, g.db, "instances_list", c.Query("node"), c.Query("group"), owner, p.after, "", p.limit+1)
 	if err != nil {
 		return err
 	}
@@ -334,11 +415,7 @@ func (g *Gateway) listInstances(c *gin.Context) error {
 }
 
 func (g *Gateway) getInstance(c *gin.Context) error {
-	name := c.Param("name")
-	i, err := one[instance](c, g.db, "instances_list", "", "", "", "", name, 1)
-	if errors.Is(err, ErrNotFound) {
-		return notFound("name", "unknown instance "+strconv.Quote(name))
-	}
+	i, err := g.instanceFor(c, callerOf(c), c.Param("name"))
 	if err != nil {
 		return err
 	}

@@ -165,7 +165,7 @@ func TestReads(t *testing.T) {
 	}
 	for _, path := range []string{
 		"/v1/requests?status=sleeping", "/v1/requests?kind=rebalance", "/v1/jobs?status=done",
-		"/v1/migrations?state=paused", "/v1/nodes?drained=yes", "/v1/requests/r1/watch?follow=maybe",
+		"/v1/migrations?state=sleeping", "/v1/nodes?drained=yes", "/v1/requests/r1/watch?follow=maybe",
 	} {
 		status, body := e.do(http.MethodGet, path, "")
 		if status != http.StatusBadRequest || decodeError(t, body).Error.Field == "" {

@@ -108,6 +108,7 @@ type job struct {
 // migration is RFD 34's migration record.
 type migration struct {
 	ID               string           `db:"id" json:"id"`
+	Kind             string           `db:"-" json:"kind"` // opcode: a move of a bulk request
 	Request          string           `db:"request" json:"request"`
 	Job              int              `db:"job" json:"job"`
 	Index            int              `db:"idx" json:"index"`

@@ -48,6 +48,11 @@ func (g *Gateway) watchRequest(c *gin.Context) error {
 
 func (g *Gateway) watchInstance(c *gin.Context) error {
 	name := c.Param("name")
+	if who := callerOf(c); !who.operator() {
+		if _, err := g.instanceFor(c, who, name); err != nil {
+			return err
+		}
+	}
 	ok, err := g.db.instanceExists(c, name)
 	if err != nil {
 		return err

@@ -1,0 +1,296 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drovehq/drove/events"
+)
+
+// Settings (operators only): GET and PUT /v1/settings, and the
+// per-instance override PUT /v1/instances/{name}/user-migration. The
+// settings in force are the latest SettingsChanged; before the first one,
+// events.DefaultSettings().
+
+// settingsCache is what this gateway last appended, so that a second PUT
+// right after a first merges with it even before the views show it.
+type settingsCache struct {
+	mu    sync.Mutex
+	s     *events.SettingsChanged
+	after int64 // the views' settings seq when it was appended
+}
+
+// settings returns the settings in force: the views', unless this gateway
+// appended newer ones the views do not show yet.
+func (g *Gateway) settings(ctx context.Context) (events.SettingsChanged, error) {
+	s, seq, err := g.viewSettings(ctx)
+	if err != nil {
+		return s, err
+	}
+	g.setCache.mu.Lock()
+	defer g.setCache.mu.Unlock()
+	if g.setCache.s != nil {
+		if seq > g.setCache.after {
+			g.setCache.s = nil // the views caught up (or someone else wrote since)
+		} else {
+			return *g.setCache.s, nil
+		}
+	}
+	return s, nil
+}
+
+func (g *Gateway) viewSettings(ctx context.Context) (events.SettingsChanged, int64, error) {
+	var seq int64
+	var raw []byte
+	err := g.db.pool.QueryRow(ctx, g.db.q.get("settings_get")).Scan(&seq, &raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return events.DefaultSettings(), 0, nil
+	}
+	if err != nil {
+		return events.SettingsChanged{}, 0, fmt.Errorf("gateway: settings_get: %w", err)
+	}
+	s := events.DefaultSettings()
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, 0, fmt.Errorf("gateway: settings_get: %w", err)
+	}
+	return s, seq, nil
+}
+
+// settingsBody is PUT /v1/settings: any subset of the settings; absent
+// (or null) fields keep their value.
+type settingsBody struct {
+	AllowUserMigrations         *bool    `json:"allow_user_migrations"`
+	MaxRunningMigrationsPerNode *int     `json:"max_running_migrations_per_node"`
+	SendMbpsLimit               *float64 `json:"send_mbps_limit"`
+	ResyncMaxBytes              *int64   `json:"resync_max_bytes"`
+	ResyncMaxSyncs              *int     `json:"resync_max_syncs"`
+	ResyncShrinkWindow          *int     `json:"resync_shrink_window"`
+	ProgressTimeoutSeconds      *int     `json:"progress_timeout_seconds"`
+	FinalizeGraceSeconds        *int     `json:"finalize_grace_seconds"`
+	Reason                      string   `json:"reason"`
+}
+
+// merge applies b to s and returns the first invalid field as a 400.
+func (b settingsBody) merge(s *events.SettingsChanged) error {
+	atLeast := func(field string, v *int, least int, dst *int) error {
+		if v == nil {
+			return nil
+		}
+		if *v < least {
+			return badRequest(field, fmt.Sprintf("%s: %d is below %d", field, *v, least))
+		}
+		*dst = *v
+		return nil
+	}
+	if b.AllowUserMigrations != nil {
+		s.AllowUserMigrations = *b.AllowUserMigrations
+	}
+	if err := atLeast("max_running_migrations_per_node", b.MaxRunningMigrationsPerNode, 1, &s.MaxRunningMigrationsPerNode); err != nil {
+		return err
+	}
+	if v := b.SendMbpsLimit; v != nil {
+		if *v < 0 {
+			return badRequest("send_mbps_limit", fmt.Sprintf("send_mbps_limit: %g is negative (0 means no cap)", *v))
+		}
+		s.SendMbpsLimit = *v
+	}
+	if v := b.ResyncMaxBytes; v != nil {
+		if *v < 0 {
+			return badRequest("resync_max_bytes", fmt.Sprintf("resync_max_bytes: %d is negative", *v))
+		}
+		s.ResyncMaxBytes = *v
+	}
+	if err := atLeast("resync_max_syncs", b.ResyncMaxSyncs, 1, &s.ResyncMaxSyncs); err != nil {
+		return err
+	}
+	if err := atLeast("resync_shrink_window", b.ResyncShrinkWindow, 1, &s.ResyncShrinkWindow); err != nil {
+		return err
+	}
+	if err := atLeast("progress_timeout_seconds", b.ProgressTimeoutSeconds, 1, &s.ProgressTimeoutSeconds); err != nil {
+		return err
+	}
+	return atLeast("finalize_grace_seconds", b.FinalizeGraceSeconds, 0, &s.FinalizeGraceSeconds)
+}
+
+func (g *Gateway) getSettings(c *gin.Context) error {
+	s, err := g.settings(c)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s)
+	return nil
+}
+
+func (g *Gateway) putSettings(c *gin.Context) error {
+	var b settingsBody
+	if err := decodeBody(c, &b, false); err != nil {
+		return err
+	}
+	who := callerOf(c)
+	g.commandMu.Lock()
+	defer g.commandMu.Unlock()
+	s, err := g.settings(c)
+	if err != nil {
+		return err
+	}
+	if err := b.merge(&s); err != nil {
+		return err
+	}
+	_, seq, err := g.viewSettings(c)
+	if err != nil {
+		return err
+	}
+	why := b.Reason
+	if why == "" {
+		why = "settings changed by " + who.Name
+	}
+	if err := g.append(c, "", who.Name, why, s); err != nil {
+		return err
+	}
+	g.setCache.mu.Lock()
+	g.setCache.s, g.setCache.after = &s, seq
+	g.setCache.mu.Unlock()
+	g.log.Info("settings changed", "account", who.Name)
+	c.JSON(http.StatusOK, s)
+	return nil
+}
+
+// userMigrationBody is PUT /v1/instances/{name}/user-migration: true or
+// false overrides the global setting for the instance, null follows it.
+type userMigrationBody struct {
+	Allowed *bool  `json:"allowed"`
+	Reason  string `json:"reason"`
+}
+
+func (g *Gateway) putUserMigration(c *gin.Context) error {
+	// Decode into a raw map first: "allowed" must be present, and null is
+	// a value here, not an absence.
+	var raw map[string]json.RawMessage
+	if err := decodeBody(c, &raw, false); err != nil {
+		return err
+	}
+	v, ok := raw["allowed"]
+	if !ok {
+		return badRequest("allowed", "allowed: missing (want true, false or null)")
+	}
+	var b userMigrationBody
+	if err := json.Unmarshal(v, &b.Allowed); err != nil {
+		return badRequest("allowed", "allowed: want true, false or null, got "+string(v))
+	}
+	for k, v := range raw {
+		switch k {
+		case "allowed":
+		case "reason":
+			if err := json.Unmarshal(v, &b.Reason); err != nil {
+				return badRequest("reason", "reason: want a string")
+			}
+		default:
+			return badRequest(k, k+": unknown field")
+		}
+	}
+	who := callerOf(c)
+	name := c.Param("name")
+	return g.restate(c, who, name, b.Reason, func(d *events.InstanceDeclared) (string, error) {
+		d.UserMigration = b.Allowed
+		what := "follows the global setting"
+		if b.Allowed != nil {
+			what = "allowed: " + strconv.FormatBool(*b.Allowed)
+		}
+		return "user migrations of " + name + " " + what, nil
+	})
+}
+
+// restate appends an InstanceDeclared restating instance name as the
+// views and its last declaration have it, changed by change. The views
+// sum the disks and keep no NICs or spindles, so those come from the last
+// InstanceDeclared in event_log; placement, run state and the override
+// come from the views (InstancePlaced moves the instance after its
+// declaration).
+func (g *Gateway) restate(c *gin.Context, who caller, name, reason string, change func(*events.InstanceDeclared) (string, error)) error {
+	g.commandMu.Lock()
+	defer g.commandMu.Unlock()
+	in, err := g.instanceFor(c, who, name)
+	if err != nil {
+		return err
+	}
+	cur, err := g.db.currentMigration(c, name)
+	if err != nil {
+		return err
+	}
+	if err := g.checkPending(name, cur); err != nil {
+		return err
+	}
+	if cur != nil && cur.active() {
+		e := conflict(codeMigrating, "name", fmt.Sprintf("instance %q is migrating (migration %s, %s in phase %s); it accepts no other operation until the migration ends",
+			name, cur.ID, cur.State, cur.Phase))
+		e.Instance, e.Migration = name, cur.ID
+		return e
+	}
+	if err := g.checkNoRequest(c, name); err != nil {
+		return err
+	}
+	var d events.InstanceDeclared
+	var raw []byte
+	err = g.db.pool.QueryRow(c, g.db.q.get("instance_declared_last"), name).Scan(&raw)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		d.Size.DisksMiB = []int64{in.DiskMiB} // the views know only the sum
+	case err != nil:
+		return fmt.Errorf("gateway: instance_declared_last: %w", err)
+	default:
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return fmt.Errorf("gateway: instance_declared_last: %w", err)
+		}
+	}
+	d.Name, d.Owner = in.Name, in.Owner
+	d.Size.MemoryMiB, d.Size.VCPUs = in.MemoryMiB, in.VCPUs
+	d.Storage, d.RunState = events.StorageKind(in.Storage), events.RunState(in.RunState)
+	d.PrimaryNode, d.SecondaryNode = in.Primary, in.Secondary
+	d.Tags, d.UserMigration = in.Tags, in.UserMigration
+	why, err := change(&d)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		why = reason
+	}
+	if err := g.append(c, "", who.Name, why, d); err != nil {
+		return err
+	}
+	g.log.Info("instance restated", "instance", name, "account", who.Name, "why", why)
+	c.JSON(http.StatusAccepted, gin.H{"instance": name, "status": "accepted", "message": why,
+		"run_state": d.RunState, "user_migration": d.UserMigration})
+	return nil
+}
+
+// postRunState is POST /v1/instances/{name}/stop and /start: an
+// InstanceDeclared restating the instance with the new run state. Owners
+// may stop and start their own instances; nobody may while it migrates.
+func (g *Gateway) postRunState(state events.RunState) func(*gin.Context) error {
+	return func(c *gin.Context) error {
+		var b reasonBody
+		if err := decodeBody(c, &b, true); err != nil {
+			return err
+		}
+		name := c.Param("name")
+		return g.restate(c, callerOf(c), name, b.Reason, func(d *events.InstanceDeclared) (string, error) {
+			if d.RunState == state {
+				return "", conflict(codeConflict, "name", fmt.Sprintf("instance %q is already %s", name, state))
+			}
+			d.RunState = state
+			verb := "stop"
+			if state == events.RunRunning {
+				verb = "start"
+			}
+			return verb + " " + name, nil
+		})
+	}
+}

@@ -1,0 +1,8 @@
+-- The progress history of per-instance migration $2 of instance $1: its
+-- progress and end events (Request = the migration id), by seq.
+SELECT seq, time, type, request_id, correlation_id, instance, payload
+FROM {schema}.event_log
+WHERE instance = $1
+  AND type IN ('move.progress', 'move.end')
+  AND payload->>'request' = $2
+ORDER BY seq
