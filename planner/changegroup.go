@@ -17,7 +17,7 @@ import (
 func (s *state) changeGroup(r *Request, out *outcome) error {
 	from := map[int32]bool{}
 	for _, name := range r.Instances {
-		from[s.nodes[s.insts[s.c.InstanceIndex(name)].pri].group] = true
+		from[s.nodes[s.insts[s.instance(name)].pri].group] = true
 	}
 	var allowed []int32
 	if len(r.TargetGroups) == 0 {
@@ -48,7 +48,7 @@ func (s *state) changeGroup(r *Request, out *outcome) error {
 		return s.c.Groups[targets[a]].AllocPolicy.rank() < s.c.Groups[targets[b]].AllocPolicy.rank()
 	})
 	for _, name := range r.Instances {
-		idx := int32(s.c.InstanceIndex(name))
+		idx := s.instance(name)
 		in := s.insts[idx]
 		if in.mirror == NotMirrored {
 			out.fail(name, fmt.Sprintf("storage kind %q is not mirrored: its disks exist only on %s, so it cannot change group", in.kind, s.nodeName(in.pri)))

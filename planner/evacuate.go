@@ -20,7 +20,7 @@ import (
 //     the full relocation; the cluster score picks.
 func (s *state) evacuate(r *Request, evac map[int32]bool, out *outcome) {
 	for _, name := range r.Instances {
-		idx := int32(s.c.InstanceIndex(name))
+		idx := s.instance(name)
 		in := s.insts[idx]
 		g := s.nodes[in.pri].group
 		x := newSearch(s, in, g)
@@ -133,7 +133,7 @@ func (s *state) noPlaceReason(x *search, g int32, targets []int32) string {
 func (s *state) inferEvacuated(r *Request) map[int32]bool {
 	asked := map[int32]bool{}
 	for _, name := range r.Instances {
-		asked[int32(s.c.InstanceIndex(name))] = true
+		asked[s.instance(name)] = true
 	}
 	roles := func(in *instState) []int32 {
 		switch r.Mode {

@@ -110,7 +110,7 @@ func (s *state) checkRequest(r *Request) error {
 	}
 	seen := map[string]bool{}
 	for _, name := range r.Instances {
-		if s.c.InstanceIndex(name) < 0 {
+		if s.instance(name) < 0 {
 			return fmt.Errorf("%w: instances: %q", ErrUnknownInstance, name)
 		}
 		if seen[name] {
@@ -119,7 +119,7 @@ func (s *state) checkRequest(r *Request) error {
 		seen[name] = true
 	}
 	for _, n := range r.EvacuatedNodes {
-		if s.c.NodeIndex(n) < 0 {
+		if s.node(n) < 0 {
 			return fmt.Errorf("%w: evacuated nodes: %q", ErrUnknownNode, n)
 		}
 	}
@@ -133,7 +133,7 @@ func (s *state) evacuatedNodes(r *Request) (map[int32]bool, error) {
 	}
 	evac := map[int32]bool{}
 	for _, n := range r.EvacuatedNodes {
-		evac[int32(s.c.NodeIndex(n))] = true
+		evac[s.node(n)] = true
 	}
 	return evac, nil
 }

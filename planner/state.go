@@ -14,6 +14,24 @@ type state struct {
 	insts      []instState
 	groups     []groupStats
 	groupNodes [][]int32 // node indices of each group, in snapshot order
+	instIdx    map[string]int32
+	nodeIdx    map[string]int32
+}
+
+// instance returns the index of the named instance, or -1.
+func (s *state) instance(name string) int32 {
+	if i, ok := s.instIdx[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// node returns the index of the named node, or -1.
+func (s *state) node(name string) int32 {
+	if i, ok := s.nodeIdx[name]; ok {
+		return i
+	}
+	return -1
 }
 
 // newState checks the snapshot and builds the books the way Ganeti's
@@ -25,6 +43,14 @@ func newState(c *Cluster, o Options) (*state, error) {
 		return nil, err
 	}
 	s.nodes = make([]nodeState, len(c.Nodes))
+	s.nodeIdx = make(map[string]int32, len(c.Nodes))
+	s.instIdx = make(map[string]int32, len(c.Instances))
+	for i := range c.Nodes {
+		s.nodeIdx[c.Nodes[i].Name] = int32(i)
+	}
+	for i := range c.Instances {
+		s.instIdx[c.Instances[i].Name] = int32(i)
+	}
 	s.groupNodes = make([][]int32, len(c.Groups))
 	for i := range c.Nodes {
 		n := &c.Nodes[i]

@@ -116,6 +116,21 @@ func decodeCluster(top *object) (*planner.Cluster, error) {
 }
 
 func decodeRequest(data json.RawMessage, c *planner.Cluster) (planner.Request, error) {
+	known := func(names []string) map[string]bool {
+		m := make(map[string]bool, len(names))
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	var nodeNames, instNames []string
+	for i := range c.Nodes {
+		nodeNames = append(nodeNames, c.Nodes[i].Name)
+	}
+	for i := range c.Instances {
+		instNames = append(instNames, c.Instances[i].Name)
+	}
+	nodes, insts := known(nodeNames), known(instNames)
 	var r planner.Request
 	obj, err := objectOf(data, "request")
 	if err != nil {
@@ -141,7 +156,7 @@ func decodeRequest(data json.RawMessage, c *planner.Cluster) (planner.Request, e
 				return r, err
 			}
 			for i, n := range r.EvacuatedNodes {
-				if c.NodeIndex(n) < 0 {
+				if !nodes[n] {
 					return r, fieldErr(fmt.Sprintf("request.evacuate_nodes[%d]", i), fmt.Sprintf("unknown node %q", n))
 				}
 			}
@@ -165,7 +180,7 @@ func decodeRequest(data json.RawMessage, c *planner.Cluster) (planner.Request, e
 	}
 	seen := map[string]bool{}
 	for i, name := range r.Instances {
-		if c.InstanceIndex(name) < 0 {
+		if !insts[name] {
 			return r, fieldErr(fmt.Sprintf("request.instances[%d]", i), fmt.Sprintf("unknown instance %q", name))
 		}
 		if seen[name] {
@@ -247,80 +262,104 @@ func decodePolicy(data json.RawMessage, path string) (planner.IPolicy, error) {
 func decodeNode(name string, data json.RawMessage, groupIdx map[string]int) (planner.Node, error) {
 	path := fmt.Sprintf("nodes[%q]", name)
 	n := planner.Node{Name: name, VMCapable: true}
-	obj, err := objectOf(data, path)
+	var (
+		offline, drained, group, nd, excl, spindleCount bool
+		nums                                            [9]*int64
+		have                                            [9]bool
+		groupName                                       string
+		spindles                                        int64
+	)
+	fields := [9]string{"total_memory", "reserved_memory", "free_memory", "total_disk", "free_disk",
+		"total_cpus", "reserved_cpus", "free_spindles", "total_spindles"}
+	nums = [9]*int64{&n.TotalMemory, &n.ReservedMemory, &n.FreeMemory, &n.TotalDisk, &n.FreeDisk,
+		&n.TotalCPUs, &n.ReservedCPUs, &n.FreeSpindles, &n.TotalSpindles}
+	sc := &scanner{b: data, path: path}
+	err := sc.object("", func(key []byte) error {
+		if sc.null() {
+			return nil
+		}
+		var err error
+		switch string(key) {
+		case "offline":
+			n.Offline, err = sc.boolean("offline")
+			offline = true
+		case "drained":
+			n.Drained, err = sc.boolean("drained")
+			drained = true
+		case "group":
+			groupName, err = sc.str("group")
+			group = true
+		case "vm_capable":
+			n.VMCapable, err = sc.boolean("vm_capable")
+		case "tags":
+			n.Tags, err = sc.strings("tags")
+		case "ndparams":
+			nd = true
+			err = sc.object("ndparams", func(key []byte) error {
+				if sc.null() {
+					return nil
+				}
+				var err error
+				switch string(key) {
+				case "exclusive_storage":
+					n.ExclusiveStorage, err = sc.boolean("ndparams.exclusive_storage")
+					excl = true
+				case "spindle_count":
+					spindles, err = sc.count("ndparams.spindle_count")
+					spindleCount = true
+				default:
+					sc.skip()
+				}
+				return err
+			})
+		default:
+			for k, f := range fields {
+				if string(key) == f {
+					*nums[k], err = sc.count(f)
+					have[k] = true
+					return err
+				}
+			}
+			sc.skip()
+		}
+		return err
+	})
 	if err != nil {
 		return n, err
 	}
-	var group string
-	if err := obj.required("offline", &n.Offline); err != nil {
-		return n, err
-	}
-	if err := obj.required("drained", &n.Drained); err != nil {
-		return n, err
-	}
-	if err := obj.required("group", &group); err != nil {
-		return n, err
-	}
-	g, ok := groupIdx[group]
-	if !ok {
-		return n, fieldErr(path+".group", fmt.Sprintf("unknown node group %q", group))
-	}
-	n.Group = g
-	if v, ok := obj.get("vm_capable"); ok {
-		if err := decodeInto(v, path+".vm_capable", &n.VMCapable); err != nil {
-			return n, err
-		}
-	}
-	if v, ok := obj.get("tags"); ok {
-		if err := decodeInto(v, path+".tags", &n.Tags); err != nil {
-			return n, err
-		}
-	}
-	var nd struct {
-		SpindleCount     *float64 `json:"spindle_count"`
-		ExclusiveStorage *bool    `json:"exclusive_storage"`
-	}
-	if err := obj.required("ndparams", &nd); err != nil {
-		return n, err
-	}
-	if nd.ExclusiveStorage == nil {
+	switch {
+	case !offline:
+		return n, fieldErr(path+".offline", "missing")
+	case !drained:
+		return n, fieldErr(path+".drained", "missing")
+	case !group:
+		return n, fieldErr(path+".group", "missing")
+	case !nd:
+		return n, fieldErr(path+".ndparams", "missing")
+	case !excl:
 		return n, fieldErr(path+".ndparams.exclusive_storage", "missing")
 	}
-	n.ExclusiveStorage = *nd.ExclusiveStorage
-	live := !n.Offline && n.VMCapable
-	// Ganeti reads the capacity of live nodes only; dead ones count as empty.
-	num := func(field string, dst *int64) error {
-		v, ok := obj.get(field)
-		if !ok {
-			if live {
-				return fieldErr(path+"."+field, "missing")
-			}
-			return nil
-		}
-		return decodeCount(v, path+"."+field, dst)
+	g, ok := groupIdx[groupName]
+	if !ok {
+		return n, fieldErr(path+".group", fmt.Sprintf("unknown node group %q", groupName))
 	}
-	for _, f := range []struct {
-		name string
-		dst  *int64
-	}{
-		{"total_memory", &n.TotalMemory}, {"reserved_memory", &n.ReservedMemory},
-		{"free_memory", &n.FreeMemory}, {"total_disk", &n.TotalDisk},
-		{"free_disk", &n.FreeDisk}, {"total_cpus", &n.TotalCPUs},
-		{"reserved_cpus", &n.ReservedCPUs}, {"free_spindles", &n.FreeSpindles},
-	} {
-		if err := num(f.name, f.dst); err != nil {
-			return n, err
+	n.Group = g
+	// Ganeti reads the capacity of live nodes only; dead ones count as empty.
+	live := !n.Offline && n.VMCapable
+	for k := 0; k < 8; k++ {
+		if !have[k] && live {
+			return n, fieldErr(path+"."+fields[k], "missing")
 		}
 	}
 	if n.ExclusiveStorage {
-		if err := num("total_spindles", &n.TotalSpindles); err != nil {
-			return n, err
+		if !have[8] && live {
+			return n, fieldErr(path+".total_spindles", "missing")
 		}
 	} else {
-		if nd.SpindleCount == nil {
+		if !spindleCount {
 			return n, fieldErr(path+".ndparams.spindle_count", "missing")
 		}
-		n.TotalSpindles = int64(*nd.SpindleCount)
+		n.TotalSpindles = spindles
 	}
 	if live && (n.TotalMemory <= 0 || n.TotalCPUs <= 0) {
 		return n, fieldErr(path, "a live node needs positive total_memory and total_cpus")
@@ -331,79 +370,118 @@ func decodeNode(name string, data json.RawMessage, groupIdx map[string]int) (pla
 func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (planner.Instance, error) {
 	path := fmt.Sprintf("instances[%q]", name)
 	in := planner.Instance{Name: name, State: planner.Up, Secondary: planner.NoNode}
-	obj, err := objectOf(data, path)
+	var (
+		have                                 [4]bool
+		disks, nics, tags, kindSet, nodesSet bool
+		kind, state                          string
+		nodes                                []string
+	)
+	// missingSize is the first disk without a size, reported after the
+	// other missing fields, in the order Ganeti checks them.
+	missingSize := -1
+	fields := [4]string{"disk_space_total", "memory", "vcpus", "spindle_use"}
+	nums := [4]*int64{&in.DiskSpace, &in.Memory, &in.VCPUs, &in.SpindleUse}
+	sc := &scanner{b: data, path: path}
+	err := sc.object("", func(key []byte) error {
+		if sc.null() {
+			return nil
+		}
+		var err error
+		switch string(key) {
+		case "disks":
+			disks = true
+			err = sc.array("disks", func(k int) error {
+				d := planner.Disk{}
+				size := false
+				field := fmt.Sprintf("disks[%d]", k)
+				err := sc.object(field, func(key []byte) error {
+					if sc.null() {
+						return nil
+					}
+					var err error
+					switch string(key) {
+					case "size":
+						d.Size, err = sc.count(field + ".size")
+						size = true
+					case "spindles":
+						d.Spindles, err = sc.count(field + ".spindles")
+					default:
+						sc.skip()
+					}
+					return err
+				})
+				if !size && missingSize < 0 {
+					missingSize = k
+				}
+				in.Disks = append(in.Disks, d)
+				return err
+			})
+		case "nics":
+			nics = true
+			err = sc.array("nics", func(int) error {
+				in.NICs++
+				sc.skip()
+				return nil
+			})
+		case "tags":
+			tags = true
+			in.Tags, err = sc.strings("tags")
+		case "disk_template":
+			kindSet = true
+			kind, err = sc.str("disk_template")
+		case "admin_state":
+			state, err = sc.str("admin_state")
+		case "owner":
+			in.Owner, err = sc.str("owner")
+		case "nodes":
+			nodesSet = true
+			nodes, err = sc.strings("nodes")
+		default:
+			for k, f := range fields {
+				if string(key) == f {
+					*nums[k], err = sc.count(f)
+					have[k] = true
+					return err
+				}
+			}
+			sc.skip()
+		}
+		return err
+	})
 	if err != nil {
 		return in, err
 	}
-	for _, f := range []struct {
-		name string
-		dst  *int64
-	}{
-		{"disk_space_total", &in.DiskSpace}, {"memory", &in.Memory},
-		{"vcpus", &in.VCPUs}, {"spindle_use", &in.SpindleUse},
-	} {
-		v, ok := obj.get(f.name)
-		if !ok {
-			return in, fieldErr(path+"."+f.name, "missing")
+	for k, f := range fields {
+		if !have[k] {
+			return in, fieldErr(path+"."+f, "missing")
 		}
-		if err := decodeCount(v, path+"."+f.name, f.dst); err != nil {
-			return in, err
-		}
-		if *f.dst < 0 {
-			return in, fieldErr(path+"."+f.name, "must not be negative")
+		if *nums[k] < 0 {
+			return in, fieldErr(path+"."+f, "must not be negative")
 		}
 	}
-	var disks []struct {
-		Size     *float64 `json:"size"`
-		Spindles *float64 `json:"spindles"`
-	}
-	if err := obj.required("disks", &disks); err != nil {
-		return in, err
-	}
-	for i, d := range disks {
-		if d.Size == nil {
-			return in, fieldErr(fmt.Sprintf("%s.disks[%d].size", path, i), "missing")
-		}
-		disk := planner.Disk{Size: int64(*d.Size)}
-		if d.Spindles != nil {
-			disk.Spindles = int64(*d.Spindles)
-		}
-		in.Disks = append(in.Disks, disk)
-	}
-	var nics []json.RawMessage
-	if err := obj.required("nics", &nics); err != nil {
-		return in, err
-	}
-	in.NICs = int64(len(nics))
-	if err := obj.required("tags", &in.Tags); err != nil {
-		return in, err
-	}
-	var kind string
-	if err := obj.required("disk_template", &kind); err != nil {
-		return in, err
+	switch {
+	case !disks:
+		return in, fieldErr(path+".disks", "missing")
+	case !nics:
+		return in, fieldErr(path+".nics", "missing")
+	case !tags:
+		return in, fieldErr(path+".tags", "missing")
+	case !kindSet:
+		return in, fieldErr(path+".disk_template", "missing")
+	case !nodesSet:
+		return in, fieldErr(path+".nodes", "missing")
+	case missingSize >= 0:
+		return in, fieldErr(fmt.Sprintf("%s.disks[%d].size", path, missingSize), "missing")
 	}
 	in.Storage = planner.StorageKind(kind)
 	if !in.Storage.Known() {
 		return in, fieldErr(path+".disk_template", fmt.Sprintf("unknown storage kind %q", kind))
 	}
-	if v, ok := obj.get("admin_state"); ok {
-		var st string
-		if err := decodeInto(v, path+".admin_state", &st); err != nil {
-			return in, err
-		}
-		in.State = planner.RunState(st)
+	if state != "" {
+		in.State = planner.RunState(state)
 		if in.State != planner.Up && in.State != planner.Down && in.State != planner.Offline {
-			return in, fieldErr(path+".admin_state", fmt.Sprintf("%q is not one of up, down, offline", st))
+			return in, fieldErr(path+".admin_state", fmt.Sprintf("%q is not one of up, down, offline", state))
 		}
-	}
-	if v, ok := obj.get("owner"); ok {
-		if err := decodeInto(v, path+".owner", &in.Owner); err != nil {
-			return in, err
-		}
-	}
-	var nodes []string
-	if err := obj.required("nodes", &nodes); err != nil {
-		return in, err
 	}
 	if len(nodes) == 0 {
 		return in, fieldErr(path+".nodes", "empty node list")

@@ -63,13 +63,13 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
   "node2"`, `"group": "uuid-9", "ndparams": {"spindle_count": 1, "exclusive_storage": false}},
   "node2"`, `nodes["node1"].group: unknown node group "uuid-9"`},
 		{"missing memory", `"total_memory": 4096, "reserved_memory": 256, "free_memory": 2816`, `"reserved_memory": 256, "free_memory": 2816`, `nodes["node1"].total_memory: missing`},
-		{"wrong type", `"memory": 1024`, `"memory": "lots"`, `instances["web"].memory: expected float64, got JSON string`},
+		{"wrong type", `"memory": 1024`, `"memory": "lots"`, `instances["web"].memory: expected number, got JSON string`},
 		{"unknown storage kind", `"disk_template": "drbd"`, `"disk_template": "tape"`, `instances["web"].disk_template: unknown storage kind "tape"`},
 		{"mirrored without secondary", `"nodes": ["node1", "node2"]`, `"nodes": ["node1"]`, `needs a primary and a secondary`},
 		{"bad alloc policy", `"alloc_policy": "preferred"`, `"alloc_policy": "sometimes"`, `nodegroups["uuid-1"].alloc_policy`},
 		{"no request", `,
  "request": {"type": "node-evacuate", "evac_mode": "primary-only", "instances": ["web"]}`, ``, "request: missing"},
-		{"trailing garbage", minimal, minimal + "{}", "trailing data"},
+		{"trailing garbage", minimal, minimal + "{}", "after top-level value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := strings.Replace(minimal, tc.from, tc.to, 1)

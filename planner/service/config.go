@@ -46,6 +46,17 @@ type Config struct {
 	// RetryBackoff is the wait before the first retry; it doubles after
 	// each. Default 200ms.
 	RetryBackoff time.Duration
+	// Tick is how often the service wakes with no event to read, so that
+	// per-instance migrations' timers (a scheduled switch, the finalize
+	// grace period, the progress timeout) fire. Default 1s.
+	Tick time.Duration
+	// Clock is the time those timers read. Default time.Now; tests speed
+	// it up.
+	Clock func() time.Time
+	// StallRetries is how many times a migration phase with no progress
+	// for the progress timeout is dispatched again before the migration
+	// fails. Default 2.
+	StallRetries int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Metrics registers the service's collectors; nil means a private
@@ -74,6 +85,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = 200 * time.Millisecond
+	}
+	if c.Tick == 0 {
+		c.Tick = time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.StallRetries == 0 {
+		c.StallRetries = 2
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -106,6 +126,12 @@ func (c Config) Validate() error {
 	}
 	if c.RetryBackoff < 0 {
 		ps = append(ps, fmt.Sprintf("RetryBackoff: negative (%s)", c.RetryBackoff))
+	}
+	if c.Tick < 0 {
+		ps = append(ps, fmt.Sprintf("Tick: negative (%s)", c.Tick))
+	}
+	if c.StallRetries < 0 {
+		ps = append(ps, fmt.Sprintf("StallRetries: negative (%d)", c.StallRetries))
 	}
 	if len(ps) > 0 {
 		errs = append(errs, errors.New(strings.Join(ps, "; ")))

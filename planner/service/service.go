@@ -18,6 +18,9 @@ import (
 // topics are what the service folds: everything it decides from.
 var topics = []string{
 	events.TopicInventory, events.TopicRequests, events.TopicPlans, events.TopicJobs, events.TopicOpcodes,
+	// Per-instance migrations: their commands and records, the settings,
+	// and progress (for the progress timeout).
+	events.TopicMigrations, events.TopicSettings, events.TopicProgress,
 }
 
 // Service is the planner service. Create it with New and start it with Run.
@@ -98,6 +101,7 @@ func (s *Service) run(ctx context.Context) error {
 	defer cl.Close()
 
 	l := &loop{svc: s, st: newState(), prod: prod, pending: pending, next: map[tp]int64{}}
+	l.st.migs.now = s.cfg.Clock
 	start := time.Now()
 	if len(pending) == 0 {
 		if err := l.caughtUp(ctx, start); err != nil {
@@ -105,7 +109,11 @@ func (s *Service) run(ctx context.Context) error {
 		}
 	}
 	for {
-		fs := cl.PollFetches(ctx)
+		// A poll ends at the tick even with nothing to read, so that
+		// migration timers fire (see migrations.go).
+		pctx, pcancel := context.WithTimeout(ctx, s.cfg.Tick)
+		fs := cl.PollFetches(pctx)
+		pcancel()
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -114,6 +122,9 @@ func (s *Service) run(ctx context.Context) error {
 		}
 		var errs []error
 		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return // the tick
+			}
 			errs = append(errs, fmt.Errorf("planner service: fetch %s/%d: %w", t, p, err))
 		})
 		if err := errors.Join(errs...); err != nil {
@@ -225,7 +236,7 @@ func (l *loop) decideAll(ctx context.Context) error {
 		l.svc.log.Info("decided", "request", id, "events", len(p.msgs), "first", p.msgs[0].Event.Type,
 			"last", p.msgs[len(p.msgs)-1].Event.Type)
 	}
-	return nil
+	return l.decideMigrations(ctx)
 }
 
 // append writes one pass's events in one transaction, retrying the same

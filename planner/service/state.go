@@ -21,10 +21,12 @@ type state struct {
 	// requests is the one planned, whatever order partitions were read in.
 	order    []string
 	unsorted bool
+	// migs is the fold of per-instance migrations (migrations_state.go).
+	migs *migrations
 }
 
 func newState() *state {
-	return &state{inv: newInventory(), requests: map[string]*request{}}
+	return &state{inv: newInventory(), requests: map[string]*request{}, migs: newMigrations()}
 }
 
 // request is one request's whole story. Facts arrive keyed by request id
@@ -204,6 +206,7 @@ func (s *state) apply(env events.Envelope, p events.Payload, pos logPos) *reques
 		r = s.request(e.Request)
 		r.job(e.Job).op(e.Index).cancelSent = true
 	default:
+		s.migs.apply(env, p, pos)
 		return nil
 	}
 	switch p.(type) {
