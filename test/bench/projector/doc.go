@@ -1,0 +1,24 @@
+// Command projector measures the projector's fold: how many events per
+// second it folds into Postgres on a replay of a realistic log.
+//
+//	go run ./test/bench/projector           # a 100,000-event log
+//	go run ./test/bench/projector -quick    # a 10,000-event log
+//
+// It starts the embedded broker and the embedded Postgres in a temporary
+// directory, appends the log of an evacuation-heavy cluster (4 groups of 50
+// nodes with 20 mirrored instances each; evacuations with dry runs and
+// approvals, plans, jobs, opcodes, move statuses, placements, audit records,
+// and mostly progress events, some moves failing) in Kafka transactions of
+// -txn-events events, then measures two things:
+//
+//  1. the live projector (projector.Run) catching up from offset zero on an
+//     empty schema: the time until its offsets reach the log's end;
+//  2. projector.Replay folding the whole log into a fresh schema, and
+//     comparing it with the live views: events per second is Report.Events
+//     / Report.FoldDuration. The bench fails (exit 1) when the views differ.
+//
+// Both run on the same machine as the broker and Postgres, so the figures
+// include their CPU; the summary records the CPU each side spent during the
+// replay and the load average, so a busy machine shows. The summary is
+// printed and written as JSON to -out.
+package main
