@@ -98,7 +98,7 @@ func (s *state) bestGroup(in *instState, targets []int32) (*search, []string) {
 			}
 			x.pairs(nodes, prefix)
 		default:
-			x.single(nodes, func(t int32) candidate { return mk(move{mvFailoverToAny, t}) })
+			x.fast(mvFailoverToAny, nodes)
 		}
 		if !x.best.ok {
 			why = append(why, fmt.Sprintf("group %q: %s", gname, s.noPlaceReason(x, g, nodes)))

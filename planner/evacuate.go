@@ -49,7 +49,7 @@ func (s *state) evacuateOne(x *search, mode EvacMode, evac map[int32]bool, targe
 		if mode == SecondaryOnly {
 			return fmt.Sprintf("storage kind %q has no secondary node to change", kind)
 		}
-		x.single(targets, func(t int32) candidate { return mk(move{mvFailoverToAny, t}) })
+		x.fast(mvFailoverToAny, targets)
 		return ""
 	}
 	P, S := in.pri, in.sec
@@ -64,7 +64,7 @@ func (s *state) evacuateOne(x *search, mode EvacMode, evac map[int32]bool, targe
 		}
 		x.single(targets, func(t int32) candidate { return mk(move{mvReplaceAndFailover, t}) })
 	case SecondaryOnly:
-		x.single(targets, func(t int32) candidate { return mk(move{mvReplaceSecondary, t}) })
+		x.fast(mvReplaceSecondary, targets)
 	case EvacAll:
 		needP := evac[P] || !s.usable(P)
 		needS := evac[S] || !secGood
@@ -73,9 +73,9 @@ func (s *state) evacuateOne(x *search, mode EvacMode, evac map[int32]bool, targe
 		}
 		switch {
 		case needP && !needS:
-			x.single(targets, func(t int32) candidate { return mk(move{mvFailoverAndReplace, t}) })
+			x.fast(mvFailoverAndReplace, targets)
 		case !needP && needS:
-			x.single(targets, func(t int32) candidate { return mk(move{mvReplaceSecondary, t}) })
+			x.fast(mvReplaceSecondary, targets)
 		}
 		var prefix []move
 		if s.c.Nodes[P].Offline && secGood {

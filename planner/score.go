@@ -57,33 +57,61 @@ type groupStats struct {
 	off [offCount]float64
 }
 
-// add adds (sign=1) or removes (sign=-1) a node's contribution.
-func (g *groupStats) add(n *nodeState, sign float64) {
-	if n.offline {
-		g.off[offAll] += sign * float64(n.nPri+n.nSec)
-		g.off[offPri] += sign * float64(n.nPri)
+// contrib is one node's share of its group's sums, kept per node so that
+// taking a node out of the sums costs no recomputation.
+type contrib struct {
+	offline bool
+	v       [sdCount]float64
+	on      [onCount]float64
+	off     [offCount]float64
+}
+
+// addContrib adds (sign=1) or removes (sign=-1) a computed contribution.
+func (g *groupStats) addContrib(c *contrib, sign float64) {
+	if c.offline {
+		g.off[offAll] += sign * c.off[offAll]
+		g.off[offPri] += sign * c.off[offPri]
 		return
 	}
-	var v [sdCount]float64
-	v[sdFreeMem] = n.pMem()
-	v[sdFreeDisk] = n.pDsk()
-	pRem := float64(n.rMem) / n.tMem
-	v[sdReservedMem] = pRem
-	v[sdVCPURatio] = float64(n.uCpu) / n.tCpu
-	v[sdPrimaryLoad] = float64(n.nPri)
-	v[sdDiskLoad] = float64(n.nPri + n.nSec)
-	v[sdSpindles] = n.instSp / n.hiSp
-	v[sdFreeMemForth] = float64(n.fMemForth) / n.tMem
-	for i, x := range v {
+	for i, x := range c.v {
 		g.sum[i] += sign * x
 		g.sq[i] += sign * x * x
 	}
 	g.n += sign
-	if n.failN1 {
-		g.on[onN1] += sign * float64(n.nPri+n.nSec)
+	for i := range c.on {
+		g.on[i] += sign * c.on[i]
 	}
-	g.on[onTags] += sign * float64(n.conflicts)
-	g.on[onRtotal] += sign * pRem
+}
+
+// contribOf computes a node's contribution.
+func contribOf(n *nodeState) contrib {
+	c := contrib{offline: n.offline}
+	if n.offline {
+		c.off[offAll] = float64(n.nPri + n.nSec)
+		c.off[offPri] = float64(n.nPri)
+		return c
+	}
+	pRem := float64(n.rMem) / n.tMem
+	c.v[sdFreeMem] = n.pMem()
+	c.v[sdFreeDisk] = n.pDsk()
+	c.v[sdReservedMem] = pRem
+	c.v[sdVCPURatio] = float64(n.uCpu) / n.tCpu
+	c.v[sdPrimaryLoad] = float64(n.nPri)
+	c.v[sdDiskLoad] = float64(n.nPri + n.nSec)
+	c.v[sdSpindles] = n.instSp / n.hiSp
+	c.v[sdFreeMemForth] = float64(n.fMemForth) / n.tMem
+	if n.failN1 {
+		c.on[onN1] = float64(n.nPri + n.nSec)
+	}
+	c.on[onTags] = float64(n.conflicts)
+	c.on[onRtotal] = pRem
+	return c
+}
+
+// add adds (sign=1) or removes (sign=-1) a node's contribution.
+func (g *groupStats) add(n *nodeState, sign float64) {
+	c := contribOf(n)
+	g.addContrib(&c, sign)
 }
 
 func (g *groupStats) score() float64 {

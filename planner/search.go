@@ -1,6 +1,10 @@
 package planner
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
 
 // candidate is one way to move an instance: its moves, where it ends, and
 // the score of the group it ends in.
@@ -53,7 +57,7 @@ func (x *search) eval(c candidate) (float64, instState, failure) {
 		if x.s.nodes[i].group != x.group {
 			continue
 		}
-		g.add(&x.s.nodes[i], -1)
+		g.addContrib(&x.s.contribs[i], -1)
 		g.add(&x.ov.ns[k], 1)
 	}
 	return g.score(), in, failure{}
@@ -108,12 +112,21 @@ func (x *search) pairs(targets []int32, prefix []move) {
 		}
 		return
 	}
-	pri := x.rank(targets, func(t int32) candidate {
-		return mk(append(append([]move{}, prefix...), move{mvReplaceSecondary, t}, move{mvFailover, 0})...)
-	})
-	sec := x.rank(targets, func(t int32) candidate {
-		return mk(append(append([]move{}, prefix...), move{mvReplaceSecondary, t})...)
-	})
+	var pri, sec []int32
+	if len(prefix) == 0 {
+		// Rank the new primary as if the instance moved there alone, and
+		// the new secondary as a replaced secondary: exact for each role
+		// on its own, and one node's books per target.
+		pri = x.rankFast(mvFailoverToAny, targets, k)
+		sec = x.rankFast(mvReplaceSecondary, targets, k)
+	} else {
+		pri = x.rank(targets, func(t int32) candidate {
+			return mk(append(append([]move{}, prefix...), move{mvReplaceSecondary, t}, move{mvFailover, 0})...)
+		})
+		sec = x.rank(targets, func(t int32) candidate {
+			return mk(append(append([]move{}, prefix...), move{mvReplaceSecondary, t})...)
+		})
+	}
 	done := 0
 	for width := k; ; width *= 4 {
 		np, ns := min(width, len(pri)), min(width, len(sec))
@@ -186,11 +199,12 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 	for k := 0; k < o.n; k++ {
 		i := o.idx[k]
 		g := &s.groups[s.nodes[i].group]
-		g.add(&s.nodes[i], -1)
+		g.addContrib(&s.contribs[i], -1)
 		n := o.ns[k]
 		n.flushPeers()
 		s.nodes[i] = n
-		g.add(&s.nodes[i], 1)
+		s.contribs[i] = contribOf(&s.nodes[i])
+		g.addContrib(&s.contribs[i], 1)
 	}
 	if cur.pri != in.pri {
 		commitPriTags(&s.nodes[in.pri], in, false)
@@ -205,4 +219,130 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 // running instances and disk.
 func usage(n *nodeState) [2]int64 {
 	return [2]int64{-n.unallocated(), -n.fDsk}
+}
+
+// fast tries a one-target move family whose effect splits into a part that
+// does not depend on the target (taking the instance off its old nodes),
+// applied once, and the target's own change: each target then costs one
+// node's books and one score update instead of a fresh overlay. It chooses
+// exactly what single would (same order, same tie rule); on a group of
+// thousands of nodes it is what keeps an evacuation under a second.
+func (x *search) fast(kind moveKind, targets []int32) {
+	x.eachFast(kind, targets, func(t int32, score float64, in instState) {
+		if x.best.ok && x.best.score < score {
+			return
+		}
+		x.best = mk(move{kind, t})
+		x.best.score, x.best.ok = score, true
+		x.result = in
+	})
+}
+
+// eachFast calls fn with the score of every target that accepts the move;
+// refusals become reasons.
+func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score float64, in instState)) {
+	s := x.s
+	x.ov.reset()
+	in := x.in
+	P, S := in.pri, in.sec
+	strictP := !(s.nodes[P].offline || x.force)
+	var target func(n nodeState) (nodeState, failure)
+	after := in
+	switch kind {
+	case mvFailoverToAny:
+		p := x.ov.node(s, P)
+		*p = removePri(*p, &in)
+		target = func(n nodeState) (nodeState, failure) { return addPri(n, &in, strictP) }
+	case mvReplaceSecondary:
+		strictS := !(s.nodes[S].offline || x.force)
+		q := x.ov.node(s, S)
+		*q = removeSec(*q, &in, P)
+		target = func(n nodeState) (nodeState, failure) { return addSec(n, &in, P, strictS, false) }
+	case mvFailoverAndReplace:
+		p, q := x.ov.node(s, P), x.ov.node(s, S)
+		*p = removePri(*p, &in)
+		intS := removeSec(*q, &in, P)
+		var f failure
+		if *q, f = addPri(intS, &in, strictP); !f.ok() {
+			x.why.add(f)
+			return // the failover half fails whatever the new secondary
+		}
+		target = func(n nodeState) (nodeState, failure) { return addSec(n, &in, S, strictP, false) }
+		after.pri = S
+	default:
+		panic("planner: no fast path for this move")
+	}
+	g := s.groups[x.group]
+	for k := 0; k < x.ov.n; k++ {
+		if i := x.ov.idx[k]; s.nodes[i].group == x.group {
+			g.addContrib(&s.contribs[i], -1)
+			g.add(&x.ov.ns[k], 1)
+		}
+	}
+	for _, t := range targets {
+		x.tried++
+		base := &s.nodes[t]
+		n, f := target(*base)
+		if !f.ok() {
+			x.why.add(f)
+			continue
+		}
+		gt := g
+		if base.group == x.group {
+			gt.addContrib(&s.contribs[t], -1)
+			gt.add(&n, 1)
+		}
+		res := after
+		switch kind {
+		case mvFailoverToAny:
+			res.pri = t
+		default:
+			res.sec = t
+		}
+		fn(t, gt.score(), res)
+	}
+}
+
+// rankFast ranks targets for one role of a pair move by the matching
+// one-target family, best first. Only the first limit are sorted (the
+// rest follow in target order): pairs look past them only when none of the
+// best fit, and then sort them too.
+func (x *search) rankFast(kind moveKind, targets []int32, limit int) []int32 {
+	type scored struct {
+		node  int32
+		score float64
+	}
+	var ok []scored
+	x.eachFast(kind, targets, func(t int32, score float64, _ instState) {
+		ok = append(ok, scored{t, score})
+	})
+	less := func(a, b scored) int { return cmp.Compare(a.score, b.score) }
+	if limit >= len(ok) {
+		slices.SortStableFunc(ok, less)
+	} else {
+		// Select the limit best in one pass, keeping ties in target order.
+		best := make([]scored, 0, limit)
+		rest := make([]scored, 0, len(ok))
+		for _, v := range ok {
+			i := len(best)
+			for i > 0 && best[i-1].score > v.score {
+				i--
+			}
+			if i == limit {
+				rest = append(rest, v)
+				continue
+			}
+			if len(best) == limit {
+				rest = append(rest, best[limit-1])
+				best = best[:limit-1]
+			}
+			best = slices.Insert(best, i, v)
+		}
+		ok = append(best, rest...)
+	}
+	out := make([]int32, len(ok))
+	for i, v := range ok {
+		out[i] = v.node
+	}
+	return out
 }

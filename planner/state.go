@@ -16,6 +16,7 @@ type state struct {
 	groupNodes [][]int32 // node indices of each group, in snapshot order
 	instIdx    map[string]int32
 	nodeIdx    map[string]int32
+	contribs   []contrib // each node's current share of its group's score sums
 }
 
 // instance returns the index of the named instance, or -1.
@@ -133,8 +134,10 @@ func newState(c *Cluster, o Options) (*state, error) {
 		n.failN1 = reported < n.rMem
 	}
 	s.groups = make([]groupStats, len(c.Groups))
+	s.contribs = make([]contrib, len(s.nodes))
 	for i := range s.nodes {
-		s.groups[s.nodes[i].group].add(&s.nodes[i], 1)
+		s.contribs[i] = contribOf(&s.nodes[i])
+		s.groups[s.nodes[i].group].addContrib(&s.contribs[i], 1)
 	}
 	return s, nil
 }

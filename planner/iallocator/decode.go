@@ -260,7 +260,6 @@ func decodePolicy(data json.RawMessage, path string) (planner.IPolicy, error) {
 }
 
 func decodeNode(name string, data json.RawMessage, groupIdx map[string]int) (planner.Node, error) {
-	path := fmt.Sprintf("nodes[%q]", name)
 	n := planner.Node{Name: name, VMCapable: true}
 	var (
 		offline, drained, group, nd, excl, spindleCount bool
@@ -273,7 +272,7 @@ func decodeNode(name string, data json.RawMessage, groupIdx map[string]int) (pla
 		"total_cpus", "reserved_cpus", "free_spindles", "total_spindles"}
 	nums = [9]*int64{&n.TotalMemory, &n.ReservedMemory, &n.FreeMemory, &n.TotalDisk, &n.FreeDisk,
 		&n.TotalCPUs, &n.ReservedCPUs, &n.FreeSpindles, &n.TotalSpindles}
-	sc := &scanner{b: data, path: path}
+	sc := &scanner{b: data, coll: "nodes", key: name}
 	err := sc.object("", func(key []byte) error {
 		if sc.null() {
 			return nil
@@ -329,46 +328,45 @@ func decodeNode(name string, data json.RawMessage, groupIdx map[string]int) (pla
 	}
 	switch {
 	case !offline:
-		return n, fieldErr(path+".offline", "missing")
+		return n, fieldErr(sc.path()+".offline", "missing")
 	case !drained:
-		return n, fieldErr(path+".drained", "missing")
+		return n, fieldErr(sc.path()+".drained", "missing")
 	case !group:
-		return n, fieldErr(path+".group", "missing")
+		return n, fieldErr(sc.path()+".group", "missing")
 	case !nd:
-		return n, fieldErr(path+".ndparams", "missing")
+		return n, fieldErr(sc.path()+".ndparams", "missing")
 	case !excl:
-		return n, fieldErr(path+".ndparams.exclusive_storage", "missing")
+		return n, fieldErr(sc.path()+".ndparams.exclusive_storage", "missing")
 	}
 	g, ok := groupIdx[groupName]
 	if !ok {
-		return n, fieldErr(path+".group", fmt.Sprintf("unknown node group %q", groupName))
+		return n, fieldErr(sc.path()+".group", fmt.Sprintf("unknown node group %q", groupName))
 	}
 	n.Group = g
 	// Ganeti reads the capacity of live nodes only; dead ones count as empty.
 	live := !n.Offline && n.VMCapable
 	for k := 0; k < 8; k++ {
 		if !have[k] && live {
-			return n, fieldErr(path+"."+fields[k], "missing")
+			return n, fieldErr(sc.path()+"."+fields[k], "missing")
 		}
 	}
 	if n.ExclusiveStorage {
 		if !have[8] && live {
-			return n, fieldErr(path+".total_spindles", "missing")
+			return n, fieldErr(sc.path()+".total_spindles", "missing")
 		}
 	} else {
 		if !spindleCount {
-			return n, fieldErr(path+".ndparams.spindle_count", "missing")
+			return n, fieldErr(sc.path()+".ndparams.spindle_count", "missing")
 		}
 		n.TotalSpindles = spindles
 	}
 	if live && (n.TotalMemory <= 0 || n.TotalCPUs <= 0) {
-		return n, fieldErr(path, "a live node needs positive total_memory and total_cpus")
+		return n, fieldErr(sc.path(), "a live node needs positive total_memory and total_cpus")
 	}
 	return n, nil
 }
 
 func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (planner.Instance, error) {
-	path := fmt.Sprintf("instances[%q]", name)
 	in := planner.Instance{Name: name, State: planner.Up, Secondary: planner.NoNode}
 	var (
 		have                                 [4]bool
@@ -381,7 +379,7 @@ func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (
 	missingSize := -1
 	fields := [4]string{"disk_space_total", "memory", "vcpus", "spindle_use"}
 	nums := [4]*int64{&in.DiskSpace, &in.Memory, &in.VCPUs, &in.SpindleUse}
-	sc := &scanner{b: data, path: path}
+	sc := &scanner{b: data, coll: "instances", key: name}
 	err := sc.object("", func(key []byte) error {
 		if sc.null() {
 			return nil
@@ -453,43 +451,43 @@ func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (
 	}
 	for k, f := range fields {
 		if !have[k] {
-			return in, fieldErr(path+"."+f, "missing")
+			return in, fieldErr(sc.path()+"."+f, "missing")
 		}
 		if *nums[k] < 0 {
-			return in, fieldErr(path+"."+f, "must not be negative")
+			return in, fieldErr(sc.path()+"."+f, "must not be negative")
 		}
 	}
 	switch {
 	case !disks:
-		return in, fieldErr(path+".disks", "missing")
+		return in, fieldErr(sc.path()+".disks", "missing")
 	case !nics:
-		return in, fieldErr(path+".nics", "missing")
+		return in, fieldErr(sc.path()+".nics", "missing")
 	case !tags:
-		return in, fieldErr(path+".tags", "missing")
+		return in, fieldErr(sc.path()+".tags", "missing")
 	case !kindSet:
-		return in, fieldErr(path+".disk_template", "missing")
+		return in, fieldErr(sc.path()+".disk_template", "missing")
 	case !nodesSet:
-		return in, fieldErr(path+".nodes", "missing")
+		return in, fieldErr(sc.path()+".nodes", "missing")
 	case missingSize >= 0:
-		return in, fieldErr(fmt.Sprintf("%s.disks[%d].size", path, missingSize), "missing")
+		return in, fieldErr(fmt.Sprintf("%s.disks[%d].size", sc.path(), missingSize), "missing")
 	}
 	in.Storage = planner.StorageKind(kind)
 	if !in.Storage.Known() {
-		return in, fieldErr(path+".disk_template", fmt.Sprintf("unknown storage kind %q", kind))
+		return in, fieldErr(sc.path()+".disk_template", fmt.Sprintf("unknown storage kind %q", kind))
 	}
 	if state != "" {
 		in.State = planner.RunState(state)
 		if in.State != planner.Up && in.State != planner.Down && in.State != planner.Offline {
-			return in, fieldErr(path+".admin_state", fmt.Sprintf("%q is not one of up, down, offline", state))
+			return in, fieldErr(sc.path()+".admin_state", fmt.Sprintf("%q is not one of up, down, offline", state))
 		}
 	}
 	if len(nodes) == 0 {
-		return in, fieldErr(path+".nodes", "empty node list")
+		return in, fieldErr(sc.path()+".nodes", "empty node list")
 	}
 	for i, nn := range nodes {
 		idx, ok := nodeIdx[nn]
 		if !ok {
-			return in, fieldErr(fmt.Sprintf("%s.nodes[%d]", path, i), fmt.Sprintf("unknown node %q", nn))
+			return in, fieldErr(fmt.Sprintf("%s.nodes[%d]", sc.path(), i), fmt.Sprintf("unknown node %q", nn))
 		}
 		switch i {
 		case 0:
@@ -500,10 +498,10 @@ func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (
 	}
 	if in.Storage.Mirroring() == planner.MirroredInternally {
 		if len(nodes) < 2 {
-			return in, fieldErr(path+".nodes", fmt.Sprintf("storage kind %q needs a primary and a secondary node", kind))
+			return in, fieldErr(sc.path()+".nodes", fmt.Sprintf("storage kind %q needs a primary and a secondary node", kind))
 		}
 		if in.Primary == in.Secondary {
-			return in, fieldErr(path+".nodes", "primary and secondary are the same node")
+			return in, fieldErr(sc.path()+".nodes", "primary and secondary are the same node")
 		}
 	} else {
 		in.Secondary = planner.NoNode

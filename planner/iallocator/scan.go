@@ -13,10 +13,14 @@ import (
 // with encoding/json's reflection costs more than planning them. Type
 // errors name the field, as every decoding error does.
 type scanner struct {
-	b    []byte
-	i    int
-	path string
+	b []byte
+	i int
+	// where names the object in errors: a collection and a key, joined
+	// only when an error is reported (most objects have none).
+	coll, key string
 }
+
+func (s *scanner) path() string { return fmt.Sprintf("%s[%q]", s.coll, s.key) }
 
 func (s *scanner) space() {
 	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\n' || s.b[s.i] == '\t' || s.b[s.i] == '\r') {
@@ -50,7 +54,7 @@ func (s *scanner) kind() string {
 }
 
 func (s *scanner) typeErr(field, want string) error {
-	return fieldErr(s.path+"."+field, fmt.Sprintf("expected %s, got JSON %s", want, s.kind()))
+	return fieldErr(s.path()+"."+field, fmt.Sprintf("expected %s, got JSON %s", want, s.kind()))
 }
 
 // object calls fn for each member of the object in field ("" for the
@@ -58,7 +62,7 @@ func (s *scanner) typeErr(field, want string) error {
 func (s *scanner) object(field string, fn func(key []byte) error) error {
 	if s.peek() != '{' {
 		if field == "" {
-			return fieldErr(s.path, "must be a JSON object")
+			return fieldErr(s.path(), "must be a JSON object")
 		}
 		return s.typeErr(field, "object")
 	}
@@ -133,7 +137,7 @@ func (s *scanner) number(field string) (float64, error) {
 	s.i = skipValue(s.b, s.i)
 	f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
 	if err != nil || math.IsInf(f, 0) || math.Abs(f) > 1<<53 {
-		return 0, fieldErr(s.path+"."+field, "number out of range")
+		return 0, fieldErr(s.path()+"."+field, "number out of range")
 	}
 	return f, nil
 }
@@ -163,7 +167,7 @@ func (s *scanner) str(field string) (string, error) {
 	s.i = skipString(s.b, s.i)
 	v, err := unquote(s.b[start:s.i])
 	if err != nil {
-		return "", fieldErr(s.path+"."+field, describeJSONError(err))
+		return "", fieldErr(s.path()+"."+field, describeJSONError(err))
 	}
 	return v, nil
 }
