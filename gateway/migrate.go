@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
 )
 
 // Per-instance migrations (RFD 34): POST /v1/instances/{name}/migrate
@@ -251,7 +252,9 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 	}
 	// Schedule answers with the record, as RFD 34 says, once the
 	// coordinator wrote it (or as asked, if it is slow).
-	m, err := g.awaitMigration(c, id)
+	m, err := g.awaitMigration(c, id, func(m instanceMigration) bool {
+		return m.ScheduledAt != nil && m.ScheduledAt.Equal(*at) || m.State == string(events.MigrationFailed)
+	})
 	if err != nil {
 		return err
 	}
@@ -328,6 +331,18 @@ func (g *Gateway) checkAction(ctx context.Context, in instance, cur *instanceMig
 		return e
 	}
 	active := cur != nil && cur.active()
+	if action == "schedule" && active {
+		// A scheduled migration's time can be changed until it switches.
+		switch {
+		case cur.Switched:
+			return "", refuse("migration %s has already switched; there is nothing left to schedule", cur.ID)
+		case at == nil:
+			return "", badRequest("scheduled_at", "scheduled_at: missing (an RFC 3339 time: when the switch runs)")
+		case !at.After(time.Now()):
+			return "", badRequest("scheduled_at", "scheduled_at: "+at.Format(time.RFC3339)+" is not in the future")
+		}
+		return cur.ID, nil
+	}
 	switch action {
 	case "begin", "automatic", "schedule":
 		if active {
@@ -335,6 +350,13 @@ func (g *Gateway) checkAction(ctx context.Context, in instance, cur *instanceMig
 		}
 		if err := g.checkNoRequest(ctx, in.Name); err != nil {
 			return "", err
+		}
+		switch planner.StorageKind(in.Storage).Mirroring() {
+		case planner.CopiedOnMove, planner.MirroredExternally:
+		case planner.MirroredInternally:
+			return "", refuse("instance %q has %s storage, mirrored to a secondary: move it with an evacuation or a failover instead", in.Name, in.Storage)
+		default:
+			return "", refuse("instance %q has %s storage, which cannot be sent to another node", in.Name, in.Storage)
 		}
 		if target != "" {
 			if target == in.Primary {
@@ -371,8 +393,13 @@ func (g *Gateway) checkAction(ctx context.Context, in instance, cur *instanceMig
 		if cur.Switched {
 			return "", refuse("migration %s has already switched; finalize it or roll it back", cur.ID)
 		}
-		if state == events.MigrationRunning || state == events.MigrationQueued {
-			return "", refuse("migration %s is %s (phase %s); %s once its phase ended (or pause a sync first)", cur.ID, state, cur.Phase, action)
+		switch state {
+		case events.MigrationRunning:
+			return "", refuse("migration %s is running (phase %s); %s once its phase ended (or pause a sync first)", cur.ID, cur.Phase, action)
+		case events.MigrationQueued:
+			return "", refuse("migration %s is queued, waiting for a free slot on %s; %s once it has begun", cur.ID, cur.Source, action)
+		case events.MigrationScheduled:
+			return "", refuse("migration %s is scheduled to switch at %s; reschedule it (action=schedule) or abort it", cur.ID, fmtTime(cur.ScheduledAt))
 		}
 		if action == "switch" && cur.Syncs < 1 {
 			return "", refuse("switch needs at least one completed sync; migration %s has none: run action=sync first", cur.ID)
@@ -408,9 +435,10 @@ func (g *Gateway) checkNoRequest(ctx context.Context, name string) error {
 	return e
 }
 
-// awaitMigration polls the views for migration id's record until it
-// appears or DryRunWait passed (nil, nil).
-func (g *Gateway) awaitMigration(ctx context.Context, id string) (*instanceMigration, error) {
+// awaitMigration polls the views for migration id's record until ready
+// says it shows the change, or DryRunWait passed (then whatever record
+// there is, or nil).
+func (g *Gateway) awaitMigration(ctx context.Context, id string, ready func(instanceMigration) bool) (*instanceMigration, error) {
 	deadline := time.Now().Add(g.cfg.DryRunWait)
 	wait := 20 * time.Millisecond
 	for {
@@ -418,11 +446,14 @@ func (g *Gateway) awaitMigration(ctx context.Context, id string) (*instanceMigra
 		if err != nil {
 			return nil, err
 		}
-		if len(ms) > 0 {
+		if len(ms) > 0 && ready(ms[0]) {
 			return &ms[0], nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			if len(ms) > 0 {
+				return &ms[0], nil
+			}
 			return nil, nil
 		}
 		t := time.NewTimer(min(wait, left))
@@ -453,4 +484,11 @@ func (g *Gateway) checkNotMigrating(ctx context.Context, field string, instances
 		}
 	}
 	return nil
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "(no time)"
+	}
+	return t.UTC().Format(time.RFC3339)
 }

@@ -145,13 +145,22 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 	}
 	id := m.ID
 	match := func(r logRow) bool {
-		if r.Instance != name || (r.Type != events.TypeProgress && r.Type != events.TypeEnd) {
+		switch r.Type {
+		case events.TypeMigrationStateChanged:
+			// Followed for its state (the stream's end); its instance
+			// column may be empty, so match on the payload.
+		case events.TypeProgress, events.TypeEnd:
+			if r.Instance != name {
+				return false
+			}
+		default:
 			return false
 		}
 		var ref struct {
-			Request string `json:"request"`
+			Request   string `json:"request"`
+			Migration string `json:"migration"`
 		}
-		return json.Unmarshal(r.Payload, &ref) == nil && ref.Request == id
+		return json.Unmarshal(r.Payload, &ref) == nil && (ref.Request == id || ref.Migration == id)
 	}
 	sub, err := g.tail.subscribe(c, match, g.cfg.WatchBuffer)
 	if err != nil {
@@ -180,11 +189,15 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 		w.Flush()
 		return true
 	}
-	var pc percenter
+
+	// The stream ends on an end event that is final by itself (finalEnd),
+	// or once the phase that ran has ended and the record says nothing
+	// runs now (paused, scheduled, or ended): then it waits settleWait for
+	// a last end event the coordinator may still write (a pause's).
+	ws := watchState{state: m.State}
 	sent := make(map[int64]bool, len(rows))
-	ended := false
 	for _, r := range rows {
-		l, final, err := pc.line(r, id)
+		l, final, err := ws.pc.line(r, id)
 		if err != nil {
 			g.log.Warn("migration watch: undecodable row", "seq", r.Seq, "err", err)
 			continue
@@ -193,28 +206,54 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 			return nil
 		}
 		sent[r.Seq] = true
-		ended = final
+		ws.closed, ws.final = l.Type == "end", final
 	}
-	// The history ended on a final end event: the stream ends too, unless
-	// the migration has moved on since (resumed after a pause).
-	if ended && m.State != string(events.MigrationRunning) && m.State != string(events.MigrationQueued) {
+	if ws.final || ws.closed && ws.idle() {
 		return nil
 	}
 	keepalive := time.NewTicker(min(g.cfg.KeepAlive, 60*time.Second))
 	defer keepalive.Stop()
+	recheck := time.NewTicker(time.Second)
+	defer recheck.Stop()
+	var settle <-chan time.Time
 	for {
 		select {
 		case r := <-sub.ch:
 			if sent[r.Seq] {
 				continue
 			}
-			l, final, err := pc.line(r, id)
-			if err != nil {
+			sent[r.Seq] = true
+			if r.Type == events.TypeMigrationStateChanged {
+				var rec events.MigrationStateChanged
+				if json.Unmarshal(r.Payload, &rec) == nil {
+					ws.state = string(rec.State)
+				}
+			} else {
+				l, final, err := ws.pc.line(r, id)
+				if err != nil {
+					continue
+				}
+				if !write(l) || final {
+					return nil
+				}
+				ws.closed = l.Type == "end"
+			}
+			if settle == nil && ws.closed && ws.idle() {
+				settle = time.After(settleWait)
+			}
+		case <-recheck.C:
+			if settle != nil || !ws.closed {
 				continue
 			}
-			if !write(l) || final {
-				return nil
+			ms, err := g.db.instanceMigrations(c, imigFilter{id: id}, "", 1)
+			if err == nil && len(ms) > 0 {
+				ws.state = ms[0].State
+				if ws.idle() {
+					settle = time.After(settleWait)
+				}
 			}
+		case <-settle:
+			return nil
 		case <-sub.cut:
 			g.metrics.watchCut.Inc()
 			write(controlLine{Type: "error", Error: &apiError{Code: codeTooSlow,
@@ -231,4 +270,22 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 			return nil
 		}
 	}
+}
+
+// settleWait is how long a watch stream waits, once its migration stopped
+// running, for an end event still on its way.
+const settleWait = time.Second
+
+// watchState is what a migration watch stream knows of its migration.
+type watchState struct {
+	pc     percenter
+	state  string // the record's latest state
+	closed bool   // the last progress or end line was an end
+	final  bool   // ... and it ended the migration or paused it
+}
+
+// idle says the record has nothing running: the stream may end once the
+// phase it followed has ended.
+func (ws watchState) idle() bool {
+	return ws.state != string(events.MigrationRunning) && ws.state != string(events.MigrationQueued)
 }
