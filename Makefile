@@ -27,8 +27,13 @@ fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 	$(GO) test ./planner/iallocator -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-60s}
 	$(GO) test ./events -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-60s}
 
-bench: test-deps ## measure the planner against Ganeti's hail (BENCHFLAGS=-quick for a short run)
-	$(GO) run ./test/bench/planner $(BENCHFLAGS)
+HAIL ?= /usr/lib/ganeti/iallocators/hail
+
+bench: build ## measure against peers, in one run: the planner vs Ganeti's hail (~10 min; BENCHFLAGS=-quick ~1 min)
+	@[ -x $(HAIL) ] || { s=; [ "$$(id -u)" -eq 0 ] || s=sudo; \
+	  echo "bench: installing ganeti-htools (hail)"; \
+	  $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq ganeti-htools; }
+	$(GO) run ./test/bench/planner -hail $(HAIL) -drove-bin $(BIN) $(BENCHFLAGS)
 
 clean: ## remove build output and caches
 	rm -rf bin .cache
