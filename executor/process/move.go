@@ -1,0 +1,183 @@
+package process
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor"
+)
+
+// The handoff between source and target is one TCP connection and two
+// lines: the source connects (so it knows the target is there before it
+// stops anything), stops its process and sends "stopped <key>"; the
+// target starts the process and answers "up" or "error <why>". On an
+// error or no answer the source starts its process again (source up,
+// target down). Only one side ever runs the instance.
+
+// handsOver says whether op moves a running process: a migrate or
+// failover of a running instance. Source and target decide it from the
+// same Op; anything else is the storage driver's business.
+func handsOver(op executor.Op) bool {
+	return (op.Kind == events.OpInstanceMigrate || op.Kind == events.OpInstanceFailover) &&
+		op.RunState == events.RunRunning
+}
+
+// Run is the source side: stop here, have the target start, or roll back.
+func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (executor.Result, error) {
+	if !handsOver(op) {
+		return executor.Result{Message: fmt.Sprintf("process: nothing to hand over for %s of a %s instance", op.ShortKind(), op.RunState)}, nil
+	}
+	if d.lookup(op.Instance) == nil {
+		if d.movedBy(op) {
+			return executor.Result{Message: op.Instance + " already moved to " + op.To + " by this opcode"}, nil
+		}
+		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s on %s", ErrNotRunning, op.Instance, d.cfg.Node))
+	}
+	if op.AwaitReceiver == nil {
+		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: moving a process needs the target's receiver", ErrNoReceiver))
+	}
+	report(executor.Progress{Phase: events.PhaseBegin, Total: 1, Message: "waiting for " + op.To + " to listen"})
+	addr, err := op.AwaitReceiver(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return executor.Result{}, fmt.Errorf("%w: %v", executor.ErrCanceled, context.Cause(ctx))
+		}
+		return executor.Result{}, executor.Transient(err)
+	}
+	var dialer net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, d.cfg.HandoffTimeout)
+	conn, err := dialer.DialContext(dctx, "tcp", addr)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return executor.Result{}, fmt.Errorf("%w: %v", executor.ErrCanceled, context.Cause(ctx))
+		}
+		return executor.Result{}, executor.Transient(fmt.Errorf("process: dial %s: %w", addr, err))
+	}
+	defer conn.Close()
+	if ctx.Err() != nil {
+		return executor.Result{}, fmt.Errorf("%w: %v", executor.ErrCanceled, context.Cause(ctx))
+	}
+
+	// From here on the handoff runs to its end whatever ctx says: a
+	// half-done handoff is worse than a finished one or a rollback.
+	report(executor.Progress{Phase: events.PhaseSwitch, Total: 1, Message: "stopping on " + d.cfg.Node})
+	stopped := time.Now()
+	if err := d.Stop(ctx, op.Instance); err != nil {
+		return executor.Result{}, executor.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(d.cfg.HandoffTimeout))
+	answer := ""
+	if _, err = fmt.Fprintf(conn, "stopped %s\n", op.Key()); err == nil {
+		answer, err = bufio.NewReader(conn).ReadString('\n')
+	}
+	answer = strings.TrimSpace(answer)
+	if err == nil && answer == "up" {
+		downtime := time.Since(stopped)
+		d.markMoved(op)
+		msg := fmt.Sprintf("stopped on %s, started on %s; down for %s", d.cfg.Node, op.To, downtime.Round(time.Millisecond))
+		report(executor.Progress{Phase: events.PhaseSwitch, Current: 1, Total: 1, Message: msg})
+		return executor.Result{Downtime: downtime, Message: msg}, nil
+	}
+	why := answer
+	if err != nil {
+		why = err.Error()
+	}
+	// Roll back: the target did not take it, so the source runs it again.
+	if rerr := d.Start(context.WithoutCancel(ctx), op.Instance); rerr != nil {
+		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s; and restarting on %s failed: %v", ErrHandoff, why, d.cfg.Node, rerr))
+	}
+	report(executor.Progress{Phase: events.PhaseSwitch, Total: 1, Message: "handoff failed (" + why + "); running on " + d.cfg.Node + " again"})
+	if ctx.Err() != nil {
+		return executor.Result{}, fmt.Errorf("%w: handoff failed (%s); the source runs again", executor.ErrCanceled, why)
+	}
+	return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s; the source runs again", ErrHandoff, why))
+}
+
+// Receive is the target side: listen, announce, and start the process
+// once the source says it stopped.
+func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
+	if !handsOver(op) {
+		return nil
+	}
+	if d.lookup(op.Instance) != nil {
+		return nil // it already runs here: an earlier attempt finished
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(d.cfg.ListenHost, "0"))
+	if err != nil {
+		return executor.Transient(fmt.Errorf("process: listen: %w", err))
+	}
+	defer ln.Close()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	listening(ln.Addr().String())
+	report(executor.Progress{Phase: events.PhaseBegin, Total: 1, Message: "listening on " + ln.Addr().String()})
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %v", executor.ErrCanceled, context.Cause(ctx))
+			}
+			return executor.Transient(fmt.Errorf("process: accept: %w", err))
+		}
+		done, err := d.serve(ctx, conn, op)
+		if done {
+			return err
+		}
+		d.log.Warn("handoff connection dropped before the source stopped; waiting for another", "err", err)
+	}
+}
+
+// serve runs one handoff connection. done is false when the connection
+// ended before the source said it stopped (nothing happened; another may
+// come).
+func (d *Driver) serve(ctx context.Context, conn net.Conn, op executor.Op) (done bool, err error) {
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	// The source may wait on its stop (StopTimeout) before it writes.
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) })
+	line, err := r.ReadString('\n')
+	stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, fmt.Errorf("%w: %v", executor.ErrCanceled, context.Cause(ctx))
+		}
+		return false, err
+	}
+	if got := strings.TrimSpace(line); got != "stopped "+op.Key() {
+		fmt.Fprintf(conn, "error unexpected %q\n", got)
+		return false, fmt.Errorf("%w: unexpected %q", ErrHandoff, got)
+	}
+	conn.SetWriteDeadline(time.Now().Add(d.cfg.HandoffTimeout))
+	// Past this line the source's process is stopped: start regardless of
+	// ctx, or the instance runs nowhere.
+	if err := d.Start(context.WithoutCancel(ctx), op.Instance); err != nil {
+		fmt.Fprintf(conn, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		return true, err
+	}
+	if _, err := fmt.Fprintf(conn, "up\n"); err != nil {
+		// The source will not hear it and starts its own copy: stop ours,
+		// so only one side runs the instance.
+		d.Stop(context.Background(), op.Instance)
+		return true, executor.Fatal(fmt.Errorf("%w: answering the source: %v", ErrHandoff, err))
+	}
+	d.clearMoved(op.Instance)
+	return true, nil
+}
+
+func (d *Driver) markMoved(op executor.Op) {
+	os.WriteFile(d.base(op.Instance)+".moved", []byte(op.Key()+"\n"), 0o644)
+}
+
+func (d *Driver) movedBy(op executor.Op) bool {
+	b, err := os.ReadFile(d.base(op.Instance) + ".moved")
+	return err == nil && strings.TrimSpace(string(b)) == op.Key()
+}
+
+func (d *Driver) clearMoved(instance string) { os.Remove(d.base(instance) + ".moved") }
