@@ -1,0 +1,175 @@
+package zfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	gozfs "github.com/mistifyio/go-zfs/v3"
+)
+
+// The zfs command line, as this driver uses it. go-zfs v3 is used where
+// its commands exist on every ZFS: setting properties, rollback, destroy.
+// Its listing functions (GetDataset, Snapshots, and Snapshot and
+// CreateFilesystem, which call GetDataset) run `zfs list -Hp -o
+// ...,written,logicalused,...`, which old ZFS (zfs-fuse, pool version 23)
+// refuses: it has neither `list -p` nor those properties. Listing, `get
+// -Hp`, snapshots, clones, send and receive therefore go through exec
+// here, with `get -Hp`, which every ZFS has.
+
+// run runs zfs with args and returns its standard output.
+func run(ctx context.Context, args ...string) (string, error) {
+	var out, errb bytes.Buffer
+	c := exec.CommandContext(ctx, "zfs", args...)
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		return "", cmdError(args, errb.String(), err)
+	}
+	return out.String(), nil
+}
+
+func cmdError(args []string, stderr string, err error) error {
+	msg := strings.TrimSpace(stderr)
+	base := ErrCommand
+	if strings.Contains(msg, "does not exist") || strings.Contains(msg, "could not find any snapshots") {
+		base = errors.Join(ErrCommand, ErrNotFound)
+	}
+	return fmt.Errorf("%w: zfs %s: %s (%v)", base, strings.Join(args, " "), msg, err)
+}
+
+// translate turns a go-zfs error into this package's.
+func translate(err error) error {
+	var ze *gozfs.Error
+	if errors.As(err, &ze) {
+		return cmdError(strings.Fields(ze.Debug), ze.Stderr, ze.Err)
+	}
+	return err
+}
+
+func exists(ctx context.Context, name string) (bool, error) {
+	_, err := run(ctx, "list", "-H", "-o", "name", name)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// prop reads one property's raw value ("-" when it does not apply).
+func prop(ctx context.Context, name, p string) (string, error) {
+	out, err := run(ctx, "get", "-Hp", "-o", "value", p, name)
+	return strings.TrimSpace(out), err
+}
+
+// propInt reads a numeric property; "-", "none" and empty read as 0.
+func propInt(ctx context.Context, name, p string) (int64, error) {
+	v, err := prop(ctx, name, p)
+	if err != nil {
+		return 0, err
+	}
+	if v == "-" || v == "none" || v == "" {
+		return 0, nil
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+func setProp(ctx context.Context, name, p, v string) error {
+	_ = ctx
+	return translate((&gozfs.Dataset{Name: name}).SetProperty(p, v))
+}
+
+func inherit(ctx context.Context, name, p string) error {
+	_, err := run(ctx, "inherit", p, name)
+	return err
+}
+
+func create(ctx context.Context, name string) error {
+	_, err := run(ctx, "create", "-p", name)
+	return err
+}
+
+func snapshot(ctx context.Context, name string) error {
+	_, err := run(ctx, "snapshot", "-r", name)
+	return err
+}
+
+func rollback(ctx context.Context, snap string) error {
+	_ = ctx
+	return translate((&gozfs.Dataset{Name: snap}).Rollback(true))
+}
+
+// destroy removes a dataset or snapshot with its children, unmounting by
+// force (zfs-fuse reports a mounted dataset busy otherwise). A missing one
+// is not an error: cleanup runs after partial work.
+// zfs-fuse calls a dataset busy for a moment after its files were last
+// used, even with -f; the destroy is retried for up to busyWait.
+func destroy(ctx context.Context, name string) error {
+	deadline := time.Now().Add(busyWait)
+	for {
+		err := translate((&gozfs.Dataset{Name: name}).Destroy(gozfs.DestroyRecursive | gozfs.DestroyForceUmount))
+		if errors.Is(err, ErrNotFound) || err == nil {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "busy") || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		}
+	}
+}
+
+const busyWait = 5 * time.Second
+
+// snapNumbers lists the N of ds's @migrate-snap-N snapshots, ascending.
+func snapNumbers(ctx context.Context, ds string) ([]int, error) {
+	out, err := run(ctx, "list", "-H", "-t", "snapshot", "-o", "name", "-r", ds)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var ns []int
+	for _, line := range strings.Split(out, "\n") {
+		d, s, ok := strings.Cut(strings.TrimSpace(line), "@")
+		if !ok || d != ds {
+			continue
+		}
+		if n, ok := snapNumber(s); ok {
+			ns = append(ns, n)
+		}
+	}
+	slices.Sort(ns)
+	return ns, nil
+}
+
+// sendCmd starts `zfs send args...` writing to w; wait for it with Wait.
+func sendCmd(ctx context.Context, w io.Writer, args ...string) (*exec.Cmd, *bytes.Buffer, error) {
+	var errb bytes.Buffer
+	c := exec.CommandContext(ctx, "zfs", append([]string{"send"}, args...)...)
+	c.Stdout, c.Stderr = w, &errb
+	return c, &errb, c.Start()
+}
+
+// recv runs `zfs receive args...` reading r to its end.
+func recv(ctx context.Context, r io.Reader, args ...string) error {
+	var errb bytes.Buffer
+	all := append([]string{"receive"}, args...)
+	c := exec.CommandContext(ctx, "zfs", all...)
+	c.Stdin, c.Stderr = r, &errb
+	if err := c.Run(); err != nil {
+		return cmdError(all, errb.String(), err)
+	}
+	return nil
+}

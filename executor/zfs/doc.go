@@ -1,0 +1,50 @@
+// Package zfs is the executor's ZFS storage driver: it moves an instance's
+// dataset, <Parent>/<instance>, from the source node's executor to the
+// target node's executor as RFD 34 describes, over executor/transfer
+// streams.
+//
+// One Driver serves one node. On the source it is an executor.Driver
+// (Run); on the target an executor.Receiver (Receive), which listens, is
+// announced by the executor (ReceiverReady) and does what the source's
+// streams ask: hello (what do you hold), recv (a `zfs send` stream piped
+// into `zfs receive -F`), checksum, commit, abort.
+//
+// A move, for migrate, failover and replace-disks (replace_new_secondary):
+//
+//   - begin: hello; the newest @migrate-snap-N both sides hold is the base.
+//   - sync: snapshot @migrate-snap-N+1 and send it, full (-R where the ZFS
+//     has it) without a base, `-I` from the base otherwise; once the target
+//     holds N+1 both sides destroy the older migration snapshots. migrate
+//     re-syncs until the ResyncRule says switch; replace-disks sends one
+//     incremental after the full send.
+//   - switch: stop the instance (migrate, failover; not replace-disks),
+//     send the final delta, compare content checksums of the final snapshot
+//     on both sides (a mismatch is fatal and keeps the source), commit: the
+//     target starts the instance if it ran. zfs-local leaves nothing on the
+//     source; zfs-replicated keeps the final snapshot on both sides as the
+//     base of the replica's next incremental, and the source's dataset
+//     becomes the replica.
+//
+// Invariants:
+//
+//   - A transient fault (a cut stream, a restarting receiver) keeps every
+//     snapshot both sides hold, so the next attempt continues from the last
+//     one the target received; where ZFS has resumable receive it resumes
+//     from the receive token instead.
+//   - A fatal fault or a cancel restarts the instance on the source if the
+//     move stopped it, tells the target to roll back (a dataset the move
+//     created is destroyed, an existing replica goes back to its base), and
+//     destroys the move's snapshots on the source.
+//   - The target marks the datasets it receives into with user properties
+//     (drove:migration, drove:created, drove:base), so a restarted receiver
+//     or an abort after a restart knows what the move added; a committed
+//     move leaves drove:committed=<opcode key>, and a second Run of the
+//     opcode then succeeds at once.
+//   - Features are detected at start (Detect) and every progress message
+//     says which mode ran. Old ZFS (zfs-fuse, pool version 23) has -R only:
+//     no resume tokens, no bookmarks, no `send -nP`, no written@; sizes are
+//     then estimated from referenced and used.
+//   - go-zfs v3 cannot list datasets on old ZFS (it asks for `list -p` and
+//     properties it lacks), so listing, get, snapshot, send and receive run
+//     the zfs command directly (cli.go); go-zfs does set, rollback, destroy.
+package zfs

@@ -1,0 +1,249 @@
+package zfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor"
+)
+
+// Config is what a Driver needs. Zero fields take the defaults listed with
+// them; Validate reports every problem at once.
+type Config struct {
+	// Node is the node this driver acts for (the executor's node). Required.
+	Node string
+	// Parent is the dataset under which this node keeps one dataset per
+	// instance, <Parent>/<instance>. It must exist. Required.
+	Parent string
+	// Runtime starts and stops instances on this node. Default: a
+	// MemRuntime with nothing running.
+	Runtime Runtime
+	// Resync is RFD 34's rule for when to stop re-syncing and switch.
+	Resync ResyncRule
+	// ListenAddr is where Receive listens when the executor gives no
+	// Op.ListenAddr. Default "127.0.0.1:0".
+	ListenAddr string
+	// ReceiverWait bounds how long Run waits for and retries the target
+	// side (it may start after the source, or be restarting). Default 60s.
+	ReceiverWait time.Duration
+	// SendBytesPerSecond caps sends when the opcode gives no cap
+	// (Op.SendBytesPerSecond 0); 0 means no cap.
+	SendBytesPerSecond int64
+	// ReportInterval is how often a running send reports progress.
+	// Default 250ms.
+	ReportInterval time.Duration
+	// Logger gets the driver's logs. Default slog.Default().
+	Logger *slog.Logger
+	// OnMove, if set, is called with the report of every move this node
+	// sent, successful or not (tests and benchmarks read it).
+	OnMove func(MoveReport)
+}
+
+// ResyncRule is RFD 34's re-sync rule: switch when the last incremental
+// sent less than MaxBytes, or after MaxSyncs syncs in all, or when the
+// last incremental is not at least 10% smaller than the one ShrinkWindow
+// syncs before it.
+type ResyncRule struct {
+	MaxBytes     int64 // default 50 MB
+	MaxSyncs     int   // default 10
+	ShrinkWindow int   // default 3
+}
+
+// decide says whether to switch after the incrementals so far (sizes in
+// order, the full send not included) and syncs passes in all.
+func (r ResyncRule) decide(incs []int64, syncs int) (bool, string) {
+	if len(incs) > 0 && incs[len(incs)-1] < r.MaxBytes {
+		return true, fmt.Sprintf("last incremental %d bytes is under %d", incs[len(incs)-1], r.MaxBytes)
+	}
+	if syncs >= r.MaxSyncs {
+		return true, fmt.Sprintf("%d syncs reached the limit", syncs)
+	}
+	if w := r.ShrinkWindow; len(incs) > w {
+		last, before := incs[len(incs)-1], incs[len(incs)-1-w]
+		if float64(last) > 0.9*float64(before) {
+			return true, fmt.Sprintf("incrementals stopped shrinking over the last %d syncs (%d → %d bytes)", w, before, last)
+		}
+	}
+	return false, ""
+}
+
+func (c Config) withDefaults() Config {
+	if c.Runtime == nil {
+		c.Runtime = NewMemRuntime()
+	}
+	if c.Resync.MaxBytes == 0 {
+		c.Resync.MaxBytes = 50 << 20
+	}
+	if c.Resync.MaxSyncs == 0 {
+		c.Resync.MaxSyncs = 10
+	}
+	if c.Resync.ShrinkWindow == 0 {
+		c.Resync.ShrinkWindow = 3
+	}
+	if c.ListenAddr == "" {
+		c.ListenAddr = "127.0.0.1:0"
+	}
+	if c.ReceiverWait == 0 {
+		c.ReceiverWait = 60 * time.Second
+	}
+	if c.ReportInterval == 0 {
+		c.ReportInterval = 250 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports every problem in c at once, after defaults.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var ps []string
+	if strings.TrimSpace(c.Node) == "" {
+		ps = append(ps, "Node: missing")
+	}
+	if strings.TrimSpace(c.Parent) == "" || strings.ContainsAny(c.Parent, "@ ") {
+		ps = append(ps, fmt.Sprintf("Parent: %q is not a dataset name", c.Parent))
+	}
+	if c.Resync.MaxBytes < 0 || c.Resync.MaxSyncs < 1 || c.Resync.ShrinkWindow < 1 {
+		ps = append(ps, fmt.Sprintf("Resync: %+v (want MaxBytes ≥ 0, MaxSyncs and ShrinkWindow ≥ 1)", c.Resync))
+	}
+	if c.ReceiverWait < 0 || c.ReportInterval < 0 || c.SendBytesPerSecond < 0 {
+		ps = append(ps, "ReceiverWait, ReportInterval, SendBytesPerSecond: negative")
+	}
+	if len(ps) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(ps, "; "))
+	}
+	return nil
+}
+
+// Driver is the ZFS storage driver of one node: executor.Driver on the
+// source side of a move, executor.Receiver on the target side.
+type Driver struct {
+	cfg  Config
+	log  *slog.Logger
+	feat Features
+
+	mu       sync.Mutex
+	reports  []MoveReport
+	recvLock map[string]*sync.Mutex // one receive per dataset at a time
+}
+
+var (
+	_ executor.Driver   = (*Driver)(nil)
+	_ executor.Receiver = (*Driver)(nil)
+)
+
+// New checks cfg, checks that the parent dataset exists, and detects what
+// the local ZFS can do.
+func New(ctx context.Context, cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	ok, err := exists(ctx, cfg.Parent)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: Parent: dataset %q does not exist", ErrInvalidConfig, cfg.Parent)
+	}
+	d := &Driver{cfg: cfg, log: cfg.Logger.With("driver", "zfs", "node", cfg.Node),
+		feat: Detect(ctx, cfg.Parent), recvLock: map[string]*sync.Mutex{}}
+	d.log.Info("zfs features detected", "mode", d.feat.Mode())
+	return d, nil
+}
+
+// Features is what the local ZFS was found to do.
+func (d *Driver) Features() Features { return d.feat }
+
+// Runtime is the driver's runtime.
+func (d *Driver) Runtime() Runtime { return d.cfg.Runtime }
+
+// Dataset is the instance's dataset on this node.
+func (d *Driver) Dataset(instance string) string { return d.cfg.Parent + "/" + instance }
+
+func (d *Driver) instance(ctx context.Context, name string) Instance {
+	ds := d.Dataset(name)
+	mp, _ := prop(ctx, ds, "mountpoint")
+	return Instance{Name: name, Node: d.cfg.Node, Dataset: ds, Mountpoint: mp}
+}
+
+// Reports returns the reports of the moves this node sent, oldest first.
+func (d *Driver) Reports() []MoveReport {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]MoveReport(nil), d.reports...)
+}
+
+func (d *Driver) record(r MoveReport) {
+	d.mu.Lock()
+	d.reports = append(d.reports, r)
+	d.mu.Unlock()
+	if d.cfg.OnMove != nil {
+		d.cfg.OnMove(r)
+	}
+}
+
+// MoveReport is what one Run sent and found.
+type MoveReport struct {
+	Key      string
+	Kind     events.OpID
+	Instance string
+	Syncs    []SyncReport
+	// FinalDelta is the bytes of the switch's final incremental.
+	FinalDelta int64
+	Downtime   time.Duration
+	// Checksum is the content sum both sides agreed on at the switch
+	// point (or the source's, on a mismatch).
+	Checksum string
+	Mode     string
+	Err      error
+}
+
+// SyncReport is one send.
+type SyncReport struct {
+	Snapshot    int
+	Incremental bool
+	Final       bool
+	Estimate    int64
+	Bytes       int64
+	Duration    time.Duration
+}
+
+const snapPrefix = "migrate-snap-"
+
+func snapName(n int) string { return snapPrefix + strconv.Itoa(n) }
+
+func snapNumber(s string) (int, bool) {
+	rest, ok := strings.CutPrefix(s, snapPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n > 0
+}
+
+func supported(s events.StorageKind) bool {
+	return s == events.StorageZFSLocal || s == events.StorageZFSReplicated
+}
+
+// DropReplica destroys this node's replica of instance, once the
+// inventory shows this node is no longer its secondary (see
+// executor.ReplicaDropper). A running instance is never dropped.
+func (d *Driver) DropReplica(ctx context.Context, instance string) error {
+	in := d.instance(ctx, instance)
+	if run, err := d.cfg.Runtime.Running(ctx, in); err != nil || run {
+		return errors.Join(err, fmt.Errorf("zfs: %s runs on %s; replica kept", instance, d.cfg.Node))
+	}
+	return destroy(ctx, d.Dataset(instance))
+}
+
+var _ executor.ReplicaDropper = (*Driver)(nil)

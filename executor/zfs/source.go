@@ -1,0 +1,503 @@
+package zfs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/transfer"
+)
+
+// move is one Run on the source: the peer it talks to and what it has
+// reported so far (progress is cumulative over the call).
+type move struct {
+	d      *Driver
+	op     executor.Op
+	ds     string
+	report func(executor.Progress)
+	lim    *transfer.Limiter
+	addr   string
+	rep    MoveReport
+
+	current, total int64
+	phase          string
+}
+
+// Run is the source side of an opcode: see executor.Driver.
+func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (executor.Result, error) {
+	if !supported(op.Storage) {
+		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: storage %q", ErrUnsupported, op.Storage))
+	}
+	if op.Kind == events.OpInstanceFailover && op.From != d.cfg.Node {
+		// The primary is offline; the executor runs the failover here.
+		return d.failoverLocal(ctx, op, report)
+	}
+	m := &move{d: d, op: op, ds: d.Dataset(op.Instance), report: report,
+		lim: transfer.NewLimiter(cmp.Or(op.SendBytesPerSecond, d.cfg.SendBytesPerSecond)), phase: events.PhaseBegin,
+		rep: MoveReport{Key: op.Key(), Kind: op.Kind, Instance: op.Instance, Mode: d.feat.Mode()}}
+	res, err := m.run(ctx)
+	m.rep.Err = err
+	d.record(m.rep)
+	return res, err
+}
+
+func (m *move) progress(msg string, bps int64, eta time.Duration) {
+	m.total = max(m.total, m.current)
+	m.report(executor.Progress{Phase: m.phase, Current: m.current, Total: m.total,
+		BytesPerSecond: bps, ETA: eta, Message: msg})
+}
+
+func (m *move) run(ctx context.Context) (executor.Result, error) {
+	op := m.op
+	m.progress("connecting to the receiver on "+op.To+"; zfs mode: "+m.d.feat.Mode(), 0, 0)
+	hello, err := m.request(ctx, kindHello, nil)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	if hello["committed"] == op.Key() {
+		// An earlier attempt finished before a crash hid its end.
+		m.progress("the move was already committed on "+op.To, 0, 0)
+		return executor.Result{Message: "already done: " + op.Key() + " committed on " + op.To}, nil
+	}
+	ok, err := exists(ctx, m.ds)
+	if err != nil {
+		return executor.Result{}, executor.Transient(err)
+	}
+	if !ok {
+		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s", ErrNotFound, m.ds))
+	}
+	// Marks of an earlier move in which this node was the target must
+	// not travel with -R to the new target.
+	for _, p := range []string{propMigration, propCreated, propBase, propCommitted} {
+		_ = inherit(ctx, m.ds, p)
+	}
+	in := m.d.instance(ctx, op.Instance)
+	wasRunning, err := m.d.cfg.Runtime.Running(ctx, in)
+	if err != nil {
+		return executor.Result{}, executor.Transient(err)
+	}
+
+	res, err := m.sync(ctx, hello, op.Kind == events.OpInstanceMigrate)
+	if err != nil {
+		return res, m.fail(ctx, err, false, wasRunning)
+	}
+	// Switch: stop (migrate, failover), final delta, verify, commit.
+	m.phase = events.PhaseSwitch
+	stop := op.Kind != events.OpInstanceReplaceDisks
+	var down time.Time
+	if stop && wasRunning {
+		m.progress("stopping "+op.Instance+" on "+op.From+" for the final delta", 0, 0)
+		down = time.Now()
+		if err := m.d.cfg.Runtime.Stop(ctx, in); err != nil {
+			return res, m.fail(ctx, executor.Transient(err), false, wasRunning)
+		}
+	}
+	final, err := m.send(ctx, true)
+	if err != nil {
+		return res, m.fail(ctx, err, stop, wasRunning)
+	}
+	sum, err := m.verify(ctx, final)
+	if err != nil {
+		return res, m.fail(ctx, err, stop, wasRunning)
+	}
+	keep := ""
+	if op.Storage == events.StorageZFSReplicated {
+		keep = strconv.Itoa(final) // the base of the replica's next incremental
+	}
+	start := strconv.FormatBool(stop && wasRunning)
+	if _, err := m.request(ctx, kindCommit, map[string]string{"keep": keep, "start": start}); err != nil {
+		return res, m.fail(ctx, err, stop, wasRunning)
+	}
+	if !down.IsZero() {
+		m.rep.Downtime = time.Since(down)
+	}
+	// Past the point of no return: the target runs the instance.
+	if err := m.cleanupSource(context.WithoutCancel(ctx), keep); err != nil {
+		m.d.log.Warn("source cleanup after the move failed; leftovers stay", "dataset", m.ds, "err", err)
+	}
+	m.total = m.current
+	m.progress(fmt.Sprintf("done: %s on %s, checksum %s", op.Instance, op.To, sum), 0, 0)
+	res.Downtime, res.Bytes, res.Syncs = m.rep.Downtime, m.current, len(m.rep.Syncs)
+	res.Message = fmt.Sprintf("%s of %s to %s: %d syncs, %d bytes, final delta %d bytes, downtime %s, checksum %s (%s)",
+		executor.ShortKind(op.Kind), op.Instance, op.To, res.Syncs, res.Bytes, m.rep.FinalDelta,
+		m.rep.Downtime.Round(time.Millisecond), sum, m.d.feat.Mode())
+	return res, nil
+}
+
+// sync sends the first snapshot (full, or incremental from a snapshot both
+// sides hold) and, when resync, incrementals until the rule says switch.
+func (m *move) sync(ctx context.Context, hello map[string]string, resync bool) (executor.Result, error) {
+	m.phase = events.PhaseSync
+	if _, err := m.sendWith(ctx, false, hello); err != nil {
+		return executor.Result{}, err
+	}
+	if m.op.Kind == events.OpInstanceFailover {
+		return executor.Result{}, nil
+	}
+	for {
+		var incs []int64
+		for _, s := range m.rep.Syncs {
+			if s.Incremental {
+				incs = append(incs, s.Bytes)
+			}
+		}
+		if ok, why := m.d.cfg.Resync.decide(incs, len(m.rep.Syncs)); ok || !resync && len(incs) > 0 {
+			if why == "" {
+				why = "replica current"
+			}
+			m.progress("switching: "+why, 0, 0)
+			return executor.Result{}, nil
+		}
+		if _, err := m.send(ctx, false); err != nil {
+			return executor.Result{}, err
+		}
+	}
+}
+
+// send takes the next snapshot and sends it; final marks the switch's
+// final delta.
+func (m *move) send(ctx context.Context, final bool) (int, error) {
+	hello, err := m.request(ctx, kindHello, nil)
+	if err != nil {
+		return 0, err
+	}
+	return m.sendWith(ctx, final, hello)
+}
+
+func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string) (int, error) {
+	local, err := snapNumbers(ctx, m.ds)
+	if err != nil {
+		return 0, executor.Transient(err)
+	}
+	base := commonNewest(local, hello["snaps"])
+	next := 1
+	if len(local) > 0 {
+		next = local[len(local)-1] + 1
+	}
+	if err := snapshot(ctx, m.ds+"@"+snapName(next)); err != nil {
+		return 0, executor.Transient(err)
+	}
+	est := m.estimate(ctx, base, next)
+	args := []string{}
+	if m.d.feat.Replicate {
+		args = append(args, "-R")
+	}
+	kind := "full send"
+	if base > 0 {
+		args = append(args, "-I", m.ds+"@"+snapName(base))
+		kind = fmt.Sprintf("incremental send from %s", snapName(base))
+	}
+	args = append(args, m.ds+"@"+snapName(next))
+	if tok := hello["token"]; tok != "" && m.d.feat.Resumable {
+		args, kind = []string{"-t", tok}, "resumed send from the receive token"
+	}
+	what := fmt.Sprintf("sync %d: %s of %s@%s (estimated %d bytes; %s)",
+		len(m.rep.Syncs)+1, kind, m.ds, snapName(next), est, m.d.feat.Mode())
+	if final {
+		what = "final delta: " + what
+	}
+	m.total += est
+	m.progress(what, 0, 0)
+	began := time.Now()
+	sent, err := m.stream(ctx, args, map[string]string{"snap": strconv.Itoa(next),
+		"base": strconv.Itoa(base), "estimate": strconv.FormatInt(est, 10)}, what)
+	if err != nil {
+		return 0, err
+	}
+	m.rep.Syncs = append(m.rep.Syncs, SyncReport{Snapshot: next, Incremental: base > 0, Final: final,
+		Estimate: est, Bytes: sent, Duration: time.Since(began)})
+	if final {
+		m.rep.FinalDelta = sent
+	}
+	// The target holds next; older snapshots are not needed on either side.
+	for _, k := range local {
+		if err := destroy(ctx, m.ds+"@"+snapName(k)); err != nil {
+			return next, executor.Transient(err)
+		}
+	}
+	return next, nil
+}
+
+// stream runs `zfs send args` into a recv stream to the target and
+// reports progress while it flows.
+func (m *move) stream(ctx context.Context, args []string, meta map[string]string, what string) (int64, error) {
+	if meta["base"] == "0" {
+		meta["base"] = ""
+	}
+	snd, err := m.dial(ctx, transfer.Header{Key: m.op.Key(), Kind: kindRecv, Meta: meta})
+	if err != nil {
+		return 0, err
+	}
+	defer snd.Close()
+	start := m.current
+	stopReport := make(chan struct{})
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		t := time.NewTicker(m.d.cfg.ReportInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopReport:
+				return
+			case <-t.C:
+				st := snd.Meter().Stats()
+				m.current = start + st.Bytes
+				m.progress(what, st.BytesPerSecond, st.ETA(m.total-start))
+			}
+		}
+	}()
+	cmd, stderr, err := sendCmd(ctx, snd, args...)
+	if err == nil {
+		err = cmd.Wait()
+		if err != nil {
+			err = cmdError(append([]string{"send"}, args...), stderr.String(), err)
+		}
+	}
+	close(stopReport)
+	<-reported
+	st := snd.Meter().Stats()
+	m.current = start + st.Bytes
+	if err != nil {
+		return st.Bytes, classify(ctx, err)
+	}
+	r, err := snd.Finish()
+	if err != nil {
+		return st.Bytes, classify(ctx, err)
+	}
+	if err := r.Err(); err != nil {
+		return st.Bytes, executor.Transient(err)
+	}
+	m.progress(fmt.Sprintf("%s: sent %d bytes in %s", what, st.Bytes, st.Elapsed.Round(time.Millisecond)),
+		st.Average, 0)
+	return st.Bytes, nil
+}
+
+// estimate is the size of the send from base to next. Old ZFS has neither
+// `send -nP` nor `written@`: a full send is about the snapshot's
+// referenced bytes, an incremental about the growth of referenced plus
+// what base alone still holds (blocks overwritten since). The progress
+// total grows when the real stream is larger.
+func (m *move) estimate(ctx context.Context, base, next int) int64 {
+	refNext, _ := propInt(ctx, m.ds+"@"+snapName(next), "referenced")
+	if base == 0 {
+		return refNext
+	}
+	if m.d.feat.Written {
+		if w, err := propInt(ctx, m.ds+"@"+snapName(next), "written@"+snapName(base)); err == nil {
+			return w
+		}
+	}
+	refBase, _ := propInt(ctx, m.ds+"@"+snapName(base), "referenced")
+	usedBase, _ := propInt(ctx, m.ds+"@"+snapName(base), "used")
+	return max(refNext-refBase, 0) + usedBase
+}
+
+// verify compares the content sums of snapshot n on both sides.
+func (m *move) verify(ctx context.Context, n int) (string, error) {
+	m.progress(fmt.Sprintf("verifying: content checksum of %s on both nodes", snapName(n)), 0, 0)
+	type res struct {
+		sum string
+		err error
+	}
+	local := make(chan res, 1)
+	go func() {
+		s, err := checksumSnapshot(ctx, m.d.cfg.Parent, m.op.Instance, n)
+		local <- res{s, err}
+	}()
+	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n)})
+	l := <-local
+	if l.err != nil {
+		return "", executor.Transient(l.err)
+	}
+	m.rep.Checksum = l.sum
+	if rerr != nil {
+		return "", rerr
+	}
+	if remote["sum"] != l.sum {
+		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s", ErrChecksum, l.sum, m.op.From, remote["sum"], m.op.To))
+	}
+	return l.sum, nil
+}
+
+// fail rolls the source back after err: the instance restarts where it
+// was if the move stopped it, and on a fatal fault (or a cancel) the
+// target is told to undo the move and the migration snapshots go. A
+// transient fault keeps both sides' snapshots, so the next attempt
+// continues from the last one the target holds.
+func (m *move) fail(ctx context.Context, err error, stopped, wasRunning bool) error {
+	bg := context.WithoutCancel(ctx)
+	if stopped && wasRunning {
+		if serr := m.d.cfg.Runtime.Start(bg, m.d.instance(bg, m.op.Instance)); serr != nil {
+			err = errors.Join(err, fmt.Errorf("restarting the source: %w", serr))
+		}
+	}
+	if executor.IsTransient(err) && ctx.Err() == nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	if _, aerr := m.request(actx, kindAbort, map[string]string{"why": err.Error()}); aerr != nil {
+		m.d.log.Warn("could not tell the target to abort; it rolls back when the opcode ends", "err", aerr)
+	}
+	if cerr := m.cleanupSource(bg, ""); cerr != nil {
+		m.d.log.Warn("source cleanup failed", "dataset", m.ds, "err", cerr)
+	}
+	if ctx.Err() != nil && !errors.Is(err, executor.ErrCanceled) {
+		err = fmt.Errorf("%w: %w", executor.ErrCanceled, err)
+	}
+	if !executor.IsTransient(err) && !errors.Is(err, executor.ErrFatal) && !errors.Is(err, executor.ErrCanceled) {
+		err = executor.Fatal(err)
+	}
+	return err
+}
+
+// cleanupSource ends a move on the source: a zfs-local instance that moved
+// leaves no dataset behind; otherwise only the kept snapshot stays.
+func (m *move) cleanupSource(ctx context.Context, keep string) error {
+	if keep == "" && m.rep.Checksum != "" && m.op.Storage == events.StorageZFSLocal &&
+		m.op.Kind != events.OpInstanceReplaceDisks && len(m.rep.Syncs) > 0 && m.rep.Syncs[len(m.rep.Syncs)-1].Final {
+		return destroy(ctx, m.ds)
+	}
+	k, _ := strconv.Atoi(keep)
+	ns, err := snapNumbers(ctx, m.ds)
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		if n != k {
+			if err := destroy(ctx, m.ds+"@"+snapName(n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// commonNewest is the newest snapshot number in local that the target
+// also lists (comma-separated); 0 when none.
+func commonNewest(local []int, remote string) int {
+	have := map[int]bool{}
+	for _, s := range strings.Split(remote, ",") {
+		if n, err := strconv.Atoi(s); err == nil {
+			have[n] = true
+		}
+	}
+	for i := len(local) - 1; i >= 0; i-- {
+		if have[local[i]] {
+			return local[i]
+		}
+	}
+	return 0
+}
+
+func classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", executor.ErrCanceled, err)
+	}
+	return executor.Transient(err)
+}
+
+// dial opens a stream to the receiver, waiting for its announcement and
+// retrying while it (re)starts, up to ReceiverWait.
+func (m *move) dial(ctx context.Context, h transfer.Header) (*transfer.Sender, error) {
+	deadline := time.Now().Add(m.d.cfg.ReceiverWait)
+	var last error
+	for {
+		addr, err := m.await(ctx, deadline)
+		if err != nil {
+			return nil, errors.Join(err, last)
+		}
+		s, err := transfer.Dial(ctx, addr, h, m.lim)
+		if err == nil {
+			return s, nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			return nil, classify(ctx, err)
+		}
+		if time.Now().After(deadline) {
+			return nil, executor.Transient(fmt.Errorf("%w: %v", ErrNoReceiver, err))
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, classify(ctx, ctx.Err())
+		}
+	}
+}
+
+func (m *move) await(ctx context.Context, deadline time.Time) (string, error) {
+	if m.op.AwaitReceiver == nil {
+		return "", executor.Fatal(fmt.Errorf("%w: the executor gave no AwaitReceiver", ErrNoReceiver))
+	}
+	actx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	addr, err := m.op.AwaitReceiver(actx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", classify(ctx, err)
+		}
+		return "", executor.Transient(fmt.Errorf("%w: %v", ErrNoReceiver, err))
+	}
+	return addr, nil
+}
+
+// request sends a body-less stream and returns the reply's meta.
+func (m *move) request(ctx context.Context, kind string, meta map[string]string) (map[string]string, error) {
+	s, err := m.dial(ctx, transfer.Header{Key: m.op.Key(), Kind: kind, Meta: meta})
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.Finish()
+	if err != nil {
+		return nil, classify(ctx, err)
+	}
+	if err := r.Err(); err != nil {
+		return r.Meta, executor.Transient(err)
+	}
+	return r.Meta, nil
+}
+
+var _ io.Writer = (*transfer.Sender)(nil)
+
+// failoverLocal starts the instance here, on the target, from the replica
+// as of its newest migration snapshot: the primary is offline and cannot
+// hand over, so what it wrote after that snapshot is lost (Ganeti's
+// failover with ignore_consistency).
+func (d *Driver) failoverLocal(ctx context.Context, op executor.Op, report func(executor.Progress)) (executor.Result, error) {
+	ds := d.Dataset(op.Instance)
+	ok, err := exists(ctx, ds)
+	if err != nil {
+		return executor.Result{}, executor.Transient(err)
+	}
+	if !ok {
+		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: no replica %s on %s", ErrNotFound, ds, d.cfg.Node))
+	}
+	report(executor.Progress{Phase: events.PhaseSwitch, Message: "primary " + op.From + " offline: starting from the replica on " + d.cfg.Node})
+	ns, err := snapNumbers(ctx, ds)
+	if err != nil {
+		return executor.Result{}, executor.Transient(err)
+	}
+	msg := "started from the replica as received"
+	if len(ns) > 0 {
+		if err := rollback(ctx, ds+"@"+snapName(ns[len(ns)-1])); err != nil {
+			return executor.Result{}, executor.Transient(err)
+		}
+		msg = "started from the replica at " + snapName(ns[len(ns)-1])
+	}
+	if err := d.cfg.Runtime.Start(ctx, d.instance(ctx, op.Instance)); err != nil {
+		return executor.Result{}, executor.Transient(err)
+	}
+	report(executor.Progress{Phase: events.PhaseSwitch, Current: 1, Total: 1, Message: msg})
+	return executor.Result{Syncs: 0, Message: "failover of " + op.Instance + " to " + d.cfg.Node + ": " + msg}, nil
+}

@@ -1,0 +1,372 @@
+package zfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/transfer"
+)
+
+// Stream kinds between a source's Run and a target's Receive. Each is one
+// transfer stream; the target answers each with a Reply.
+const (
+	kindHello    = "hello"    // what the target holds: snapshots, token, committed key
+	kindRecv     = "recv"     // body: a zfs send stream of Meta snap (from Meta base)
+	kindChecksum = "checksum" // the content sum of Meta snap
+	kindCommit   = "commit"   // the move is done: keep Meta keep, start if Meta start
+	kindAbort    = "abort"    // roll the target back to before the move
+)
+
+// User properties the target keeps on a dataset it receives into, so a
+// restarted receiver (or an abort after a restart) knows what this move
+// added: the move's key, whether the move created the dataset, and the
+// newest migration snapshot it had before.
+const (
+	propMigration = "drove:migration"
+	propCreated   = "drove:created"
+	propBase      = "drove:base"
+	propCommitted = "drove:committed"
+)
+
+// recvState is what the target knows about the move it receives.
+type recvState struct {
+	key     string
+	created bool
+	base    int
+	known   bool // the move has touched the dataset
+}
+
+func (d *Driver) loadState(ctx context.Context, ds, key string) recvState {
+	st := recvState{key: key}
+	if m, _ := prop(ctx, ds, propMigration); m == key {
+		st.known = true
+		c, _ := prop(ctx, ds, propCreated)
+		st.created = c == "yes"
+		b, _ := prop(ctx, ds, propBase)
+		st.base, _ = strconv.Atoi(b)
+	}
+	return st
+}
+
+func (d *Driver) saveState(ctx context.Context, ds string, st recvState) error {
+	created := "no"
+	if st.created {
+		created = "yes"
+	}
+	for p, v := range map[string]string{propMigration: st.key, propCreated: created, propBase: strconv.Itoa(st.base)} {
+		if err := setProp(ctx, ds, p, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Driver) lockDataset(ds string) *sync.Mutex {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m := d.recvLock[ds]
+	if m == nil {
+		m = &sync.Mutex{}
+		d.recvLock[ds] = m
+	}
+	return m
+}
+
+// Receive is the target side of a move: it listens, announces, and serves
+// the source's streams until the source commits (nil) or aborts, or ctx
+// ends. A ctx cancelled as a requested cancellation (its cause wraps
+// executor.ErrCanceled) rolls back what this move received; a ctx ended by
+// shutdown keeps it, so the next receiver continues from the last
+// received snapshot.
+func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
+	addr := op.ListenAddr
+	if addr == "" {
+		addr = d.cfg.ListenAddr
+	}
+	l, err := transfer.Listen(addr, op.Key(), "")
+	if err != nil {
+		return executor.Transient(err)
+	}
+	defer l.Close()
+	ds := d.Dataset(op.Instance)
+	mu := d.lockDataset(ds)
+	mu.Lock()
+	defer mu.Unlock()
+	listening(l.Addr())
+	d.log.Info("receiving", "opcode", op.Key(), "dataset", ds, "addr", l.Addr())
+	var received int64
+	for {
+		s, err := l.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				if errors.Is(context.Cause(ctx), executor.ErrCanceled) {
+					if cerr := d.rollbackTarget(context.WithoutCancel(ctx), ds, op.Key()); cerr != nil {
+						d.log.Error("rolling back the target failed", "dataset", ds, "err", cerr)
+					}
+					return fmt.Errorf("%w: receive of %s aborted: %v", executor.ErrCanceled, ds, context.Cause(ctx))
+				}
+				return ctx.Err()
+			}
+			return executor.Transient(err)
+		}
+		done, rerr := d.serve(ctx, s, op, ds, &received, report)
+		if done {
+			return rerr
+		}
+	}
+}
+
+// serve answers one stream; done says Receive is over (commit or abort).
+func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, ds string, received *int64, report func(executor.Progress)) (bool, error) {
+	reply := func(meta map[string]string, err error) {
+		r := transfer.Reply{OK: err == nil, Meta: meta}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		_ = s.Reply(r)
+	}
+	switch s.Kind {
+	case kindHello:
+		meta, err := d.hello(ctx, op, ds)
+		reply(meta, err)
+	case kindRecv:
+		n, err := d.receiveSnapshot(ctx, s, op, ds)
+		*received += n
+		report(executor.Progress{Phase: "sync", Current: *received, Total: *received,
+			Message: fmt.Sprintf("received %s@%s", ds, s.Meta["snap"])})
+		reply(map[string]string{"bytes": strconv.FormatInt(n, 10)}, err)
+	case kindChecksum:
+		n, _ := strconv.Atoi(s.Meta["snap"])
+		sum, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n)
+		reply(map[string]string{"sum": sum}, err)
+	case kindCommit:
+		err := d.commitTarget(ctx, op, ds, s.Meta)
+		reply(nil, err)
+		if err == nil {
+			d.log.Info("move committed on the target", "opcode", op.Key(), "dataset", ds)
+			return true, nil
+		}
+	case kindAbort:
+		err := d.rollbackTarget(ctx, ds, op.Key())
+		reply(nil, err)
+		return true, fmt.Errorf("%w: the source aborted the move (%s)", executor.ErrCanceled, s.Meta["why"])
+	default:
+		reply(nil, fmt.Errorf("unknown stream kind %q", s.Kind))
+	}
+	return false, nil
+}
+
+func (d *Driver) hello(ctx context.Context, op executor.Op, ds string) (map[string]string, error) {
+	meta := map[string]string{"exists": "false", "features": d.feat.Mode()}
+	ok, err := exists(ctx, ds)
+	if err != nil || !ok {
+		return meta, err
+	}
+	meta["exists"] = "true"
+	ns, err := snapNumbers(ctx, ds)
+	if err != nil {
+		return meta, err
+	}
+	var ss []string
+	for _, n := range ns {
+		ss = append(ss, strconv.Itoa(n))
+	}
+	meta["snaps"] = strings.Join(ss, ",")
+	if c, _ := prop(ctx, ds, propCommitted); c == op.Key() {
+		meta["committed"] = c
+	}
+	if d.feat.Resumable {
+		if t, _ := prop(ctx, ds, "receive_resume_token"); t != "" && t != "-" {
+			meta["token"] = t
+		}
+	}
+	return meta, nil
+}
+
+// receiveSnapshot pipes the stream's body into `zfs receive -F`. A cut
+// body kills the receive, so ZFS discards the partial stream (or, with
+// resumable receive, keeps a token), never mistaking it for a whole one.
+func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op executor.Op, ds string) (int64, error) {
+	n, _ := strconv.Atoi(s.Meta["snap"])
+	if n == 0 {
+		return 0, fmt.Errorf("recv: bad snapshot %q", s.Meta["snap"])
+	}
+	st := d.loadState(ctx, ds, op.Key())
+	had, err := exists(ctx, ds)
+	if err != nil {
+		return 0, err
+	}
+	if !st.known {
+		st.known, st.created = true, !had
+		if had {
+			if ns, _ := snapNumbers(ctx, ds); len(ns) > 0 {
+				st.base = ns[len(ns)-1]
+			}
+			if err := d.saveState(ctx, ds, st); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if s.Meta["base"] == "" && had && s.Meta["token"] == "" {
+		// A full stream onto a dataset left by an earlier, unrelated
+		// attempt: the source found no common snapshot, so it is stale.
+		if err := destroy(ctx, ds); err != nil {
+			return 0, err
+		}
+		st.created = true
+	}
+	estimate, _ := strconv.ParseInt(s.Meta["estimate"], 10, 64)
+	restore, err := d.quotaHeadroom(ctx, ds, estimate)
+	if err != nil {
+		return 0, err
+	}
+	defer restore()
+
+	rctx, kill := context.WithCancel(ctx)
+	defer kill()
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, s)
+		if err != nil {
+			kill() // a cut stream must fail the receive
+		}
+		pw.CloseWithError(err)
+	}()
+	args := []string{"-F", ds}
+	if d.feat.Resumable {
+		args = []string{"-s", "-F", ds}
+	}
+	rerr := recv(rctx, pr, args...)
+	_ = pr.CloseWithError(io.ErrClosedPipe)
+	got := s.Meter().Stats().Bytes
+	if rerr != nil {
+		return got, rerr
+	}
+	if err := d.saveState(ctx, ds, st); err != nil {
+		return got, err
+	}
+	// The newer snapshot is in: the older ones are not needed any more.
+	ns, err := snapNumbers(ctx, ds)
+	if err != nil {
+		return got, err
+	}
+	for _, k := range ns {
+		if k < n {
+			if err := destroy(ctx, ds+"@"+snapName(k)); err != nil {
+				return got, err
+			}
+		}
+	}
+	return got, nil
+}
+
+// commitTarget ends a successful move on the target: only the snapshot
+// the source keeps as replication base stays (none for zfs-local), the
+// move's marks are replaced by the committed key (a second Run of the
+// opcode sees the move done), and the instance starts if it ran before.
+func (d *Driver) commitTarget(ctx context.Context, op executor.Op, ds string, meta map[string]string) error {
+	keep, _ := strconv.Atoi(meta["keep"])
+	ns, err := snapNumbers(ctx, ds)
+	if err != nil {
+		return err
+	}
+	for _, k := range ns {
+		if k != keep {
+			if err := destroy(ctx, ds+"@"+snapName(k)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range []string{propMigration, propCreated, propBase} {
+		_ = inherit(ctx, ds, p)
+	}
+	if err := setProp(ctx, ds, propCommitted, op.Key()); err != nil {
+		return err
+	}
+	if meta["start"] == "true" {
+		return d.cfg.Runtime.Start(ctx, d.instance(ctx, op.Instance))
+	}
+	return nil
+}
+
+// rollbackTarget undoes what the move with key received: the dataset if
+// the move created it, else the snapshots it added, back to the base.
+func (d *Driver) rollbackTarget(ctx context.Context, ds, key string) error {
+	ok, err := exists(ctx, ds)
+	if err != nil || !ok {
+		return err
+	}
+	st := d.loadState(ctx, ds, key)
+	if !st.known {
+		return nil // nothing of this move arrived
+	}
+	if st.created {
+		return destroy(ctx, ds)
+	}
+	if st.base > 0 {
+		if err := rollback(ctx, ds+"@"+snapName(st.base)); err != nil {
+			return err
+		}
+	}
+	ns, err := snapNumbers(ctx, ds)
+	if err != nil {
+		return err
+	}
+	for _, k := range ns {
+		if k > st.base {
+			if err := destroy(ctx, ds+"@"+snapName(k)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range []string{propMigration, propCreated, propBase} {
+		_ = inherit(ctx, ds, p)
+	}
+	return nil
+}
+
+// quotaHeadroom raises the dataset's quota and refquota while a receive of
+// about need bytes runs, when they would leave less than that (RFD 34,
+// Snapshot quotas), and returns what puts them back.
+func (d *Driver) quotaHeadroom(ctx context.Context, ds string, need int64) (func(), error) {
+	ok, err := exists(ctx, ds)
+	if err != nil || !ok {
+		return func() {}, err
+	}
+	used, err := propInt(ctx, ds, "used")
+	if err != nil {
+		return nil, err
+	}
+	var undo []func()
+	for _, q := range []string{"quota", "refquota"} {
+		limit, err := propInt(ctx, ds, q)
+		if err != nil {
+			return nil, err
+		}
+		if limit == 0 || used+need+need/10 < limit*9/10 {
+			continue
+		}
+		raised := used + 2*need + 64<<20
+		if err := setProp(ctx, ds, q, strconv.FormatInt(raised, 10)); err != nil {
+			return nil, err
+		}
+		d.log.Info("raised quota for the receive", "dataset", ds, "property", q, "from", limit, "to", raised)
+		q, limit := q, limit
+		undo = append(undo, func() {
+			if err := setProp(context.WithoutCancel(ctx), ds, q, strconv.FormatInt(limit, 10)); err != nil {
+				d.log.Warn("restoring quota failed", "dataset", ds, "property", q, "err", err)
+			}
+		})
+	}
+	return func() {
+		for _, u := range undo {
+			u()
+		}
+	}, nil
+}

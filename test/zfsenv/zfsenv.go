@@ -1,0 +1,148 @@
+package zfsenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var daemonOnce sync.Once
+var daemonErr error
+
+// Require makes sure zfs works: the commands exist and the daemon answers,
+// starting zfs-fuse if it is not running. It fails t with what to do
+// otherwise.
+func Require(t testing.TB) {
+	t.Helper()
+	daemonOnce.Do(func() { daemonErr = ensureDaemon() })
+	if daemonErr != nil {
+		t.Fatalf("zfsenv: ZFS is not usable: %v\n(run `make test-deps`, which installs zfs-fuse; /dev/fuse must exist)", daemonErr)
+	}
+}
+
+func ensureDaemon() error {
+	for _, c := range []string{"zfs", "zpool"} {
+		if _, err := exec.LookPath(c); err != nil {
+			return fmt.Errorf("%s not found: %w", c, err)
+		}
+	}
+	if zpoolWorks() == nil {
+		return nil
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return fmt.Errorf("/dev/fuse: %w", err)
+	}
+	bin, err := exec.LookPath("zfs-fuse")
+	if err != nil {
+		return fmt.Errorf("zfs-fuse not found: %w", err)
+	}
+	// zfs-fuse daemonizes itself; a second start while one runs fails
+	// harmlessly (another test binary may have raced us).
+	_ = exec.Command(bin).Run()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := zpoolWorks()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zfs-fuse started but zpool does not answer: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+func zpoolWorks() error {
+	out, err := exec.Command("zpool", "list", "-H").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("zpool list: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Pool creates a file-backed pool of sizeMiB with a unique name
+// ("drove_<random>_<tag>"), mounted under a temporary directory, and
+// destroys it (and its file) when the test ends. It returns the pool's
+// name, which is also its root dataset.
+func Pool(t testing.TB, tag string, sizeMiB int) string {
+	t.Helper()
+	Require(t)
+	name, err := CreatePool(tag, sizeMiB)
+	if err != nil {
+		t.Fatalf("zfsenv: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := DestroyPool(name); err != nil {
+			t.Errorf("zfsenv: %v", err)
+		}
+	})
+	return name
+}
+
+// CreatePool is Pool without a test, for benchmarks: call DestroyPool.
+func CreatePool(tag string, sizeMiB int) (string, error) {
+	if err := ensureDaemon(); err != nil {
+		return "", err
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := fmt.Sprintf("drove_%s_%s", hex.EncodeToString(b[:]), tag)
+	dir := filepath.Join(os.TempDir(), "drove-zfsenv")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	img := filepath.Join(dir, name+".img")
+	f, err := os.Create(img)
+	if err != nil {
+		return "", err
+	}
+	err = f.Truncate(int64(sizeMiB) << 20)
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command("zpool", "create", "-f", "-m", "/"+name, name, img).CombinedOutput()
+	if err != nil {
+		os.Remove(img)
+		return "", fmt.Errorf("zpool create %s: %v: %s", name, err, bytes.TrimSpace(out))
+	}
+	return name, nil
+}
+
+// DestroyPool destroys a pool made by CreatePool and removes its file.
+func DestroyPool(name string) error {
+	var last error
+	for i := 0; i < 10; i++ { // zfs-fuse may call a just-used pool busy
+		out, err := exec.Command("zpool", "destroy", "-f", name).CombinedOutput()
+		if err == nil || strings.Contains(string(out), "no such pool") {
+			last = nil
+			break
+		}
+		last = fmt.Errorf("zpool destroy %s: %v: %s", name, err, bytes.TrimSpace(out))
+		time.Sleep(300 * time.Millisecond)
+	}
+	os.Remove(filepath.Join(os.TempDir(), "drove-zfsenv", name+".img"))
+	_ = os.Remove("/" + name)
+	return last
+}
+
+// Run runs a command and fails t with its output if it fails.
+func Run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
