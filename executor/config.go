@@ -41,6 +41,15 @@ type Config struct {
 	// Metrics registers drove_executor_* metrics; nil means a private
 	// registry.
 	Metrics prometheus.Registerer
+	// ListenAddr is where receivers (the target side of moves, for drivers
+	// that implement Receiver) listen, "host:port"; port 0 picks one per
+	// move. Default "127.0.0.1:0".
+	ListenAddr string
+	// AdvertiseAddr, if set, is the host (or host:port) the source should
+	// dial instead of the listener's own address, for receivers behind
+	// NAT or listening on 0.0.0.0. A port of 0 or none keeps the
+	// listener's port.
+	AdvertiseAddr string
 	// Announce, if set, is appended to drove.inventory at start: executors
 	// announce their node. Its Name must be Node.
 	Announce *events.NodeAnnounced
@@ -82,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.ListenAddr == "" {
+		c.ListenAddr = "127.0.0.1:0"
 	}
 	if c.Metrics == nil {
 		c.Metrics = prometheus.NewRegistry()

@@ -86,6 +86,9 @@ type Op struct {
 	AwaitReceiver func(ctx context.Context) (string, error)
 	// SendBytesPerSecond caps the send rate; 0 means no cap.
 	SendBytesPerSecond int64
+	// ListenAddr, set on the target side (Receive), is where the receiver
+	// should listen: Config.ListenAddr, "host:port", port 0 for any.
+	ListenAddr string
 	// Status, set by the executor, reports a node's status of the
 	// instance in the middle of a move (oVirt's model): the source
 	// "paused" once a live migration switched to post-copy, when the

@@ -22,7 +22,8 @@ type Executor struct {
 	actor  string // "executor/<node>", the actor and producer of every event
 	prod   *kafka.Producer
 	inv    *inventory
-	slots  *slots // Concurrency opcodes at once, in dispatch order
+	slots  *slots      // Concurrency opcodes at once, in dispatch order
+	rv     *rendezvous // target sides of moves (receive.go)
 
 	mu        sync.Mutex
 	base      context.Context // Run's context; tasks derive theirs from it
@@ -80,6 +81,7 @@ func New(cfg Config, d Driver) (*Executor, error) {
 		prod:      prod,
 		inv:       newInventory(),
 		slots:     newSlots(cfg.Concurrency),
+		rv:        newRendezvous(),
 		ended:     map[opKey]bool{},
 		cancelled: map[opKey]string{},
 		tasks:     map[opKey]*task{},
@@ -161,6 +163,7 @@ func (e *Executor) recover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("executor: %s: %w", rec, err)
 		}
+		e.observeOpcode(rec.Event, p, true)
 		switch v := p.(type) {
 		case events.OpcodeDispatched:
 			if v.Node == e.cfg.Node {
@@ -186,6 +189,7 @@ func (e *Executor) recover(ctx context.Context) error {
 			e.submit(dispatched[k].env, dispatched[k].d)
 		}
 	}
+	e.resumeReceivers()
 	return nil
 }
 
@@ -194,12 +198,16 @@ func (e *Executor) recover(ctx context.Context) error {
 // partition.
 func (e *Executor) handle(_ context.Context, rec kafka.Record) error {
 	if rec.Topic == events.TopicInventory {
+		if p, err := rec.Event.DecodePayload(); err == nil {
+			e.observeInventory(p)
+		}
 		return e.inv.apply(rec)
 	}
 	p, err := rec.Event.DecodePayload()
 	if err != nil {
 		return err
 	}
+	e.observeOpcode(rec.Event, p, false)
 	switch v := p.(type) {
 	case events.OpcodeDispatched:
 		if v.Node == e.cfg.Node {

@@ -186,6 +186,7 @@ func (e *Executor) prepare(t *task) (Op, moves, error) {
 		Instance: op.Instance, Size: pl.facts.Size, Storage: pl.facts.Storage, RunState: pl.facts.RunState,
 		From: op.From, To: op.To, Primary: mv.prevPrimary, Secondary: mv.prevSecondary,
 		Status: e.reportStatus(t),
+		AwaitReceiver: e.awaitReceiver(t.key),
 	}, mv, nil
 }
 
