@@ -68,7 +68,7 @@ func DemoSim() sim.Config {
 	return sim.Config{
 		Bandwidth:   64 << 20, // bytes per second
 		DirtyRate:   1 << 20,
-		DiskScale:   2 << 10, // 2 KiB per declared MiB: 100 GiB → 200 MiB
+		DiskScale:   1 << 10, // 1 KiB per declared MiB: 100 GiB → 100 MiB
 		MemoryScale: 16 << 10,
 		SwitchBelow: 8 << 20,
 		StopTime:    300 * time.Millisecond,
