@@ -37,7 +37,12 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print JSON for scripts instead of text")
 }
 
-func (c *clientFlags) client() *client.Client { return client.New(c.gateway, c.actor) }
+// client is the API client; DROVE_TOKEN, when set, is its bearer token.
+func (c *clientFlags) client() *client.Client {
+	api := client.New(c.gateway, c.actor)
+	api.Token = os.Getenv("DROVE_TOKEN")
+	return api
+}
 
 // parse parses flags that may come before or after the positional
 // arguments (drove evacuate node-a1 --mode all).

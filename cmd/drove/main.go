@@ -31,6 +31,8 @@ func commands() []command {
 		{"cancel", "stop a request", runCancel},
 		{"plans", "list requests, or print one request's plan", runPlans},
 		{"watch", "follow a request or an instance", runWatch},
+		{"migrate", "migrate one instance (RFD 34): begin, sync, switch, abort, pause, schedule, watch", runMigrate},
+		{"settings", "read or change the migration settings (operators)", runSettings},
 		{"iallocator", "answer a Ganeti IAllocator request (stands in for hail)", runIAllocator},
 	}
 }

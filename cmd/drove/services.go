@@ -131,8 +131,13 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	var sf serviceFlags
 	sf.register(fs, true)
 	addr := fs.String("addr", "localhost:8080", "where to listen")
+	tokensFile := fs.String("tokens-file", "", "bearer tokens, TOKEN=ACCOUNT:ROLE a line (role operator or owner); also env DROVE_TOKENS, comma-separated. None: no authentication, everyone is an operator")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
+	}
+	tokens, err := loadTokens(*tokensFile)
+	if err != nil {
+		return fail(stderr, "gateway", err)
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -157,7 +162,7 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	defer prod.Close()
 	reg := newRegistry()
 	g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
-		KafkaCheck: prod.Ping}, pool, prod)
+		KafkaCheck: prod.Ping, Tokens: tokens}, pool, prod)
 	if err != nil {
 		return fail(stderr, "gateway", err)
 	}

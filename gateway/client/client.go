@@ -21,7 +21,19 @@ import (
 type Client struct {
 	Base  string // e.g. http://localhost:8080
 	Actor string // sent as X-Drove-Actor
+	// Token, when set, is sent as "Authorization: Bearer <token>".
+	Token string
 	HTTP  *http.Client
+}
+
+// header sets the headers every request carries.
+func (c *Client) header(req *http.Request) {
+	if c.Actor != "" {
+		req.Header.Set("X-Drove-Actor", c.Actor)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 }
 
 // New returns a client of the gateway at base.
@@ -31,10 +43,11 @@ func New(base, actor string) *Client {
 
 // APIError is an error answer of the gateway.
 type APIError struct {
-	Status  int
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field"`
+	Status    int
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Field     string `json:"field"`
+	Migration string `json:"migration"`
 }
 
 func (e *APIError) Error() string {
@@ -63,9 +76,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) (in
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.Actor != "" {
-		req.Header.Set("X-Drove-Actor", c.Actor)
-	}
+	c.header(req)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("gateway at %s: %w", c.Base, err)
@@ -173,6 +184,7 @@ func (c *Client) Watch(ctx context.Context, path string, fn func(Event) bool) er
 	if err != nil {
 		return err
 	}
+	c.header(req)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return fmt.Errorf("gateway at %s: %w", c.Base, err)
