@@ -61,6 +61,12 @@
 //     reported, win by the event's time, not by arrival;
 //   - derived states (a request's status, a migration's RFD 34 state) are
 //     computed in views at read time;
+//   - a per-instance migration (migrations/003) is a migrations row of kind
+//     'instance' keyed by its migration id, whose record columns are
+//     replaced by each MigrationStateChanged (the coordinator's whole
+//     record, in log order on its instance's partition); its phases'
+//     progress folds into rows 'id/0/seq' as any move's does, and the
+//     instance_migrations view joins the latest of them at read time;
 //   - every time stored is an event's time, never the projector's clock.
 //
 // Replay folds the whole log, from each partition's start, into a fresh

@@ -129,6 +129,31 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 	// drove.audit: the event log is the whole view.
 	case events.AuditRecorded:
 		return nil, nil
+
+	// drove.migrations, drove.settings, and the migration phases and
+	// receiver rendezvous on drove.opcodes (migrations/003).
+	case events.MigrationActionRequested:
+		switch e.Action {
+		case events.ActionBegin, events.ActionAutomatic, events.ActionSchedule:
+			return []stmt{st("migration_asked", e.Migration, e.Instance, t)}, nil
+		}
+		return nil, nil // the event log holds the command
+	case events.MigrationStateChanged:
+		return []stmt{st("migration_recorded", e.Migration, e.Instance, e.Account, string(e.Role), e.Source,
+			e.Target, e.Automatic, string(e.State), e.Phase, e.Syncs, e.LastSyncBytes, e.ScheduledAt,
+			string(e.PriorRunState), e.Switched, e.Finalized, e.Message, e.Error, e.ErrorDetail, t)}, nil
+	case events.MigrationPhaseDispatched:
+		return []stmt{st("migration_phase_dispatched", e.Migration, e.Seq, e.Instance, e.Phase, e.Node,
+			e.Sync, e.SendMbps, t)}, nil
+	case events.MigrationPhaseEnded:
+		return []stmt{st("migration_phase_ended", e.Migration, e.Seq, e.Instance, e.Phase, e.Node, t,
+			string(e.Status), e.Bytes, e.DowntimeMS, e.Error)}, nil
+	case events.ReceiverReady:
+		return nil, nil // a rendezvous between executors: the event log is enough
+	case events.SettingsChanged:
+		return []stmt{st("settings_changed", e.AllowUserMigrations, e.MaxRunningMigrationsPerNode,
+			e.SendMbpsLimit, e.ResyncMaxBytes, e.ResyncMaxSyncs, e.ResyncShrinkWindow,
+			e.ProgressTimeoutSeconds, e.FinalizeGraceSeconds, t)}, nil
 	}
 	// A type events registers but this file does not fold: a build
 	// mistake, caught by the test that folds a sample of every type.
@@ -165,6 +190,14 @@ func instanceOf(p events.Payload) string {
 	case events.End:
 		return e.Instance
 	case events.MoveStatusReported:
+		return e.Instance
+	case events.MigrationActionRequested:
+		return e.Instance
+	case events.MigrationStateChanged:
+		return e.Instance
+	case events.MigrationPhaseDispatched:
+		return e.Instance
+	case events.MigrationPhaseEnded:
 		return e.Instance
 	}
 	return ""

@@ -80,12 +80,56 @@ func scenario() []events.Envelope {
 		ev(events.JobCancelled{Request: "req-3", Job: 0, Reason: "request cancelled"}, 33, "req-3"),
 		ev(events.OpcodeCancelled{Request: "req-3", Job: 0, Index: 0, Node: "n2", Reason: "request cancelled"}, 33, "req-3"),
 		ev(events.AuditRecorded{Action: "migrate", Subject: "vm1", Outcome: events.AuditDenied, Detail: "owner"}, 34, ""),
+		ev(events.ReceiverReady{Request: req, Job: 0, Index: 0, Node: "n1", Target: "n2", Addr: "10.0.0.2:7000"}, 16, req),
+	}
+}
+
+// instanceMigration is one per-instance migration of vm1 from n2 to n1:
+// begin, one sync, switch, with its phases, progress and settings.
+func instanceMigration() []events.Envelope {
+	const mig = "mig-1"
+	at := time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC)
+	rec := events.MigrationStateChanged{Migration: mig, Instance: "vm1", Account: "acct-1", Role: events.RoleOwner,
+		Source: "n2", Target: "n1", State: events.MigrationRunning, Phase: events.PhaseBegin,
+		ScheduledAt: &at, PriorRunState: events.RunRunning}
+	synced := rec
+	synced.State, synced.Phase, synced.Syncs, synced.LastSyncBytes = events.MigrationPaused, events.PhaseSync, 1, 4096
+	switched := synced
+	switched.State, switched.Phase, switched.Switched, switched.Message = events.MigrationSuccessful, events.PhaseSwitch, true, "switched"
+	phase := func(seq int, name string) (events.Envelope, events.Envelope) {
+		return ev(events.MigrationPhaseDispatched{Migration: mig, Instance: "vm1", Node: "n2", Seq: seq, Phase: name,
+				Source: "n2", Target: "n1", Sync: seq, SendMbps: 100}, 40+3*seq, mig),
+			ev(events.MigrationPhaseEnded{Migration: mig, Instance: "vm1", Node: "n2", Seq: seq, Phase: name,
+				Status: events.JobSuccess, Bytes: int64(seq) * 4096}, 42+3*seq, mig)
+	}
+	d0, e0 := phase(0, events.PhaseBegin)
+	d1, e1 := phase(1, events.PhaseSync)
+	d2, e2 := phase(2, events.PhaseSwitch)
+	settings := events.DefaultSettings()
+	settings.SendMbpsLimit = 100
+	return []events.Envelope{
+		ev(settings, 39, ""),
+		ev(events.MigrationActionRequested{Migration: mig, Instance: "vm1", Action: events.ActionBegin, Target: "n1",
+			Account: "acct-1", Role: events.RoleOwner}, 40, mig),
+		ev(rec, 40, mig), d0, e0,
+		ev(events.MigrationActionRequested{Migration: mig, Instance: "vm1", Action: events.ActionSync,
+			Account: "acct-1", Role: events.RoleOwner}, 43, mig),
+		d1,
+		ev(events.Progress{Request: mig, Job: 0, Index: 1, Instance: "vm1", Node: "n2", Phase: events.PhaseSync,
+			State: events.ProgressRunning, Current: 2048, Total: 4096, Started: at}, 44, mig),
+		e1, ev(synced, 45, mig), d2,
+		ev(events.Progress{Request: mig, Job: 0, Index: 2, Instance: "vm1", Node: "n2", Phase: events.PhaseSwitch,
+			State: events.ProgressRunning, Current: 8192, Total: 8192}, 47, mig),
+		e2,
+		ev(events.End{Request: mig, Job: 0, Index: 2, Instance: "vm1", Node: "n2", Phase: events.PhaseSwitch,
+			State: events.EndSuccessful, Message: "switched"}, 48, mig),
+		ev(switched, 48, mig),
 	}
 }
 
 func TestScenarioEveryEffect(t *testing.T) {
 	e := newEnv(t)
-	evs := scenario()
+	evs := append(scenario(), instanceMigration()...)
 	seen := map[string]bool{}
 	for _, v := range evs {
 		seen[v.Type] = true
@@ -159,6 +203,25 @@ func TestScenarioEveryEffect(t *testing.T) {
 	check(t, "event_log progress", []any{s1, s2}, []any{req, "vm1"})
 	e.get(`SELECT count(*) FROM event_log WHERE type = 'audit.recorded'`, &n)
 	check(t, "audit", n, 1)
+
+	var queued, switched bool
+	var started, finished bool
+	e.get(`SELECT state, phase, syncs, last_sync_bytes, source_node, target_node, account, prior_run_state,
+	              switched, queued, started_at IS NOT NULL, finished_at IS NOT NULL, current_bytes, total_bytes
+	       FROM instance_migrations WHERE id = 'mig-1'`,
+		&state, &phase, &syncs, &i1, &s1, &s2, &s3, &kind, &switched, &queued, &started, &finished, new(int64), &i2)
+	check(t, "instance migration", []any{state, phase, syncs, i1, s1, s2, s3, kind, switched, queued, started, finished, i2},
+		[]any{"successful", "switch", 1, int64(4096), "n2", "n1", "acct-1", "running", true, false, true, true, int64(8192)})
+	e.get(`SELECT count(*) FROM migration_state WHERE request = 'mig-1' OR id = 'mig-1'`, &n)
+	check(t, "per-instance rows left out of migration_state", n, 0)
+	e.get(`SELECT count(*), sum(bytes), string_agg(phase || '=' || status, ',' ORDER BY seq) FROM migration_phases WHERE migration = 'mig-1'`,
+		&n, &i1, &s1)
+	check(t, "migration phases", []any{n, i1, s1}, []any{3, int64(12288), "begin=success,sync=success,switch=success"})
+	var mbps float64
+	e.get(`SELECT send_mbps_limit, max_running_migrations_per_node FROM settings`, &mbps, &n)
+	check(t, "settings", []any{mbps, n}, []any{100.0, 2})
+	e.get(`SELECT count(*) FROM event_log WHERE instance = 'vm1' AND type LIKE 'migration.%'`, &n)
+	check(t, "migration events logged by instance", n, 11)
 
 	rep := e.replayEqual()
 	if rep.Events != len(evs) || rep.LiveBehind || rep.ReplaySchema == "" || rep.FoldDuration <= 0 {
@@ -396,7 +459,7 @@ func TestMigrateIsIdempotentAndSchemasAreSeparate(t *testing.T) {
 	}
 	var versions string
 	e.get(`SELECT string_agg(version::text, ',' ORDER BY version) FROM other.schema_migrations`, &versions)
-	check(t, "versions", versions, "1,2")
+	check(t, "versions", versions, "1,2,3")
 	e.append(ev(events.RequestApproved{Request: "r1"}, 1, "r1"))
 	e.run()
 	var live, other int

@@ -22,6 +22,7 @@ import (
 var comparedTables = []string{
 	"event_log", "groups", "nodes", "instances", "requests", "plans", "jobs",
 	"opcodes", "migrations", "migration_syncs", "move_status", "undecodable_events",
+	"migration_phases", "settings",
 }
 
 // Report is what Replay found.
