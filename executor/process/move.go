@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -39,8 +40,20 @@ func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.P
 		}
 		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s on %s", ErrNotRunning, op.Instance, d.cfg.Node))
 	}
+	res, err := d.handoff().Send(ctx, op, report)
+	if err == nil {
+		d.markMoved(op)
+	}
+	return res, err
+}
+
+// Send is the source side of a handoff: wait for the target's address,
+// connect, stop the instance here, and have the target start it — or
+// start it here again when the target does not answer "up".
+func (h Handoff) Send(ctx context.Context, op executor.Op, report func(executor.Progress)) (executor.Result, error) {
+	h = h.withDefaults()
 	if op.AwaitReceiver == nil {
-		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: moving a process needs the target's receiver", ErrNoReceiver))
+		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: a handoff needs the target's receiver", ErrNoReceiver))
 	}
 	report(executor.Progress{Phase: events.PhaseBegin, Total: 1, Message: "waiting for " + op.To + " to listen"})
 	addr, err := op.AwaitReceiver(ctx)
@@ -51,7 +64,7 @@ func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.P
 		return executor.Result{}, executor.Transient(err)
 	}
 	var dialer net.Dialer
-	dctx, cancel := context.WithTimeout(ctx, d.cfg.HandoffTimeout)
+	dctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	conn, err := dialer.DialContext(dctx, "tcp", addr)
 	cancel()
 	if err != nil {
@@ -67,12 +80,12 @@ func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.P
 
 	// From here on the handoff runs to its end whatever ctx says: a
 	// half-done handoff is worse than a finished one or a rollback.
-	report(executor.Progress{Phase: events.PhaseSwitch, Total: 1, Message: "stopping on " + d.cfg.Node})
+	report(executor.Progress{Phase: events.PhaseSwitch, Total: 1, Message: "stopping on " + h.Node})
 	stopped := time.Now()
-	if err := d.Stop(ctx, op.Instance); err != nil {
+	if err := h.Runtime.Stop(context.WithoutCancel(ctx), op.Instance); err != nil {
 		return executor.Result{}, executor.Fatal(err)
 	}
-	conn.SetDeadline(time.Now().Add(d.cfg.HandoffTimeout))
+	conn.SetDeadline(time.Now().Add(h.Timeout))
 	answer := ""
 	if _, err = fmt.Fprintf(conn, "stopped %s\n", op.Key()); err == nil {
 		answer, err = bufio.NewReader(conn).ReadString('\n')
@@ -80,8 +93,7 @@ func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.P
 	answer = strings.TrimSpace(answer)
 	if err == nil && answer == "up" {
 		downtime := time.Since(stopped)
-		d.markMoved(op)
-		msg := fmt.Sprintf("stopped on %s, started on %s; down for %s", d.cfg.Node, op.To, downtime.Round(time.Millisecond))
+		msg := fmt.Sprintf("stopped on %s, started on %s; down for %s", h.Node, op.To, downtime.Round(time.Millisecond))
 		report(executor.Progress{Phase: events.PhaseSwitch, Current: 1, Total: 1, Message: msg})
 		return executor.Result{Downtime: downtime, Message: msg}, nil
 	}
@@ -90,10 +102,10 @@ func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.P
 		why = err.Error()
 	}
 	// Roll back: the target did not take it, so the source runs it again.
-	if rerr := d.Start(context.WithoutCancel(ctx), op.Instance); rerr != nil {
-		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s; and restarting on %s failed: %v", ErrHandoff, why, d.cfg.Node, rerr))
+	if rerr := h.Runtime.Start(context.WithoutCancel(ctx), op.Instance); rerr != nil {
+		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s; and restarting on %s failed: %v", ErrHandoff, why, h.Node, rerr))
 	}
-	report(executor.Progress{Phase: events.PhaseSwitch, Total: 1, Message: "handoff failed (" + why + "); running on " + d.cfg.Node + " again"})
+	report(executor.Progress{Phase: events.PhaseSwitch, Total: 1, Message: "handoff failed (" + why + "); running on " + h.Node + " again"})
 	if ctx.Err() != nil {
 		return executor.Result{}, fmt.Errorf("%w: handoff failed (%s); the source runs again", executor.ErrCanceled, why)
 	}
@@ -109,7 +121,18 @@ func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(add
 	if d.lookup(op.Instance) != nil {
 		return nil // it already runs here: an earlier attempt finished
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(d.cfg.ListenHost, "0"))
+	if err := d.handoff().Receive(ctx, op, listening, report); err != nil {
+		return err
+	}
+	d.clearMoved(op.Instance)
+	return nil
+}
+
+// Receive is the target side of a handoff: listen, announce, and start
+// the instance once the source says it stopped it.
+func (h Handoff) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
+	h = h.withDefaults()
+	ln, err := net.Listen("tcp", net.JoinHostPort(h.ListenHost, "0"))
 	if err != nil {
 		return executor.Transient(fmt.Errorf("process: listen: %w", err))
 	}
@@ -126,18 +149,18 @@ func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(add
 			}
 			return executor.Transient(fmt.Errorf("process: accept: %w", err))
 		}
-		done, err := d.serve(ctx, conn, op)
+		done, err := h.serve(ctx, conn, op)
 		if done {
 			return err
 		}
-		d.log.Warn("handoff connection dropped before the source stopped; waiting for another", "err", err)
+		h.Log.Warn("handoff connection dropped before the source stopped; waiting for another", "err", err)
 	}
 }
 
 // serve runs one handoff connection. done is false when the connection
 // ended before the source said it stopped (nothing happened; another may
 // come).
-func (d *Driver) serve(ctx context.Context, conn net.Conn, op executor.Op) (done bool, err error) {
+func (h Handoff) serve(ctx context.Context, conn net.Conn, op executor.Op) (done bool, err error) {
 	defer conn.Close()
 	r := bufio.NewReader(conn)
 	// The source may wait on its stop (StopTimeout) before it writes.
@@ -154,21 +177,59 @@ func (d *Driver) serve(ctx context.Context, conn net.Conn, op executor.Op) (done
 		fmt.Fprintf(conn, "error unexpected %q\n", got)
 		return false, fmt.Errorf("%w: unexpected %q", ErrHandoff, got)
 	}
-	conn.SetWriteDeadline(time.Now().Add(d.cfg.HandoffTimeout))
-	// Past this line the source's process is stopped: start regardless of
+	conn.SetWriteDeadline(time.Now().Add(h.Timeout))
+	// Past this line the source's copy is stopped: start regardless of
 	// ctx, or the instance runs nowhere.
-	if err := d.Start(context.WithoutCancel(ctx), op.Instance); err != nil {
+	if err := h.Runtime.Start(context.WithoutCancel(ctx), op.Instance); err != nil {
 		fmt.Fprintf(conn, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return true, err
 	}
 	if _, err := fmt.Fprintf(conn, "up\n"); err != nil {
 		// The source will not hear it and starts its own copy: stop ours,
 		// so only one side runs the instance.
-		d.Stop(context.Background(), op.Instance)
+		h.Runtime.Stop(context.Background(), op.Instance)
 		return true, executor.Fatal(fmt.Errorf("%w: answering the source: %v", ErrHandoff, err))
 	}
-	d.clearMoved(op.Instance)
 	return true, nil
+}
+
+// Runtime is what a handoff needs of a node's runtime.
+type Runtime interface {
+	Start(ctx context.Context, instance string) error
+	Stop(ctx context.Context, instance string) error
+}
+
+// Handoff moves a running instance that cannot move live: stop on the
+// source, start on the target, roll back to the source when the target
+// does not start it. Other runtime drivers (QEMU's failover) use it too.
+type Handoff struct {
+	// Node is this node, for messages.
+	Node string
+	// Runtime starts and stops instances on this node.
+	Runtime Runtime
+	// ListenHost is what the target listens on. Default 127.0.0.1.
+	ListenHost string
+	// Timeout bounds each step once the source has stopped. Default 30s.
+	Timeout time.Duration
+	// Log gets warnings. Default slog.Default().
+	Log *slog.Logger
+}
+
+func (h Handoff) withDefaults() Handoff {
+	if h.ListenHost == "" {
+		h.ListenHost = "127.0.0.1"
+	}
+	if h.Timeout == 0 {
+		h.Timeout = 30 * time.Second
+	}
+	if h.Log == nil {
+		h.Log = slog.Default()
+	}
+	return h
+}
+
+func (d *Driver) handoff() Handoff {
+	return Handoff{Node: d.cfg.Node, Runtime: d, ListenHost: d.cfg.ListenHost, Timeout: d.cfg.HandoffTimeout, Log: d.log}
 }
 
 func (d *Driver) markMoved(op executor.Op) {

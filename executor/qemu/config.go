@@ -93,13 +93,16 @@ func (c Config) Validate() error {
 	if _, err := exec.LookPath(bin); err != nil {
 		ps = append(ps, fmt.Sprintf("binary %q not found (Debian: apt-get install qemu-system-x86)", bin))
 	}
-	for name, d := range map[string]time.Duration{
-		"downtime limit": c.DowntimeLimit, "completion timeout per GiB": c.CompletionTimeoutPerGiB,
-		"progress timeout": c.ProgressTimeout, "poll interval": c.PollInterval,
-		"qmp timeout": c.QMPTimeout, "stop timeout": c.StopTimeout, "cancel grace": c.CancelGrace,
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"downtime limit", c.DowntimeLimit}, {"completion timeout per GiB", c.CompletionTimeoutPerGiB},
+		{"progress timeout", c.ProgressTimeout}, {"poll interval", c.PollInterval},
+		{"qmp timeout", c.QMPTimeout}, {"stop timeout", c.StopTimeout}, {"cancel grace", c.CancelGrace},
 	} {
-		if d < 0 {
-			ps = append(ps, name+" must not be negative")
+		if d.v < 0 {
+			ps = append(ps, d.name+" must not be negative")
 		}
 	}
 	if c.MaxBandwidth < 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/process"
 )
 
 // migrationInfo is the part of query-migrate the driver reads.
@@ -42,6 +43,19 @@ const unlimited = int64(1) << 40
 // started; other opcodes need nothing of the runtime here (the storage
 // driver moves the data; a stopped instance has no memory to move).
 func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (executor.Result, error) {
+	if d.cold(op) {
+		if _, err := d.lookup(ctx, op.Instance); err != nil {
+			if d.movedBy(op) {
+				return executor.Result{Message: op.Instance + " already failed over to " + op.To + " by this opcode"}, nil
+			}
+			return executor.Result{}, executor.Fatal(err)
+		}
+		res, err := d.handoff(op).Send(ctx, op, report)
+		if err == nil {
+			d.markMoved(op)
+		}
+		return res, err
+	}
 	if !d.live(op) {
 		return executor.Result{Message: fmt.Sprintf("qemu: nothing to hand over for %s of a %s instance", op.ShortKind(), op.RunState)}, nil
 	}
@@ -61,6 +75,29 @@ func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.P
 // running instance. Source and target decide it from the same Op.
 func (d *Driver) live(op executor.Op) bool {
 	return op.Kind == events.OpInstanceMigrate && op.RunState == events.RunRunning
+}
+
+// cold says whether op moves a running VM by stopping it here and
+// booting it there: a failover (Ganeti's meaning), through the process
+// driver's handoff so only one node ever runs the guest.
+func (d *Driver) cold(op executor.Op) bool {
+	return op.Kind == events.OpInstanceFailover && op.RunState == events.RunRunning
+}
+
+// vmRuntime adapts the driver to the handoff's Runtime for one opcode.
+type vmRuntime struct {
+	d    *Driver
+	size events.Size
+}
+
+func (r vmRuntime) Start(ctx context.Context, instance string) error {
+	return r.d.Start(ctx, instance, r.size)
+}
+func (r vmRuntime) Stop(ctx context.Context, instance string) error { return r.d.Stop(ctx, instance) }
+
+func (d *Driver) handoff(op executor.Op) process.Handoff {
+	return process.Handoff{Node: d.cfg.Node, Runtime: vmRuntime{d, op.Size}, ListenHost: d.cfg.ListenHost,
+		Timeout: d.cfg.QMPTimeout + d.cfg.StopTimeout, Log: d.log}
 }
 
 // qctx bounds one QMP command. It does not derive from the opcode's ctx:

@@ -409,3 +409,98 @@ func TestPostCopyFinishesANonConvergingMigration(t *testing.T) {
 		t.Errorf("source: %+v, want down", st)
 	}
 }
+
+func TestFailoverStopsTheVMAndBootsItOnTheTarget(t *testing.T) {
+	a, b := newNode(t, "qa", nil), newNode(t, "qb", nil)
+	const inst = "vm5"
+	a.disk(t, inst, qemu.FillOnce)
+	b.disk(t, inst, qemu.FillOnce)
+	start(t, a, inst)
+	srcPid := a.state(t, inst).Pid
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	op := migrateOp(inst, a, b)
+	op.Kind = events.OpInstanceFailover
+	m := startMove(t, ctx, &op, a, b)
+	res, err := a.d.Run(ctx, op, m.rec.report)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := m.receiveResult(t); err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	t.Logf("result: %+v", res)
+	if !gone(srcPid) {
+		t.Error("the source QEMU still runs")
+	}
+	if st := b.state(t, inst); st.Status != events.StatusUp {
+		t.Errorf("target: %+v, want up", st)
+	}
+	guestWrote(t, b, inst) // booted afresh from its disk on the target
+}
+
+func TestStartStopStatusAndReattach(t *testing.T) {
+	dir, err := os.MkdirTemp("", "dq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	disk := filepath.Join(dir, "vm6.raw")
+	if err := qemu.WriteGuestDisk(disk, 1, memMiB, qemu.FillOnce); err != nil {
+		t.Fatal(err)
+	}
+	cfg := qemu.Config{Node: "qa", Dir: filepath.Join(dir, "run"),
+		Disk: func(string) (string, error) { return disk, nil }}
+	d1, err := qemu.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d1.Destroy()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if st, _ := d1.Status(ctx, "vm6"); st.Status != events.StatusDown || st.Running {
+		t.Fatalf("before start: %+v", st)
+	}
+	if err := d1.Start(ctx, "vm6", events.Size{MemoryMiB: memMiB}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d1.Start(ctx, "vm6", events.Size{MemoryMiB: memMiB}); !errors.Is(err, qemu.ErrAlreadyRunning) {
+		t.Errorf("second start: %v, want ErrAlreadyRunning", err)
+	}
+	st1, _ := d1.Status(ctx, "vm6")
+
+	// A restarted executor's driver finds the VM again.
+	d1.Close()
+	d2, err := qemu.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Destroy()
+	st2, err := d2.Status(ctx, "vm6")
+	if err != nil || st2.Pid != st1.Pid || st2.Status != events.StatusUp {
+		t.Fatalf("after reattach: %+v %v, want pid %d up", st2, err, st1.Pid)
+	}
+	if got := d2.Instances(); len(got) != 1 || got[0] != "vm6" {
+		t.Errorf("instances %v", got)
+	}
+	if err := d2.Stop(ctx, "vm6"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the VM to exit", 10*time.Second, func() bool { return gone(st1.Pid) })
+	if st, _ := d2.Status(ctx, "vm6"); st.Status != events.StatusDown {
+		t.Errorf("after stop: %+v", st)
+	}
+}
+
+func TestConfigValidateListsEveryProblem(t *testing.T) {
+	err := qemu.Config{Binary: "no-such-qemu", DowntimeLimit: -1}.Validate()
+	if !errors.Is(err, qemu.ErrInvalidConfig) {
+		t.Fatalf("got %v", err)
+	}
+	for _, want := range []string{"node", "dir", "no-such-qemu", "downtime limit"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not mention %q", err, want)
+		}
+	}
+}

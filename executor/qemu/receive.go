@@ -21,6 +21,16 @@ import (
 // except in post-copy: the guest already runs here, so Receive waits for
 // the end instead (the move can no longer be cancelled).
 func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
+	if d.cold(op) {
+		if v, err := d.lookup(ctx, op.Instance); err == nil && v.alive() {
+			return nil // an earlier attempt finished
+		}
+		if err := d.handoff(op).Receive(ctx, op, listening, report); err != nil {
+			return err
+		}
+		d.clearMoved(op.Instance)
+		return nil
+	}
 	if !d.live(op) {
 		return nil // nothing runs here until the storage driver has moved the data
 	}
