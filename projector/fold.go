@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,6 +51,78 @@ type foldResult struct {
 	undecodable []item
 }
 
+// decodeAll decodes the data records of recs, in order, skipping control
+// records. Strict decoding is most of the projector's own CPU, so a large
+// batch is split across the cores; each record lands at its own index, so
+// the order is the log's whatever the scheduling.
+func decodeAll(recs []*kgo.Record) []item {
+	data := make([]*kgo.Record, 0, len(recs))
+	for _, r := range recs {
+		if !r.Attrs.IsControl() {
+			data = append(data, r)
+		}
+	}
+	items := make([]item, len(data))
+	workers := min(runtime.GOMAXPROCS(0), len(data)/decodeChunk)
+	if workers < 2 {
+		for i, r := range data {
+			items[i] = decodeRecord(r)
+		}
+		return items
+	}
+	var wg sync.WaitGroup
+	per := (len(data) + workers - 1) / workers
+	for lo := 0; lo < len(data); lo += per {
+		hi := min(lo+per, len(data))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				items[i] = decodeRecord(data[i])
+			}
+		})
+	}
+	wg.Wait()
+	return items
+}
+
+// decodeChunk is the fewest records worth a goroutine of their own.
+const decodeChunk = 64
+
+// polled is one poll of the log, its data records decoded.
+type polled struct {
+	fs    kgo.Fetches
+	recs  []*kgo.Record
+	items []item
+}
+
+// readAhead calls next and decodes what it returns in a goroutine, one
+// batch ahead of the caller: the next batch is fetched and decoded while
+// Postgres runs the current one, so the two sides' CPU overlaps instead of
+// adding up. It changes nothing the fold guarantees: a batch read ahead and
+// not folded is only dropped, and where the views are in the log is still
+// what the offsets in Postgres say. next returns more=false after its last
+// batch. stop cancels the goroutine and waits for it; call it before
+// closing what next reads from.
+func readAhead(ctx context.Context, next func(context.Context) (fs kgo.Fetches, recs []*kgo.Record, more bool)) (batches <-chan polled, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan polled)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		for more := true; more && ctx.Err() == nil; {
+			var p polled
+			p.fs, p.recs, more = next(ctx)
+			p.items = decodeAll(p.recs)
+			select {
+			case ch <- p:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, func() { cancel(); <-done }
+}
+
 // decodeRecord decodes strictly and checks the event is on its type's topic:
 // an event on the wrong topic was ordered against the wrong neighbours.
 func decodeRecord(r *kgo.Record) item {
@@ -80,12 +154,12 @@ func decodeRecord(r *kgo.Record) item {
 // folded again record by record, and the record Postgres refuses is set
 // aside like an undecodable one.
 func (f *folder) fold(ctx context.Context, db beginner, recs []*kgo.Record) (foldResult, error) {
-	items := make([]item, 0, len(recs))
-	for _, r := range recs {
-		if !r.Attrs.IsControl() {
-			items = append(items, decodeRecord(r))
-		}
-	}
+	return f.foldDecoded(ctx, db, recs, decodeAll(recs))
+}
+
+// foldDecoded is fold with recs' data records already decoded (decodeAll),
+// as readAhead hands them over.
+func (f *folder) foldDecoded(ctx context.Context, db beginner, recs []*kgo.Record, items []item) (foldResult, error) {
 	res, err := f.foldItems(ctx, db, recs, items)
 	if err == nil || !isDataError(err) || ctx.Err() != nil {
 		return res, err

@@ -127,23 +127,30 @@ func (p *Projector) Run(ctx context.Context) error {
 	defer func() { stop(); wg.Wait() }()
 	wg.Go(func() { p.watchEnds(wctx, cl) })
 
+	// The next poll is fetched and decoded while this one is folded.
+	batches, stopReading := readAhead(ctx, func(ctx context.Context) (kgo.Fetches, []*kgo.Record, bool) {
+		fs := cl.PollRecords(ctx, p.cfg.BatchSize)
+		return fs, fs.Records(), !fs.IsClientClosed()
+	})
+	defer stopReading()
+
 	folded := 0
 	for {
-		fs := cl.PollRecords(ctx, p.cfg.BatchSize)
+		b, ok := <-batches
 		if ctx.Err() != nil {
 			return nil // nothing of this poll was folded; the offsets say so
 		}
-		if fs.IsClientClosed() {
+		fs, recs := b.fs, b.recs
+		if !ok || fs.IsClientClosed() {
 			return kafka.ErrClosed
 		}
 		if err := p.fetchErrors(fs); err != nil {
 			return err
 		}
-		recs := fs.Records()
 		if len(recs) == 0 {
 			continue
 		}
-		res, err := p.f.fold(ctx, conn, recs)
+		res, err := p.f.foldDecoded(ctx, conn, recs, b.items)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // rolled back, or committed and recorded: either way the offsets are right

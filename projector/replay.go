@@ -289,19 +289,11 @@ func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, s
 	}
 	defer conn.Release()
 
-	folded := 0
-	for len(pending) > 0 {
+	// The reader owns pending: it stops after the batch that reaches the
+	// last target, and fetches and decodes the next batch while this one
+	// is folded.
+	batches, stopReading := readAhead(ctx, func(ctx context.Context) (kgo.Fetches, []*kgo.Record, bool) {
 		fs := cl.PollRecords(ctx, cfg.BatchSize)
-		if err := ctx.Err(); err != nil {
-			return folded, fmt.Errorf("projector: replay: %d partitions unfinished: %w", len(pending), err)
-		}
-		var errs []error
-		fs.EachError(func(t string, p int32, err error) {
-			errs = append(errs, fmt.Errorf("projector: replay: fetch %s/%d: %w", t, p, err))
-		})
-		if err := errors.Join(errs...); err != nil {
-			return folded, err
-		}
 		var batch []*kgo.Record
 		for _, r := range fs.Records() {
 			k := tp{r.Topic, r.Partition}
@@ -314,14 +306,34 @@ func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, s
 			}
 			batch = append(batch, r)
 		}
-		if len(batch) == 0 {
+		return fs, batch, len(pending) > 0
+	})
+	defer stopReading()
+
+	folded := 0
+	for b := range batches {
+		if err := ctx.Err(); err != nil {
+			break
+		}
+		var errs []error
+		b.fs.EachError(func(t string, p int32, err error) {
+			errs = append(errs, fmt.Errorf("projector: replay: fetch %s/%d: %w", t, p, err))
+		})
+		if err := errors.Join(errs...); err != nil {
+			return folded, err
+		}
+		if len(b.recs) == 0 {
 			continue
 		}
-		res, err := f.fold(ctx, conn, batch)
+		res, err := f.foldDecoded(ctx, conn, b.recs, b.items)
 		if err != nil {
 			return folded, fmt.Errorf("projector: replay: %w", err)
 		}
 		folded += res.records
+	}
+	if err := ctx.Err(); err != nil {
+		stopReading() // pending is the reader's until it has stopped
+		return folded, fmt.Errorf("projector: replay: %d partitions unfinished: %w", len(pending), err)
 	}
 	return folded, nil
 }
