@@ -139,6 +139,10 @@ type replayResult struct {
 type liveResult struct {
 	CatchUpSeconds float64 `json:"catch_up_seconds"`
 	EventsPerSec   float64 `json:"events_per_second"`
+	// The CPU of the catch-up, which is all fold (Replay's also holds its
+	// checksums).
+	BenchCPUSeconds    float64 `json:"bench_cpu_seconds"`
+	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
 }
 
 func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, error) {
@@ -202,11 +206,11 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 		return nil, err
 	}
 	if !cfg.skipLive {
-		if s.Live, err = liveCatchUp(ctx, pcfg, pool, s.Events); err != nil {
+		if s.Live, err = liveCatchUp(ctx, pcfg, pool, pg, s.Events); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(stdout, "live projector caught up from zero in %.2fs (%.0f events/s)\n",
-			s.Live.CatchUpSeconds, s.Live.EventsPerSec)
+		fmt.Fprintf(stdout, "live projector caught up from zero in %.2fs = %.0f events/s (CPU: bench %.1fs, postgres %.1fs)\n",
+			s.Live.CatchUpSeconds, s.Live.EventsPerSec, s.Live.BenchCPUSeconds, s.Live.PostgresCPUSeconds)
 	} else {
 		pcfg.ReplayWait = -1
 	}
@@ -255,7 +259,7 @@ func appendLog(ctx context.Context, kcfg kafka.Config, txs [][]kafka.Message, pe
 
 // liveCatchUp runs a projector on the empty live schema and times it until
 // its offsets reach the end of every partition.
-func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool, evs int) (*liveResult, error) {
+func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool, pg *embedded.PostgresServer, evs int) (*liveResult, error) {
 	ends, err := logEnds(ctx, pcfg.Kafka.Brokers)
 	if err != nil {
 		return nil, err
@@ -266,6 +270,7 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
+	selfBefore, pgBefore := selfCPU(), postgresCPU(pg.Dir)
 	began := time.Now()
 	go func() { done <- p.Run(rctx) }()
 	defer func() { cancel(); <-done }()
@@ -290,7 +295,8 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 		}
 	}
 	d := time.Since(began)
-	return &liveResult{CatchUpSeconds: d.Seconds(), EventsPerSec: float64(evs) / d.Seconds()}, nil
+	return &liveResult{CatchUpSeconds: d.Seconds(), EventsPerSec: float64(evs) / d.Seconds(),
+		BenchCPUSeconds: selfCPU() - selfBefore, PostgresCPUSeconds: postgresCPU(pg.Dir) - pgBefore}, nil
 }
 
 type part struct {
