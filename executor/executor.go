@@ -31,6 +31,8 @@ type Executor struct {
 	cancelled map[opKey]string // reason, for opcodes told to stop
 	tasks     map[opKey]*task  // queued or running
 	wg        sync.WaitGroup
+
+	mig migRuns // per-instance migration phases (migration.go)
 }
 
 // opKey identifies an opcode: (request, job, index).
@@ -124,7 +126,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		return err
 	}
 	cons, err := kafka.NewConsumer(e.cfg.Kafka, events.ExecutorGroup(e.cfg.Node),
-		events.TopicOpcodes, events.TopicInventory)
+		events.TopicOpcodes, events.TopicInventory, events.TopicSettings)
 	if err != nil {
 		return err
 	}
@@ -190,7 +192,7 @@ func (e *Executor) recover(ctx context.Context) error {
 		}
 	}
 	e.resumeReceivers()
-	return nil
+	return e.recoverMigrations(ctx, ops)
 }
 
 // handle is the consumer's handler. It never waits for an opcode to run:
@@ -202,6 +204,9 @@ func (e *Executor) handle(_ context.Context, rec kafka.Record) error {
 			e.observeInventory(p)
 		}
 		return e.inv.apply(rec)
+	}
+	if rec.Topic == events.TopicSettings {
+		return e.applySettings(rec)
 	}
 	p, err := rec.Event.DecodePayload()
 	if err != nil {
@@ -223,6 +228,10 @@ func (e *Executor) handle(_ context.Context, rec kafka.Record) error {
 			e.ended[opKey{v.Request, v.Job, v.Index}] = true
 			e.mu.Unlock()
 		}
+	case events.MigrationPhaseDispatched:
+		e.submitPhase(rec.Event, v)
+	case events.MigrationPhaseEnded:
+		e.phaseEnded(v)
 	}
 	return nil
 }

@@ -19,10 +19,11 @@ type Driver struct {
 
 	mu     sync.Mutex
 	faults []*fault
-	world  map[string]*place // instance → placement
-	resume map[string]int64  // op key → bytes of the full send the target holds
-	moving map[string]string // instance → op key of the move under way
-	runs   map[string]int    // instance → Run calls
+	world  map[string]*place  // instance → placement
+	resume map[string]int64   // op key → bytes of the full send the target holds
+	moving map[string]string  // instance → op key of the move under way
+	runs   map[string]int     // instance → Run calls
+	migs   map[string]*simMig // per-instance migrations, by id (migrate.go)
 }
 
 type place struct{ primary, secondary string }
@@ -41,7 +42,7 @@ func New(cfg Config) (*Driver, error) {
 	}
 	cfg = cfg.withDefaults()
 	d := &Driver{cfg: cfg, world: map[string]*place{}, resume: map[string]int64{},
-		moving: map[string]string{}, runs: map[string]int{}}
+		moving: map[string]string{}, runs: map[string]int{}, migs: map[string]*simMig{}}
 	for _, f := range cfg.Faults {
 		d.faults = append(d.faults, &fault{Fault: f})
 	}

@@ -1,0 +1,358 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+)
+
+// Per-instance migrations (RFD 34), one phase at a time. The planner
+// service's migration coordinator dispatches each phase to the source
+// node (MigrationPhaseDispatched); the executor there runs it through the
+// driver's Migrator, reports progress (Progress with Request = the
+// migration id, Job 0, Index = the phase's seq), retries transient faults
+// as it does for opcodes, and ends it with MigrationPhaseEnded and End in
+// one transaction.
+//
+// A migration runs one phase at a time on its node. A dispatch with a
+// higher seq for the same migration supersedes the phase running (an
+// abort, or a re-dispatch after the coordinator saw no progress): the old
+// phase's context is cancelled, it ends canceled, and the new one starts
+// once the old one has returned, so the driver never runs two phases of
+// one migration at once. A dispatch with a lower seq than one already seen
+// is stale and ignored.
+//
+// The send rate cap follows drove.settings while a phase runs: the driver
+// reads it through MigrationPhase.CurrentRate.
+
+// errSuperseded is the cancel cause of a phase a newer phase replaced.
+var errSuperseded = fmt.Errorf("%w: superseded by a newer phase of the migration", ErrCanceled)
+
+type migKey struct {
+	Migration string
+	Seq       int
+}
+
+func (k migKey) String() string { return fmt.Sprintf("%s#%d", k.Migration, k.Seq) }
+
+// migRuns is the executor's migration bookkeeping; its zero value is ready.
+type migRuns struct {
+	mu       sync.Mutex
+	ended    map[migKey]bool
+	latest   map[string]int      // migration → highest seq dispatched here
+	tasks    map[string]*migTask // migration → the phase queued or running
+	settings *events.SettingsChanged
+}
+
+func (r *migRuns) init() {
+	if r.ended == nil {
+		r.ended, r.latest, r.tasks = map[migKey]bool{}, map[string]int{}, map[string]*migTask{}
+	}
+}
+
+type migTask struct {
+	key      migKey
+	dispatch events.Envelope
+	d        events.MigrationPhaseDispatched
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	prev     *migTask      // the superseded phase, to wait for
+	done     chan struct{} // closed when the task returns
+}
+
+// recoverMigrations finds, in the opcodes topic read at start, the phases
+// dispatched to this node that have not ended, and runs the latest of
+// each migration again; it also loads the settings in force.
+func (e *Executor) recoverMigrations(ctx context.Context, ops []kafka.Record) error {
+	sets, err := kafka.ReadAll(ctx, e.cfg.Kafka, events.TopicSettings)
+	if err != nil {
+		return fmt.Errorf("executor: read settings: %w", err)
+	}
+	for _, rec := range sets {
+		if err := e.applySettings(rec); err != nil {
+			return err
+		}
+	}
+	type pending struct {
+		env events.Envelope
+		d   events.MigrationPhaseDispatched
+	}
+	latest := map[string]pending{}
+	var order []string
+	ended := map[migKey]bool{}
+	for _, rec := range ops {
+		p, err := rec.Event.DecodePayload()
+		if err != nil {
+			return fmt.Errorf("executor: %s: %w", rec, err)
+		}
+		switch v := p.(type) {
+		case events.MigrationPhaseDispatched:
+			if v.Node != e.cfg.Node {
+				continue
+			}
+			old, seen := latest[v.Migration]
+			if !seen {
+				order = append(order, v.Migration)
+			}
+			if !seen || v.Seq > old.d.Seq {
+				latest[v.Migration] = pending{rec.Event, v}
+			}
+		case events.MigrationPhaseEnded:
+			if v.Node == e.cfg.Node {
+				ended[migKey{v.Migration, v.Seq}] = true
+			}
+		}
+	}
+	e.mig.mu.Lock()
+	e.mig.init()
+	for k := range ended {
+		e.mig.ended[k] = true
+	}
+	e.mig.mu.Unlock()
+	for _, id := range order {
+		p := latest[id]
+		if !ended[migKey{id, p.d.Seq}] {
+			e.log.Info("resuming a migration phase dispatched before this start", "migration", id, "seq", p.d.Seq, "phase", p.d.Phase)
+		}
+		e.submitPhase(p.env, p.d)
+	}
+	return nil
+}
+
+// applySettings folds one drove.settings record: the last one wins.
+func (e *Executor) applySettings(rec kafka.Record) error {
+	s, err := events.As[events.SettingsChanged](rec.Event)
+	if err != nil {
+		return err
+	}
+	e.mig.mu.Lock()
+	e.mig.settings = &s
+	e.mig.mu.Unlock()
+	return nil
+}
+
+// phaseEnded notes a phase's end read from the log.
+func (e *Executor) phaseEnded(v events.MigrationPhaseEnded) {
+	if v.Node != e.cfg.Node {
+		return
+	}
+	e.mig.mu.Lock()
+	e.mig.init()
+	e.mig.ended[migKey{v.Migration, v.Seq}] = true
+	e.mig.mu.Unlock()
+}
+
+// submitPhase starts a phase unless it ended, runs, or is stale.
+func (e *Executor) submitPhase(env events.Envelope, d events.MigrationPhaseDispatched) {
+	if d.Node != e.cfg.Node {
+		return
+	}
+	k := migKey{d.Migration, d.Seq}
+	e.mig.mu.Lock()
+	defer e.mig.mu.Unlock()
+	e.mig.init()
+	if latest, ok := e.mig.latest[d.Migration]; ok && d.Seq < latest {
+		return // stale: a newer phase was dispatched
+	}
+	if e.mig.ended[k] {
+		e.mig.latest[d.Migration] = d.Seq
+		return
+	}
+	prev := e.mig.tasks[d.Migration]
+	if prev != nil && prev.key == k {
+		e.m.duplicates.Inc()
+		return
+	}
+	e.mu.Lock()
+	base := e.base
+	e.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(base)
+	t := &migTask{key: k, dispatch: env, d: d, ctx: ctx, cancel: cancel, prev: prev, done: make(chan struct{})}
+	if prev != nil {
+		e.log.Info("phase superseded", "migration", d.Migration, "old", prev.key.Seq, "new", d.Seq)
+		prev.cancel(errSuperseded)
+	}
+	e.mig.latest[d.Migration] = d.Seq
+	e.mig.tasks[d.Migration] = t
+	e.wg.Add(1)
+	go e.runPhase(t)
+}
+
+// currentRate is the send cap in bytes per second for d now: the latest
+// settings if the executor has read any, else what the dispatch said.
+func (e *Executor) currentRate(d events.MigrationPhaseDispatched) int64 {
+	e.mig.mu.Lock()
+	mbps := d.SendMbps
+	if s := e.mig.settings; s != nil {
+		mbps = s.SendMbpsLimit
+	}
+	e.mig.mu.Unlock()
+	return int64(mbps * 1e6 / 8)
+}
+
+func (t *migTask) what() string {
+	return fmt.Sprintf("%s phase (seq %d) of migration %s of %s", t.d.Phase, t.d.Seq, t.d.Migration, t.d.Instance)
+}
+
+// runPhase runs one phase through the driver and writes its end. On
+// shutdown it writes nothing: the phase stays owed and runs at next start.
+func (e *Executor) runPhase(t *migTask) {
+	defer e.wg.Done()
+	defer close(t.done)
+	log := e.log.With("migration", t.d.Migration, "seq", t.d.Seq, "phase", t.d.Phase)
+	if t.prev != nil {
+		<-t.prev.done // the driver runs one phase of a migration at a time
+	}
+	base := events.Progress{Request: t.d.Migration, Job: 0, Index: t.d.Seq, Instance: t.d.Instance, Node: e.cfg.Node}
+	p := newPump(base, e.cfg.ProgressInterval, e.sendPhaseProgress(context.WithoutCancel(t.ctx), t))
+	status, res, err := e.executePhase(t, p, log)
+	p.close()
+	if status == "" {
+		log.Info("phase interrupted by shutdown; it runs again at the next start")
+		e.finishPhase(t, false)
+		return
+	}
+	e.writePhaseEnd(t, status, res, err, log)
+}
+
+// executePhase calls the driver, retrying transient faults; an empty
+// status means shutdown.
+func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string, ...any) }) (events.JobStatus, PhaseResult, error) {
+	mg, ok := e.driver.(Migrator)
+	if !ok {
+		return events.JobError, PhaseResult{}, Fatalf("driver %T does not run per-instance migrations", e.driver)
+	}
+	if t.ctx.Err() != nil {
+		return e.phaseInterrupted(t), PhaseResult{}, context.Cause(t.ctx)
+	}
+	where := t.d.Source
+	if t.d.Phase == "rollback" || t.d.Phase == "finalize" {
+		where = t.d.Target // the switch placed it there
+	}
+	pl, _, err := e.inv.await(t.ctx, t.d.Instance, where, nil, e.cfg.PlacementWait)
+	if err != nil {
+		return e.phaseInterrupted(t), PhaseResult{}, context.Cause(t.ctx)
+	}
+	if !e.inv.known(t.d.Instance) {
+		return events.JobError, PhaseResult{}, fmt.Errorf("%w: instance %q", ErrUnknownInstance, t.d.Instance)
+	}
+	mp := MigrationPhase{
+		Migration: t.d.Migration, Seq: t.d.Seq, Phase: t.d.Phase, Sync: t.d.Sync, Instance: t.d.Instance,
+		Size: pl.facts.Size, Storage: pl.facts.Storage, RunState: pl.facts.RunState,
+		Source: t.d.Source, Target: t.d.Target,
+		SendBytesPerSecond: e.currentRate(t.d),
+		CurrentRate:        func() int64 { return e.currentRate(t.d) },
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := mg.Phase(t.ctx, mp, p.report)
+		switch {
+		case err == nil:
+			return events.JobSuccess, res, nil
+		case t.ctx.Err() != nil:
+			return e.phaseInterrupted(t), PhaseResult{}, err
+		case IsTransient(err) && attempt < e.cfg.Retry.Attempts:
+			wait := e.cfg.Retry.backoff(attempt + 1)
+			msg := fmt.Sprintf("retrying (attempt %d/%d) after transient fault: %v", attempt+1, e.cfg.Retry.Attempts, err)
+			log.Info(msg, "backoff", wait)
+			p.notice(msg, err.Error())
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-t.ctx.Done():
+				timer.Stop()
+				return e.phaseInterrupted(t), PhaseResult{}, err
+			}
+		default:
+			return events.JobError, PhaseResult{}, err
+		}
+	}
+}
+
+// phaseInterrupted: canceled when superseded, no status (shutdown) else.
+func (e *Executor) phaseInterrupted(t *migTask) events.JobStatus {
+	if errors.Is(context.Cause(t.ctx), errSuperseded) {
+		return events.JobCanceled
+	}
+	return ""
+}
+
+func (e *Executor) finishPhase(t *migTask, ended bool) {
+	e.mig.mu.Lock()
+	defer e.mig.mu.Unlock()
+	if e.mig.tasks[t.d.Migration] == t {
+		delete(e.mig.tasks, t.d.Migration)
+	}
+	if ended {
+		e.mig.ended[t.key] = true
+	}
+}
+
+// phaseEffect wraps payload as an effect of t's dispatch.
+func (e *Executor) phaseEffect(t *migTask, payload events.Payload, why string) events.Envelope {
+	if r := t.dispatch.Reason; r.Actor != "" {
+		why = fmt.Sprintf("%s (asked by %s)", why, r.Actor)
+	}
+	return events.New(payload, events.CausedBy(t.dispatch),
+		events.WithReason(events.Reason{Actor: e.actor, Why: why, RequestID: t.d.Migration}),
+		events.WithProducer(e.actor))
+}
+
+func (e *Executor) sendPhaseProgress(ctx context.Context, t *migTask) func(events.Progress) {
+	return func(ev events.Progress) {
+		if ev.Phase == events.PhaseBegin && t.d.Phase != events.PhaseBegin {
+			ev.Phase = t.d.Phase // the pump's default before any report
+		}
+		env := e.phaseEffect(t, ev, "progress of the "+t.what())
+		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
+		defer cancel()
+		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+			e.log.Warn("progress event not appended", "migration", t.d.Migration, "err", err)
+			return
+		}
+		e.m.progress.Inc()
+	}
+}
+
+// writePhaseEnd appends MigrationPhaseEnded and End in one transaction.
+func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseResult, err error, log interface {
+	Info(string, ...any)
+	Error(string, ...any)
+}) {
+	errText := ""
+	if err != nil {
+		errText = err.Error()
+	}
+	ended := events.MigrationPhaseEnded{Migration: t.d.Migration, Instance: t.d.Instance, Node: e.cfg.Node,
+		Seq: t.d.Seq, Phase: t.d.Phase, Status: status, Bytes: res.Bytes,
+		DowntimeMS: res.Downtime.Milliseconds(), Error: errText}
+	end := events.End{Request: t.d.Migration, Job: 0, Index: t.d.Seq, Instance: t.d.Instance, Node: e.cfg.Node,
+		Phase: t.d.Phase, State: events.EndSuccessful, Message: res.Message}
+	switch status {
+	case events.JobSuccess:
+		if end.Message == "" {
+			end.Message = "done: " + t.what()
+		}
+	case events.JobCanceled:
+		end.State, end.Message = events.EndFailed, "canceled: "+errText
+	default:
+		end.State, end.Message = events.EndFailed, "failed: "+errText
+	}
+	msgs := []kafka.Message{
+		{Topic: events.TopicOpcodes, Event: e.phaseEffect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), status))},
+		{Topic: events.TopicProgress, Event: e.phaseEffect(t, end, "end of the "+t.what())},
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), endAppendTimeout)
+	defer cancel()
+	if err := e.appendHard(ctx, msgs); err != nil {
+		log.Error("phase end not appended; the phase runs again at the next start", "err", err)
+		e.finishPhase(t, false)
+		return
+	}
+	log.Info("phase ended", "status", status, "err", errText)
+	e.finishPhase(t, true)
+}
