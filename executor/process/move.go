@@ -132,7 +132,11 @@ func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(add
 // the instance once the source says it stopped it.
 func (h Handoff) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
 	h = h.withDefaults()
-	ln, err := net.Listen("tcp", net.JoinHostPort(h.ListenHost, "0"))
+	listen := op.ListenAddr
+	if listen == "" {
+		listen = net.JoinHostPort(h.ListenHost, "0")
+	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return executor.Transient(fmt.Errorf("process: listen: %w", err))
 	}
@@ -207,7 +211,8 @@ type Handoff struct {
 	Node string
 	// Runtime starts and stops instances on this node.
 	Runtime Runtime
-	// ListenHost is what the target listens on. Default 127.0.0.1.
+	// ListenHost is what the target listens on when the Op has no
+	// ListenAddr. Default 127.0.0.1.
 	ListenHost string
 	// Timeout bounds each step once the source has stopped. Default 30s.
 	Timeout time.Duration

@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -65,7 +66,15 @@ func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(add
 	}
 	evs, unsub := v.qmp.Subscribe()
 	defer unsub()
-	if err := d.exec(v, "migrate-incoming", map[string]any{"uri": "tcp:" + net.JoinHostPort(d.cfg.ListenHost, "0")}, nil); err != nil {
+	listen := op.ListenAddr
+	if listen == "" {
+		listen = net.JoinHostPort(d.cfg.ListenHost, "0")
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return destroy(executor.Fatal(fmt.Errorf("qemu: listen address %q: %w", listen, err)))
+	}
+	if err := d.exec(v, "migrate-incoming", map[string]any{"uri": "tcp:" + listen}, nil); err != nil {
 		return destroy(executor.Transient(err))
 	}
 	var info migrationInfo
@@ -75,7 +84,7 @@ func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(add
 	addr := ""
 	for _, sa := range info.SocketAddress {
 		if sa.Type == "inet" {
-			addr = net.JoinHostPort(d.cfg.ListenHost, sa.Port)
+			addr = net.JoinHostPort(host, sa.Port)
 		}
 	}
 	if addr == "" {
@@ -137,13 +146,26 @@ func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(add
 			}
 			continue
 		}
-		// Cancelled. The source decides a migration's fate: it may be
+		if cancelAt.IsZero() || postcopy {
+			continue
+		}
+		// Cancelled. A cause that is not an abort (the executor shutting
+		// down, or the source's opcode ending well) leaves the VM alone: a
+		// finished migration runs on, and a restarted receiver finds it.
+		cause := context.Cause(ctx)
+		if !errors.Is(cause, executor.ErrCanceled) {
+			if info.Status != "active" || time.Since(cancelAt) > d.cfg.CancelGrace {
+				return fmt.Errorf("qemu: receiver stopped (%v); the incoming VM is left as it is (%s)", cause, info.Status)
+			}
+			continue
+		}
+		// An abort. The source decides a migration's fate: it may be
 		// switching to post-copy this very moment, after which destroying
 		// this VM would lose the guest. So once the stream runs, the target
 		// gives the source CancelGrace to end it (the incoming VM then
 		// fails, above) or to reach post-copy (the move then finishes).
-		if !cancelAt.IsZero() && !postcopy && (info.Status != "active" || time.Since(cancelAt) > d.cfg.CancelGrace) {
-			return destroy(fmt.Errorf("%w: incoming migration aborted (%s): %v", executor.ErrCanceled, info.Status, context.Cause(ctx)))
+		if info.Status != "active" || time.Since(cancelAt) > d.cfg.CancelGrace {
+			return destroy(fmt.Errorf("%w: incoming migration aborted (%s): %v", executor.ErrCanceled, info.Status, cause))
 		}
 	}
 }
