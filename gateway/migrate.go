@@ -53,7 +53,7 @@ type instanceMigration struct {
 	CreatedAt      *time.Time       `db:"created_at" json:"created_timestamp"`
 	StartedAt      *time.Time       `db:"started_at" json:"started_timestamp,omitempty"`
 	FinishedAt     *time.Time       `db:"finished_at" json:"finished_timestamp,omitempty"`
-	UpdatedAt      time.Time        `db:"updated_at" json:"updated_timestamp"`
+	UpdatedAt      *time.Time       `db:"updated_at" json:"updated_timestamp,omitempty"`
 	CurrentBytes   int64            `db:"current_bytes" json:"current_progress"`
 	TotalBytes     int64            `db:"total_bytes" json:"total_progress"`
 	ETASeconds     float64          `db:"eta_seconds" json:"eta_seconds,omitempty"`
@@ -65,6 +65,8 @@ type instanceMigration struct {
 // switched and keeps the source copy until finalize (rollback needs it).
 func (m instanceMigration) active() bool {
 	switch events.MigrationState(m.State) {
+	case "": // asked for; the coordinator has not recorded it yet
+		return true
 	case events.MigrationQueued, events.MigrationScheduled, events.MigrationRunning, events.MigrationPaused:
 		return true
 	case events.MigrationSuccessful:
@@ -94,7 +96,7 @@ func (s *store) currentMigration(ctx context.Context, name string) (*instanceMig
 	for i := range ms {
 		m := &ms[i]
 		// The active one wins; among ended ones, the newest.
-		if m.active() && !latest.active() || m.active() == latest.active() && m.CreatedAt.After(*latest.CreatedAt) {
+		if m.active() && !latest.active() || m.active() == latest.active() && later(m.CreatedAt, latest.CreatedAt) {
 			latest = m
 		}
 	}
@@ -262,7 +264,7 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 		now := time.Now().UTC()
 		m = &instanceMigration{ID: id, Kind: "instance", Instance: name, Account: who.Name, Role: string(who.Role),
 			Owner: in.Owner, Source: in.Primary, Target: b.Target, State: string(events.MigrationScheduled),
-			Phase: events.PhaseBegin, ScheduledAt: at, CreatedAt: &now, UpdatedAt: now,
+			Phase: events.PhaseBegin, ScheduledAt: at, CreatedAt: &now, UpdatedAt: &now,
 			Message: "accepted; the coordinator has not recorded it yet"}
 	}
 	c.JSON(http.StatusOK, m)
@@ -492,3 +494,5 @@ func fmtTime(t *time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+func later(a, b *time.Time) bool { return a != nil && (b == nil || a.After(*b)) }

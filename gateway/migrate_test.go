@@ -46,13 +46,29 @@ func (e *env) instanceRow(name, owner string, userMigration *bool) {
 		name, owner, userMigration)
 }
 
-// record logs a MigrationStateChanged as the coordinator would write it.
+// record writes a migration record as the projector folds the
+// coordinator's MigrationStateChanged.
 func (e *env) record(r events.MigrationStateChanged) {
 	e.t.Helper()
 	if r.Source == "" {
 		r.Source = "node-a1"
 	}
-	e.logEvent(events.TypeMigrationStateChanged, r.Migration, r.Instance, r)
+	e.exec(`INSERT INTO migrations (id, request, job, idx, kind, instance, account, role, source_node, target_node,
+  automatic, record_state, queued, phase, syncs, switched, finalized, created_at, updated_at)
+  VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12, now(), now())`,
+		r.Migration, r.Instance, r.Account, string(r.Role), r.Source, r.Target, r.Automatic, string(r.State),
+		r.Phase, r.Syncs, r.Switched, r.Finalized)
+}
+
+// settings writes the settings row as the projector folds SettingsChanged.
+func (e *env) settings(s events.SettingsChanged) {
+	e.t.Helper()
+	e.exec(`INSERT INTO settings (key, allow_user_migrations, max_running_migrations_per_node, send_mbps_limit,
+  resync_max_bytes, resync_max_syncs, resync_shrink_window, progress_timeout_seconds, finalize_grace_seconds, updated_at)
+  VALUES ('settings', $1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp())
+  ON CONFLICT (key) DO UPDATE SET allow_user_migrations = EXCLUDED.allow_user_migrations, updated_at = EXCLUDED.updated_at`,
+		s.AllowUserMigrations, s.MaxRunningMigrationsPerNode, s.SendMbpsLimit, s.ResyncMaxBytes, s.ResyncMaxSyncs,
+		s.ResyncShrinkWindow, s.ProgressTimeoutSeconds, s.FinalizeGraceSeconds)
 }
 
 // topic reads every committed event of a topic.
@@ -242,11 +258,9 @@ func TestPermissionMatrix(t *testing.T) {
 		{"no token", "", "acct-1", nil, true, false, 401},
 	}
 	for ci, who := range callers {
-		e.logEvent(events.TypeSettingsChanged, "", "", func() events.SettingsChanged {
-			s := events.DefaultSettings()
-			s.AllowUserMigrations = who.globalAllow
-			return s
-		}())
+		s := events.DefaultSettings()
+		s.AllowUserMigrations = who.globalAllow
+		e.settings(s)
 		for action, want := range allowed {
 			name := fmt.Sprintf("x%d-%s", ci, action)
 			e.instanceRow(name, who.owner, who.override)

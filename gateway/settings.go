@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5"
@@ -25,20 +26,20 @@ import (
 type settingsCache struct {
 	mu    sync.Mutex
 	s     *events.SettingsChanged
-	after int64 // the views' settings seq when it was appended
+	after time.Time // the views' settings time when it was appended
 }
 
 // settings returns the settings in force: the views', unless this gateway
 // appended newer ones the views do not show yet.
 func (g *Gateway) settings(ctx context.Context) (events.SettingsChanged, error) {
-	s, seq, err := g.viewSettings(ctx)
+	s, at, err := g.viewSettings(ctx)
 	if err != nil {
 		return s, err
 	}
 	g.setCache.mu.Lock()
 	defer g.setCache.mu.Unlock()
 	if g.setCache.s != nil {
-		if seq > g.setCache.after {
+		if at.After(g.setCache.after) {
 			g.setCache.s = nil // the views caught up (or someone else wrote since)
 		} else {
 			return *g.setCache.s, nil
@@ -47,21 +48,21 @@ func (g *Gateway) settings(ctx context.Context) (events.SettingsChanged, error) 
 	return s, nil
 }
 
-func (g *Gateway) viewSettings(ctx context.Context) (events.SettingsChanged, int64, error) {
-	var seq int64
-	var raw []byte
-	err := g.db.pool.QueryRow(ctx, g.db.q.get("settings_get")).Scan(&seq, &raw)
+// viewSettings reads the settings table: the defaults before the first
+// SettingsChanged.
+func (g *Gateway) viewSettings(ctx context.Context) (events.SettingsChanged, time.Time, error) {
+	var s events.SettingsChanged
+	var at time.Time
+	err := g.db.pool.QueryRow(ctx, g.db.q.get("settings_get")).Scan(&s.AllowUserMigrations,
+		&s.MaxRunningMigrationsPerNode, &s.SendMbpsLimit, &s.ResyncMaxBytes, &s.ResyncMaxSyncs,
+		&s.ResyncShrinkWindow, &s.ProgressTimeoutSeconds, &s.FinalizeGraceSeconds, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return events.DefaultSettings(), 0, nil
+		return events.DefaultSettings(), time.Time{}, nil
 	}
 	if err != nil {
-		return events.SettingsChanged{}, 0, fmt.Errorf("gateway: settings_get: %w", err)
+		return s, at, fmt.Errorf("gateway: settings_get: %w", err)
 	}
-	s := events.DefaultSettings()
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return s, 0, fmt.Errorf("gateway: settings_get: %w", err)
-	}
-	return s, seq, nil
+	return s, at, nil
 }
 
 // settingsBody is PUT /v1/settings: any subset of the settings; absent
@@ -144,7 +145,7 @@ func (g *Gateway) putSettings(c *gin.Context) error {
 	if err := b.merge(&s); err != nil {
 		return err
 	}
-	_, seq, err := g.viewSettings(c)
+	_, seen, err := g.viewSettings(c)
 	if err != nil {
 		return err
 	}
@@ -156,7 +157,7 @@ func (g *Gateway) putSettings(c *gin.Context) error {
 		return err
 	}
 	g.setCache.mu.Lock()
-	g.setCache.s, g.setCache.after = &s, seq
+	g.setCache.s, g.setCache.after = &s, seen
 	g.setCache.mu.Unlock()
 	g.log.Info("settings changed", "account", who.Name)
 	c.JSON(http.StatusOK, s)

@@ -1,7 +1,7 @@
--- The settings in force: the latest SettingsChanged (the settings topic
--- has one key, so its events are in log order), with its seq.
-SELECT seq, payload
-FROM {schema}.event_log
-WHERE type = 'settings.changed'
-ORDER BY seq DESC
-LIMIT 1
+-- The settings in force (the latest SettingsChanged), with the time of
+-- that event.
+SELECT allow_user_migrations, max_running_migrations_per_node, send_mbps_limit,
+       resync_max_bytes, resync_max_syncs, resync_shrink_window,
+       progress_timeout_seconds, finalize_grace_seconds, updated_at
+FROM {schema}.settings
+WHERE key = 'settings'
