@@ -137,6 +137,9 @@ type sourceState struct {
 	// events, timestamped by QEMU in microseconds: their difference is the
 	// downtime QEMU measures, without its rounding to whole milliseconds.
 	stopAt, doneAt time.Time
+	// lastAt and lastBytes are the previous poll, for the rate.
+	lastAt    time.Time
+	lastBytes int64
 }
 
 func (s *sourceState) note(ev Event) {
@@ -188,7 +191,14 @@ func (s *sourceState) progress(info migrationInfo, phase, msg string) {
 	if r != nil {
 		s.cur = max(s.cur, r.Transferred)
 		s.total = max(s.total, r.Transferred+r.Remaining, r.Total)
+		// QEMU's mbps is refreshed per iteration and reads 0 before the
+		// first; between two polls the bytes sent say the rate too.
+		now := time.Now()
 		p.BytesPerSecond = int64(r.Mbps * 1e6 / 8)
+		if p.BytesPerSecond == 0 && !s.lastAt.IsZero() && r.Transferred > s.lastBytes {
+			p.BytesPerSecond = int64(float64(r.Transferred-s.lastBytes) / now.Sub(s.lastAt).Seconds())
+		}
+		s.lastAt, s.lastBytes = now, r.Transferred
 		if p.BytesPerSecond > 0 && r.Remaining > 0 {
 			p.ETA = time.Duration(float64(r.Remaining) / float64(p.BytesPerSecond) * float64(time.Second))
 		}
@@ -304,6 +314,15 @@ func (d *Driver) migrate(ctx context.Context, op executor.Op, v *vm, report func
 		}
 		switch info.Status {
 		case "completed":
+			// QEMU shows "completed" a moment before it has computed the
+			// final figures (downtime, total time); wait for them.
+			for deadline := time.Now().Add(time.Second); info.TotalTime == 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+				var fin migrationInfo
+				if d.exec(v, "query-migrate", nil, &fin) == nil && fin.Status == "completed" {
+					info = fin
+				}
+			}
 			return d.completed(op, s, info, s.downtime(evs, info), stoppedAt, cancelled, log)
 		case "failed", "cancelled", "postcopy-paused":
 			return d.failed(op, s, info, wasRunning, cancelled, abortWhy, log)

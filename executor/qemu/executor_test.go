@@ -1,0 +1,139 @@
+package qemu_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/qemu"
+	"github.com/drovehq/drove/test/testenv"
+)
+
+// TestLiveMigrationThroughTwoExecutors runs a dispatched migrate of a
+// running VM through two executors over the Kafka protocol (kfake): the
+// target's executor runs Receive and announces the incoming VM, the
+// source's runs the migration, and the log ends with the source down, the
+// target up, the instance placed on the target and the downtime in End.
+func TestLiveMigrationThroughTwoExecutors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	k := testenv.Kafka(t)
+	kcfg := kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond, SessionTimeout: 10 * time.Second}
+	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+		t.Fatal(err)
+	}
+	pc := kcfg
+	pc.TransactionalID = "qemu-test-seed"
+	prod, err := kafka.NewProducer(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ev := func(p events.Payload) events.Envelope {
+		return events.New(p, events.WithProducer("test"),
+			events.WithReason(events.Reason{Actor: "operator:test", Why: "qemu executor test", RequestID: "req-q"}))
+	}
+
+	a, b := newNode(t, "qa", nil), newNode(t, "qb", nil)
+	const inst = "vm7"
+	a.disk(t, inst, qemu.FillOnce)
+	b.disk(t, inst, qemu.FillOnce)
+	var inv []events.Envelope
+	for _, n := range []string{a.name, b.name} {
+		inv = append(inv, ev(events.NodeAnnounced{Name: n, Group: "g1", VMCapable: true,
+			Total: events.Resources{MemoryMiB: 4096, DiskMiB: 1 << 16, CPUs: 4}}))
+	}
+	inv = append(inv, ev(events.InstanceDeclared{Name: inst, Owner: "o", Storage: events.StorageRBD,
+		RunState: events.RunRunning, PrimaryNode: a.name,
+		Size: events.Size{MemoryMiB: memMiB, VCPUs: 1, DisksMiB: []int64{1}}}))
+	if err := prod.Append(ctx, events.TopicInventory, inv...); err != nil {
+		t.Fatal(err)
+	}
+	start(t, a, inst)
+	guestWrote(t, a, inst)
+
+	for _, n := range []*node{a, b} {
+		ex, err := executor.New(executor.Config{Node: n.name, Kafka: kcfg, ProgressInterval: 50 * time.Millisecond,
+			Retry: executor.Retry{Attempts: 2, Initial: 50 * time.Millisecond}}, n.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ectx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- ex.Run(ectx) }()
+		t.Cleanup(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("executor %s: %v", n.name, err)
+			}
+		})
+	}
+
+	if err := prod.Append(ctx, events.TopicOpcodes, ev(events.OpcodeDispatched{Request: "req-q", Job: 0, Index: 0, Node: a.name,
+		Opcode: events.Opcode{OpID: events.OpInstanceMigrate, Instance: inst, Mode: events.ModeMigrateLive,
+			TargetNode: b.name, From: a.name, To: b.name}})); err != nil {
+		t.Fatal(err)
+	}
+
+	var ended *events.OpcodeEnded
+	for ended == nil {
+		recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if e, err := events.As[events.OpcodeEnded](r.Event); err == nil && e.Node == a.name {
+				ended = &e
+			}
+		}
+		if ended == nil {
+			select {
+			case <-ctx.Done():
+				t.Fatal("the migrate did not end in time")
+			case <-time.After(100 * time.Millisecond): // polling the log with a deadline
+			}
+		}
+	}
+	if ended.Status != events.JobSuccess {
+		t.Fatalf("opcode ended %s: %s", ended.Status, ended.Error)
+	}
+	if st := b.state(t, inst); st.Status != events.StatusUp {
+		t.Errorf("target: %+v, want up", st)
+	}
+	if st := a.state(t, inst); st.Running {
+		t.Errorf("source: %+v, want down", st)
+	}
+
+	recs, err := kafka.ReadAll(ctx, kcfg, events.TopicProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := map[string]events.NodeMoveStatus{}
+	var end events.End
+	var maxBytes, maxRate int64
+	for _, r := range recs {
+		if s, err := events.As[events.MoveStatusReported](r.Event); err == nil && s.Instance == inst {
+			final[s.Node] = s.Status
+		}
+		if e, err := events.As[events.End](r.Event); err == nil && e.Instance == inst {
+			end = e
+		}
+		if p, err := events.As[events.Progress](r.Event); err == nil && p.Instance == inst {
+			maxBytes, maxRate = max(maxBytes, p.Current), max(maxRate, p.BytesPerSecond)
+		}
+	}
+	if final[a.name] != events.StatusDown || final[b.name] != events.StatusUp {
+		t.Errorf("final statuses %v, want %s down and %s up", final, a.name, b.name)
+	}
+	if end.State != events.EndSuccessful || !strings.Contains(end.Message, "downtime") {
+		t.Errorf("end %+v, want successful with the downtime", end)
+	}
+	if maxBytes < 40<<20 || maxRate == 0 {
+		t.Errorf("progress carried %d bytes at most %d B/s, want the guest's memory and a rate", maxBytes, maxRate)
+	}
+	t.Logf("end: %s", end.Message)
+}
