@@ -60,6 +60,25 @@
 // {Actor: "planner", Why: what and why, with the requester's own actor and
 // reason quoted}.
 //
+// # Per-instance migrations (RFD 34)
+//
+// The service is also the migration coordinator (migrations*.go): it folds
+// drove.migrations, drove.settings and drove.progress with the rest, and
+// answers each MigrationActionRequested (appended by the gateway once the
+// caller was allowed) with the migration's whole record,
+// MigrationStateChanged, caused by the command — a refused command too,
+// with why in Message (a refused new migration is recorded failed). Phases
+// go to the source node's executor as MigrationPhaseDispatched (seq 0, 1,
+// ...); their MigrationPhaseEnded moves the migration on: automatic mode
+// follows the re-sync rule (settings.go), on-demand mode pauses after each
+// phase. A successful switch appends InstancePlaced (primary = target)
+// with its record, a rollback the way back. Timers fire on a tick
+// (Config.Tick, Config.Clock): a queued migration starts when its source
+// has a free slot (max_running_migrations_per_node, creation order), a
+// scheduled one switches at its time, a switched one is finalized after
+// the grace period, and a phase with no progress for the progress timeout
+// is dispatched again (Config.StallRetries times) and then fails.
+//
 // InventoryEvents and Seed state a planner.Cluster as inventory events, for
 // `drove seed` (including a Ganeti IAllocator file) and the demo.
 package service
