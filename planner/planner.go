@@ -1,9 +1,6 @@
 package planner
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // outcome collects a plan as instances are decided.
 type outcome struct {
@@ -136,14 +133,4 @@ func (s *state) evacuatedNodes(r *Request) (map[int32]bool, error) {
 		evac[s.node(n)] = true
 	}
 	return evac, nil
-}
-
-// sortedKeys is used where map order must not leak into output.
-func sortedKeys(m map[int32]bool) []int32 {
-	out := make([]int32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
-	return out
 }

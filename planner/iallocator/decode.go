@@ -509,20 +509,6 @@ func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (
 	return in, nil
 }
 
-// decodeCount reads a JSON number as a whole count; Ganeti sends some sizes
-// as floats.
-func decodeCount(v json.RawMessage, path string, dst *int64) error {
-	var f float64
-	if err := decodeInto(v, path, &f); err != nil {
-		return err
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1<<53 {
-		return fieldErr(path, "number out of range")
-	}
-	*dst = int64(f)
-	return nil
-}
-
 func decodeInto(v json.RawMessage, path string, dst any) error {
 	if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 		return fieldErr(path, "is null")

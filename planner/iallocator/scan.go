@@ -1,7 +1,6 @@
 package iallocator
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -184,5 +183,3 @@ func (s *scanner) strings(field string) ([]string, error) {
 	}
 	return out, err
 }
-
-func keyIs(key []byte, name string) bool { return bytes.Equal(key, []byte(name)) }
