@@ -78,6 +78,22 @@ func (d *Driver) Start(ctx context.Context, instance string, size events.Size) e
 	if err != nil {
 		return err
 	}
+	return d.StartSpec(ctx, spec)
+}
+
+// StartSpec boots a VM as spec says, for callers that know the disk path
+// themselves (ZFSRuntime). spec.Incoming must be false.
+func (d *Driver) StartSpec(ctx context.Context, spec Spec) error {
+	instance := spec.Instance
+	if spec.Incoming {
+		return fmt.Errorf("%w: StartSpec of an incoming VM", ErrUnsupported)
+	}
+	if v, err := d.lookup(ctx, instance); err == nil && v.alive() {
+		return fmt.Errorf("%w: %s", ErrAlreadyRunning, instance)
+	}
+	if spec.MemoryMiB <= 0 {
+		spec.MemoryMiB = d.cfg.DefaultMemoryMiB
+	}
 	v, err := d.startVM(ctx, spec)
 	if err != nil {
 		return executor.Transient(err)

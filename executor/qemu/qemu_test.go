@@ -15,6 +15,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
+	"github.com/drovehq/drove/executor/zfs"
 )
 
 const memMiB = 64
@@ -502,5 +503,32 @@ func TestConfigValidateListsEveryProblem(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not mention %q", err, want)
 		}
+	}
+}
+
+func TestZFSRuntimeBootsFromTheMountedDataset(t *testing.T) {
+	n := newNode(t, "qz", nil)
+	mnt := t.TempDir() // stands for the dataset's mountpoint
+	if err := qemu.WriteGuestDisk(filepath.Join(mnt, "disk.raw"), 1, memMiB, qemu.FillOnce); err != nil {
+		t.Fatal(err)
+	}
+	rt := qemu.ZFSRuntime{Driver: n.d, Size: func(string) events.Size { return events.Size{MemoryMiB: memMiB} }}
+	in := zfs.Instance{Name: "vm8", Node: "qz", Dataset: "pool/vm8", Mountpoint: mnt}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 2 { // idempotent
+		if err := rt.Start(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if run, err := rt.Running(ctx, in); !run || err != nil {
+		t.Fatalf("running %v %v", run, err)
+	}
+	guestWrote(t, n, "vm8") // it booted the dataset's disk
+	if err := rt.Stop(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := rt.Running(ctx, in); run {
+		t.Error("still running after Stop")
 	}
 }
