@@ -416,6 +416,15 @@ func TestMigrationWatch(t *testing.T) {
 	end(1, "sync")
 	prog(2, "switch", 10, 100)
 
+	var rec struct {
+		ID      string                   `json:"id"`
+		State   string                   `json:"state"`
+		History []gateway.ProgressRecord `json:"progress_history"`
+	}
+	e.get("/v1/migrations/m-w", &rec)
+	if rec.ID != "m-w" || rec.State != "running" || len(rec.History) != 7 {
+		t.Fatalf("record %+v", rec)
+	}
 	lines := make(chan map[string]any, 100)
 	done := make(chan error, 1)
 	go func() {

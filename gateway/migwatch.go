@@ -126,10 +126,14 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		if len(ms) == 0 {
+		switch p, ok := g.pending.get(name); {
+		case len(ms) > 0:
+			m = &ms[0]
+		case ok && p.id == id: // just accepted here; the views lag
+			m = &instanceMigration{ID: id, Instance: name, State: string(events.MigrationQueued)}
+		default:
 			return notFound("migration", "instance "+strconv.Quote(name)+" has no migration "+strconv.Quote(id))
 		}
-		m = &ms[0]
 	} else {
 		var err error
 		if m, err = g.db.currentMigration(c, name); err != nil {

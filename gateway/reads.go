@@ -335,11 +335,13 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 		if !who.operator() && m.Owner != who.Name {
 			return g.deny(c, who, http.StatusForbidden, "migration "+id+" is of an instance that is not yours")
 		}
-		if m.History, err = many[progressRecord](c, g.db, "imig_history", m.Instance, id); err != nil {
+		rows, err := many[logRow](c, g.db, "imig_history", m.Instance, id)
+		if err != nil {
 			return err
 		}
-		if m.History == nil {
-			m.History = []progressRecord{}
+		m.History = []progressRecord{}
+		for _, r := range rows {
+			m.History = append(m.History, progressRecord{Seq: r.Seq, Time: r.Time, Type: r.Type, Payload: r.Payload})
 		}
 		c.JSON(http.StatusOK, m)
 		return nil
