@@ -21,7 +21,7 @@ import (
 	"github.com/drovehq/drove/test/testenv"
 )
 
-const testTimeout = 90 * time.Second
+const testTimeout = 120 * time.Second
 
 // world is one test's Kafka, inventory and nodes, each node a pool.
 type world struct {
