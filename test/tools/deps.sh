@@ -38,3 +38,18 @@ if [ ! -f "$data/usr/share/ganeti/testsuite/test/data/htools/hail-node-evac.json
   mkdir -p "$data"
   dpkg-deb -x "$tmp"/ganeti-testsuite_*.deb "$data"
 fi
+
+# ZFS for the storage driver's tests: zfs-fuse gives real zfs and zpool
+# (an old ZFS, pool version 23) over FUSE, with file-backed pools.
+if ! command -v zfs-fuse >/dev/null || ! command -v zpool >/dev/null; then
+  echo "deps: installing zfs-fuse"
+  apt_update
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq zfs-fuse >/dev/null
+fi
+# Start the zfs-fuse daemon when it is not answering (it daemonizes).
+if ! zpool list -H >/dev/null 2>&1; then
+  echo "deps: starting the zfs-fuse daemon"
+  $sudo zfs-fuse || true
+  for _ in $(seq 1 50); do zpool list -H >/dev/null 2>&1 && break; sleep 0.2; done
+  zpool list -H >/dev/null 2>&1 || { echo "deps: zfs-fuse does not answer (is /dev/fuse there?)" >&2; exit 1; }
+fi
