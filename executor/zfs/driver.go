@@ -204,8 +204,11 @@ type MoveReport struct {
 	// Checksum is the content sum both sides agreed on at the switch
 	// point (or the source's, on a mismatch).
 	Checksum string
-	Mode     string
-	Err      error
+	// ChecksumTime is how long the checksums of both sides took (in
+	// parallel); it is part of the downtime.
+	ChecksumTime time.Duration
+	Mode         string
+	Err          error
 }
 
 // SyncReport is one send.

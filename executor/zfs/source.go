@@ -103,7 +103,9 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 	if err != nil {
 		return res, m.fail(ctx, err, stop, wasRunning)
 	}
+	began := time.Now()
 	sum, err := m.verify(ctx, final)
+	m.rep.ChecksumTime = time.Since(began)
 	if err != nil {
 		return res, m.fail(ctx, err, stop, wasRunning)
 	}

@@ -1,0 +1,184 @@
+// Command zfs measures the ZFS data path on this machine: the throughput
+// of a move through Drove (zfs send → executor/transfer over TCP → zfs
+// receive, by the zfs driver's source and target sides) divided by a bare
+// `zfs send | zfs receive` of the same dataset, and the downtime of the
+// switch phase of a migrate with a write load running during the sync.
+//
+//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5]
+//
+// It needs root and zfs-fuse (make test-deps) and creates and destroys its
+// own file-backed pools.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/zfs"
+	"github.com/drovehq/drove/test/zfsenv"
+)
+
+func main() {
+	sizeMiB := flag.Int("size-mib", 1024, "dataset size in MiB")
+	writeMiBps := flag.Float64("write-mibps", 5, "write load during the sync phase, MiB/s")
+	flag.Parse()
+	if err := run(*sizeMiB, *writeMiBps); err != nil {
+		fmt.Fprintln(os.Stderr, "bench zfs:", err)
+		os.Exit(1)
+	}
+}
+
+func run(sizeMiB int, writeMiBps float64) error {
+	ctx := context.Background()
+	poolSize := sizeMiB*3 + 512
+	a, err := zfsenv.CreatePool("bench_a", poolSize)
+	if err != nil {
+		return err
+	}
+	defer zfsenv.DestroyPool(a)
+	b, err := zfsenv.CreatePool("bench_b", poolSize)
+	if err != nil {
+		return err
+	}
+	defer zfsenv.DestroyPool(b)
+	ds := a + "/vm"
+	if err := sh("zfs create " + ds); err != nil {
+		return err
+	}
+	fmt.Printf("writing %d MiB into %s ...\n", sizeMiB, ds)
+	if err := fill(filepath.Join("/"+ds, "base"), int64(sizeMiB)<<20); err != nil {
+		return err
+	}
+
+	// Bare: zfs send | zfs receive of the same dataset, same machine.
+	if err := sh("zfs snapshot " + ds + "@bare"); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := sh(fmt.Sprintf("zfs send -R %s@bare | zfs receive -F %s/bare", ds, b)); err != nil {
+		return err
+	}
+	bare := time.Since(t0)
+	if err := sh(fmt.Sprintf("zfs destroy -r -f %s/bare && zfs destroy %s@bare", b, ds)); err != nil {
+		return err
+	}
+
+	// Drove: a migrate by the zfs driver's two sides over TCP, with a
+	// write load during the sync phase.
+	stopWriter := startWriter(filepath.Join("/"+ds, "log"), int64(writeMiBps*(1<<20)))
+	rtA := zfs.NewMemRuntime("vm")
+	rtA.OnStop = func(zfs.Instance) { stopWriter() }
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	src, err := zfs.New(ctx, zfs.Config{Node: "na", Parent: a, Runtime: rtA, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	dst, err := zfs.New(ctx, zfs.Config{Node: "nb", Parent: b, Runtime: zfs.NewMemRuntime(), Logger: quiet})
+	if err != nil {
+		return err
+	}
+	op := executor.Op{Request: "bench", Kind: events.OpInstanceMigrate, Instance: "vm",
+		Storage: events.StorageZFSLocal, RunState: events.RunRunning, From: "na", To: "nb", Primary: "na", Attempt: 1}
+	addr := make(chan string, 1)
+	recvDone := make(chan error, 1)
+	go func() {
+		recvDone <- dst.Receive(ctx, op, func(a string) { addr <- a }, func(executor.Progress) {})
+	}()
+	got := <-addr
+	op.AwaitReceiver = func(context.Context) (string, error) { return got, nil }
+	t1 := time.Now()
+	res, err := src.Run(ctx, op, func(executor.Progress) {})
+	total := time.Since(t1)
+	if err != nil {
+		return err
+	}
+	if err := <-recvDone; err != nil {
+		return err
+	}
+	rep := src.Reports()[0]
+	full := rep.Syncs[0]
+	bareRate := float64(full.Bytes) / bare.Seconds()
+	droveRate := float64(full.Bytes) / full.Duration.Seconds()
+	fmt.Printf("zfs mode: %s\n", src.Features().Mode())
+	fmt.Printf("bare zfs send | zfs receive: %d MiB in %s = %.1f MiB/s\n", full.Bytes>>20, bare.Round(time.Millisecond), bareRate/(1<<20))
+	fmt.Printf("Drove full send (sync 1):    %d MiB in %s = %.1f MiB/s\n", full.Bytes>>20, full.Duration.Round(time.Millisecond), droveRate/(1<<20))
+	fmt.Printf("throughput ratio Drove/bare: %.3f (target >= 0.9)\n", droveRate/bareRate)
+	for _, s := range rep.Syncs {
+		fmt.Printf("  sync %d: incremental=%v final=%v %d bytes in %s\n", s.Snapshot, s.Incremental, s.Final, s.Bytes, s.Duration.Round(time.Millisecond))
+	}
+	fmt.Printf("whole move: %s, %d bytes, %d syncs\n", total.Round(time.Millisecond), res.Bytes, res.Syncs)
+	fmt.Printf("switch downtime (stop → started on target, final delta %d KiB, checksum of both sides included): %s\n",
+		rep.FinalDelta>>10, rep.Downtime.Round(time.Millisecond))
+	fmt.Printf("  of which checksum of the final snapshot (both sides, in parallel): %s\n", rep.ChecksumTime.Round(time.Millisecond))
+	return nil
+}
+
+func sh(cmd string) error {
+	out, err := exec.Command("sh", "-c", cmd).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", cmd, err, out)
+	}
+	return nil
+}
+
+func fill(path string, size int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if _, err := io.CopyN(bw, rand.NewChaCha8([32]byte{1}), size); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// startWriter appends rate bytes per second to path until the returned
+// function is called (it waits for the writer to stop).
+func startWriter(path string, rate int64) func() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		buf := make([]byte, 64<<10)
+		src := rand.NewChaCha8([32]byte{2})
+		t := time.NewTicker(time.Duration(float64(time.Second) * float64(len(buf)) / float64(rate)))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				_ = f.Sync()
+				return
+			case <-t.C:
+				_, _ = src.Read(buf)
+				_, _ = f.Write(buf)
+			}
+		}
+	}()
+	var once bool
+	return func() {
+		if !once {
+			once = true
+			close(stop)
+		}
+		<-done
+	}
+}
