@@ -29,11 +29,12 @@ fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 
 HAIL ?= /usr/lib/ganeti/iallocators/hail
 
-bench: build ## measure against peers, in one run: the planner vs Ganeti's hail (~10 min; BENCHFLAGS=-quick ~1 min)
+bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log (BENCHFLAGS=-quick: short)
 	@[ -x $(HAIL) ] || { s=; [ "$$(id -u)" -eq 0 ] || s=sudo; \
 	  echo "bench: installing ganeti-htools (hail)"; \
 	  $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq ganeti-htools; }
 	$(GO) run ./test/bench/planner -hail $(HAIL) -drove-bin $(BIN) $(BENCHFLAGS)
+	$(GO) run ./test/bench/projector $(filter -quick,$(BENCHFLAGS))
 
 clean: ## remove build output and caches
 	rm -rf bin .cache
