@@ -17,14 +17,17 @@ import (
 // system: the gateway, the coordinator in the planner service, the sim
 // executors and the projector.
 
-// movable returns n running zfs-local instances (moved by per-instance
-// migrations), the first from the node with the most of them.
+// movable returns n instances a per-instance migration can move (their
+// data copied, zfs-local, or mirrored externally), all from the node with
+// the most of them.
 func (e *env) movable(n int) []instance {
 	e.t.Helper()
 	byNode := map[string][]instance{}
 	var best string
 	for _, in := range e.instances("") {
-		if in.Storage != "zfs-local" {
+		switch in.Storage {
+		case "zfs-local", "rbd", "sharedfile", "ext", "gluster", "blockdev":
+		default:
 			continue
 		}
 		byNode[in.Primary] = append(byNode[in.Primary], in)
@@ -33,7 +36,7 @@ func (e *env) movable(n int) []instance {
 		}
 	}
 	if len(byNode[best]) < n {
-		e.t.Fatalf("no node has %d zfs-local instances", n)
+		e.t.Fatalf("no node has %d instances a migration can move", n)
 	}
 	return byNode[best][:n]
 }
@@ -201,5 +204,133 @@ func TestMigrationEstimate(t *testing.T) {
 	est, err := e.api.Estimate(context.Background(), in.Name, client.MigrateOptions{})
 	if err != nil || est.TotalSeconds <= 0 || est.Bytes <= 0 || !strings.Contains(est.How, "link") {
 		t.Fatalf("estimate %+v, %v", est, err)
+	}
+}
+
+// settings changes the operators' settings through the API.
+func (e *env) settings(changes map[string]any) {
+	e.t.Helper()
+	if _, err := e.api.UpdateSettings(context.Background(), changes); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// runState reads where and how an instance runs.
+func (e *env) runState(name string) (string, string) {
+	e.t.Helper()
+	var in struct {
+		Primary  string `json:"primary"`
+		RunState string `json:"run_state"`
+	}
+	if err := e.api.Get(context.Background(), "/v1/instances/"+name, &in); err != nil {
+		e.t.Fatal(err)
+	}
+	return in.Primary, in.RunState
+}
+
+func TestMigrationAbortAndPause(t *testing.T) {
+	e := start(t)
+	ins := e.movable(3)
+	// Slow sends, so that a sync is still running when we act on it.
+	e.settings(map[string]any{"send_mbps_limit": 1})
+	syncing := func(m client.Migration) bool { return m.State == "running" && m.Phase == "sync" }
+
+	// Abort during a sync: the instance is back where and how it was.
+	a := ins[0]
+	id := e.act(a.Name, "automatic", client.MigrateOptions{})
+	e.awaitRecord(id, time.Minute, "syncing", syncing)
+	e.act(a.Name, "abort", client.MigrateOptions{})
+	m := e.awaitState(id, time.Minute, "aborted", "failed")
+	if node, run := e.runState(a.Name); m.State != "aborted" || node != m.Source || run != "running" {
+		t.Fatalf("after abort during sync: record %s, instance on %s %s (source %s)", m.State, node, run, m.Source)
+	}
+	e.refused(a.Name, "sync", http.StatusConflict, "no migration in progress")
+
+	// Abort during a scheduled wait.
+	b := ins[1]
+	at := time.Now().Add(time.Hour)
+	sm, err := e.api.Schedule(context.Background(), b.Name, client.MigrateOptions{ScheduledAt: &at})
+	if err != nil || sm.ScheduledAt == nil {
+		t.Fatalf("schedule: %+v %v", sm, err)
+	}
+	e.settings(map[string]any{"send_mbps_limit": 0})
+	e.awaitState(sm.ID, time.Minute, "scheduled")
+	e.refused(b.Name, "switch", http.StatusConflict, "scheduled")
+	e.act(b.Name, "abort", client.MigrateOptions{})
+	m = e.awaitState(sm.ID, time.Minute, "aborted", "failed")
+	if node, run := e.runState(b.Name); m.State != "aborted" || node != m.Source || run != "running" {
+		t.Fatalf("after abort of a scheduled wait: record %s, instance on %s %s", m.State, node, run)
+	}
+
+	// Pause during a sync, then sync, then switch.
+	c := ins[2]
+	e.settings(map[string]any{"send_mbps_limit": 1})
+	id = e.act(c.Name, "begin", client.MigrateOptions{})
+	e.awaitState(id, time.Minute, "paused")
+	e.act(c.Name, "sync", client.MigrateOptions{})
+	e.awaitRecord(id, time.Minute, "syncing", syncing)
+	e.act(c.Name, "pause", client.MigrateOptions{})
+	// Settings apply to running migrations: let the paused sync finish.
+	e.settings(map[string]any{"send_mbps_limit": 0})
+	e.awaitRecord(id, time.Minute, "paused after its sync", func(m client.Migration) bool {
+		return m.State == "paused" && m.Syncs == 1
+	})
+	e.refused(c.Name, "pause", http.StatusConflict, "only possible during a sync")
+	e.act(c.Name, "sync", client.MigrateOptions{})
+	e.awaitRecord(id, time.Minute, "paused after two syncs", func(m client.Migration) bool {
+		return m.State == "paused" && m.Syncs == 2
+	})
+	e.act(c.Name, "switch", client.MigrateOptions{})
+	m = e.awaitState(id, time.Minute, "successful")
+	if node, _ := e.runState(c.Name); node != m.Target {
+		t.Fatalf("after the switch the instance is on %s, want %s", node, m.Target)
+	}
+}
+
+func TestMigrationsQueuePerNode(t *testing.T) {
+	e := start(t)
+	ins := e.movable(3)
+	e.settings(map[string]any{"max_running_migrations_per_node": 1, "send_mbps_limit": 40})
+	var ids []string
+	for _, in := range ins {
+		ids = append(ids, e.act(in.Name, "automatic", client.MigrateOptions{}))
+		// Created in this order: wait until the coordinator recorded it.
+		e.awaitState(ids[len(ids)-1], time.Minute, "running", "queued")
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	sawQueued := false
+	for {
+		running, done := 0, 0
+		for _, id := range ids {
+			switch e.migration(id).State {
+			case "running":
+				running++
+			case "queued":
+				sawQueued = true
+			case "successful":
+				done++
+			case "failed", "aborted":
+				t.Fatalf("migration %s ended %s", id, e.migration(id).State)
+			}
+		}
+		if running > 1 {
+			t.Fatalf("%d migrations run from one node at once; the limit is 1", running)
+		}
+		if done == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the migrations did not all finish: %d of %d", done, len(ids))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !sawQueued {
+		t.Fatal("no migration was ever queued")
+	}
+	for i := 1; i < len(ids); i++ {
+		prev, cur := e.migration(ids[i-1]), e.migration(ids[i])
+		if prev.StartedAt == nil || cur.StartedAt == nil || cur.StartedAt.Before(*prev.FinishedAt) {
+			t.Fatalf("migration %d started at %v, before migration %d finished at %v", i, cur.StartedAt, i-1, prev.FinishedAt)
+		}
 	}
 }
