@@ -160,7 +160,11 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return printJSON(stdout, a)
 		}
 		id = a.Migration
-		fmt.Fprintf(stdout, "%s of %s has started (migration %s).\n", strings.ToUpper(action[:1])+action[1:], instance, id)
+		what := "Migration"
+		if action != "automatic" {
+			what = strings.ToUpper(action[:1]) + action[1:] + " of the migration"
+		}
+		fmt.Fprintf(stdout, "%s of %s has started (migration %s).\n", what, instance, id)
 	}
 	if *watch {
 		return watchMigration(ctx, api, instance, id, stdout, stderr)

@@ -20,6 +20,7 @@ packages=()
 [ -x /usr/lib/ganeti/iallocators/hail ] && command -v hbal >/dev/null || packages+=(ganeti-htools)
 command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || packages+=(docker-compose)
 command -v qemu-system-x86_64 >/dev/null || packages+=(qemu-system-x86)
+command -v tmux >/dev/null || packages+=(tmux)
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   packages+=(postgresql)
 fi
