@@ -192,7 +192,7 @@ func TestRestartProjectorAndExecutorMidEvacuation(t *testing.T) {
 	}
 	e.waitFor("two jobs to end", time.Minute, func() bool {
 		n := 0
-		for _, j := range e.jobs(a.Request) {
+		for _, j := range e.tryJobs(a.Request) {
 			if j.State == "success" {
 				n++
 			}

@@ -159,6 +159,18 @@ func (e *env) jobs(request string) []job {
 	return list.Items
 }
 
+// tryJobs is jobs for polling: nothing yet while the views have not seen
+// the request.
+func (e *env) tryJobs(request string) []job {
+	var list struct {
+		Items []job `json:"items"`
+	}
+	if err := e.api.Get(context.Background(), "/v1/requests/"+request+"/jobs?limit=1000", &list); err != nil {
+		return nil
+	}
+	return list.Items
+}
+
 func (e *env) plan(request string) plan {
 	e.t.Helper()
 	var p plan
