@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/gateway"
 )
 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -26,10 +28,15 @@ so a restart carries on where it stopped; delete the directory to start over.`, 
 	brokerAddr := fs.String("broker-addr", "127.0.0.1:9092", "the embedded broker's address")
 	pgPort := fs.Int("pg-port", 15432, "the embedded Postgres port (on 127.0.0.1)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	tokens := fs.String("tokens", os.Getenv("DROVE_TOKENS"), `bearer tokens for the API, "tok1=alice:operator,tok2=acct-42:owner" (env DROVE_TOKENS); empty: no authentication, everyone is an operator`)
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
 	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	accounts, err := gateway.ParseTokens(*tokens)
 	if err != nil {
 		return fail(stderr, "dev", err)
 	}
@@ -56,12 +63,13 @@ so a restart carries on where it stopped; delete the directory to start over.`, 
 	}
 
 	sys, err := allinone.Start(ctx, allinone.Config{
-		Brokers:     broker.Addrs(),
-		DatabaseURL: pg.URL("drove"),
-		GatewayAddr: *addr,
-		Logger:      log,
-		Seed:        allinone.DemoCluster,
-		Sim:         allinone.DemoSim(),
+		Brokers:       broker.Addrs(),
+		DatabaseURL:   pg.URL("drove"),
+		GatewayAddr:   *addr,
+		Logger:        log,
+		Seed:          allinone.DemoCluster,
+		Sim:           allinone.DemoSim(),
+		GatewayTokens: accounts,
 	})
 	if err != nil {
 		return fail(stderr, "dev", err)

@@ -43,6 +43,9 @@ type Config struct {
 	// MaxRunningMoves bounds running jobs cluster-wide; 0 is the
 	// planner service's default.
 	MaxRunningMoves int
+	// GatewayTokens turns on the API's bearer-token authentication; empty
+	// leaves it off (everyone is an operator named by X-Drove-Actor).
+	GatewayTokens map[string]gateway.Account
 }
 
 // DemoCluster is the demo: 3 groups of 8 nodes, about 200 instances of
@@ -147,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	g, err := gateway.New(gateway.Config{Addr: cfg.GatewayAddr, Schema: cfg.Schema, Logger: s.log.With("part", "gateway"),
-		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping}, pool, s.producer)
+		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping, Tokens: cfg.GatewayTokens}, pool, s.producer)
 	if err != nil {
 		s.closeAll()
 		return nil, err
