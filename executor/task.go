@@ -185,7 +185,7 @@ func (e *Executor) prepare(t *task) (Op, moves, error) {
 		Kind: op.OpID, Mode: op.Mode, AllowFailover: op.AllowFailover,
 		Instance: op.Instance, Size: pl.facts.Size, Storage: pl.facts.Storage, RunState: pl.facts.RunState,
 		From: op.From, To: op.To, Primary: mv.prevPrimary, Secondary: mv.prevSecondary,
-		Status: e.reportStatus(t),
+		Status:        e.reportStatus(t),
 		AwaitReceiver: e.awaitReceiver(t.key),
 	}, mv, nil
 }
