@@ -66,3 +66,21 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
+
+func TestExecutorDriverFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"executor"}, "Usage: drove executor"},
+		{[]string{"executor", "--node", "n1", "--driver", "zfs"}, "--zfs-parent"},
+		{[]string{"executor", "--node", "n1", "--driver", "process", "--command", "sleep 1"}, "{instance}"},
+		{[]string{"executor", "--node", "n1", "--driver", "floppy"}, `unknown --driver "floppy"`},
+		{[]string{"executor", "--node", "n1", "--driver", "zfs", "--zfs-parent", "p/d", "--runtime", "lxc"}, `unknown --runtime "lxc"`},
+	} {
+		code, _, errs := run(t, "", tc.args...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want it to say %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

@@ -23,8 +23,6 @@ import (
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/executor"
-	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/planner/iallocator"
 	"github.com/drovehq/drove/planner/service"
@@ -362,46 +360,5 @@ Ganeti cluster's data can be imported.`, stderr)
 		return fail(stderr, "seed", err)
 	}
 	fmt.Fprintf(stdout, "Loaded %d groups, %d nodes, %d instances (%d events).\n", len(c.Groups), len(c.Nodes), len(c.Instances), len(envs))
-	return exitOK
-}
-
-func runExecutorCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
-	fs := newFlagSet("executor", `
-Usage: drove executor --node NAME [flags]
-
-Runs the agent of one node: it takes the opcodes dispatched to this node,
-runs them through a driver, reports progress and how each ended, and the
-new placement when an instance has moved. Transient faults are retried
-with backoff; fatal ones roll back and leave the instance where it was.`, stderr)
-	var sf serviceFlags
-	sf.register(fs, false)
-	node := fs.String("node", "", "this node's name (required)")
-	driver := fs.String("driver", "sim", "the driver: sim (simulated data path)")
-	if _, err := parse(fs, args); err != nil {
-		return flagExit(err)
-	}
-	if *node == "" {
-		fs.Usage()
-		return exitUsage
-	}
-	if *driver != "sim" {
-		return fail(stderr, "executor", fmt.Errorf("unknown driver %q: this build has sim", *driver))
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	log := sf.logger(stderr)
-	reg := newRegistry()
-	serveMetrics(ctx, sf.metricsAddr, reg, log)
-	d, err := sim.New(allinone.DemoSim())
-	if err != nil {
-		return fail(stderr, "executor", err)
-	}
-	e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node), Logger: log, Metrics: reg}, d)
-	if err != nil {
-		return fail(stderr, "executor", err)
-	}
-	if err := e.Run(ctx); err != nil && ctx.Err() == nil {
-		return fail(stderr, "executor", err)
-	}
 	return exitOK
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/process"
+	"github.com/drovehq/drove/executor/qemu"
+	"github.com/drovehq/drove/executor/sim"
+	"github.com/drovehq/drove/executor/zfs"
+)
+
+// driverFlags choose and configure the executor's driver.
+type driverFlags struct {
+	driver     string
+	zfsParent  string
+	runtime    string
+	stateDir   string
+	command    string
+	listenAddr string
+	advertise  string
+	sendMbps   float64
+}
+
+func runExecutorCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := newFlagSet("executor", `
+Usage: drove executor --node NAME [--driver sim|zfs|qemu|process] [flags]
+
+Runs the agent of one node: it takes the opcodes dispatched to this node,
+runs them through a driver, reports progress and how each ended, and the
+new placement when an instance has moved. When this node is a move's
+target it runs the receiving side and tells the source where it listens.
+Transient faults are retried with backoff; fatal ones roll back and leave
+the instance where it was.
+
+Drivers:
+  sim      a simulated data path (the demo)
+  zfs      instance datasets under --zfs-parent, sent between nodes with
+           incremental zfs send; --runtime qemu boots each instance's VM from
+           the disk.raw in its dataset, --runtime none moves storage only
+  qemu     QEMU VMs over QMP on shared storage: live migration, post-copy
+  process  instances that are plain processes (--command "CMD {instance}")`, stderr)
+	var sf serviceFlags
+	sf.register(fs, false)
+	var df driverFlags
+	node := fs.String("node", "", "this node's name (required)")
+	fs.StringVar(&df.driver, "driver", "sim", "sim, zfs, qemu or process")
+	fs.StringVar(&df.zfsParent, "zfs-parent", "", "zfs: the dataset holding one dataset per instance, e.g. tank/drove")
+	fs.StringVar(&df.runtime, "runtime", "none", "zfs: what runs instances: none or qemu")
+	fs.StringVar(&df.stateDir, "state-dir", "/var/lib/drove", "qemu, process: where sockets, pid files and logs go")
+	fs.StringVar(&df.command, "command", "", `process: the command of an instance, with {instance} replaced`)
+	fs.StringVar(&df.listenAddr, "listen-addr", "0.0.0.0:0", "where the receiving side of moves listens")
+	fs.StringVar(&df.advertise, "advertise-addr", "", "the host other nodes reach this one at (default: the listen host)")
+	fs.Float64Var(&df.sendMbps, "send-mbps", 0, "cap on this node's sends in Mbit/s; 0: none (per-migration settings may cap further)")
+	if _, err := parse(fs, args); err != nil {
+		return flagExit(err)
+	}
+	if *node == "" {
+		fs.Usage()
+		return exitUsage
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	log := sf.logger(stderr)
+	d, closeDriver, err := buildDriver(ctx, *node, df, log)
+	if err != nil {
+		return fail(stderr, "executor", err)
+	}
+	defer closeDriver()
+	reg := newRegistry()
+	serveMetrics(ctx, sf.metricsAddr, reg, log)
+	e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node),
+		ListenAddr: df.listenAddr, AdvertiseAddr: df.advertise, Logger: log, Metrics: reg}, d)
+	if err != nil {
+		return fail(stderr, "executor", err)
+	}
+	if err := e.Run(ctx); err != nil && ctx.Err() == nil {
+		return fail(stderr, "executor", err)
+	}
+	return exitOK
+}
+
+// buildDriver makes the driver the flags ask for.
+func buildDriver(ctx context.Context, node string, df driverFlags, log *slog.Logger) (executor.Driver, func(), error) {
+	none := func() {}
+	sendBps := int64(df.sendMbps * 1e6 / 8)
+	switch df.driver {
+	case "sim":
+		d, err := sim.New(allinone.DemoSim())
+		return d, none, err
+	case "zfs":
+		if df.zfsParent == "" {
+			return nil, none, fmt.Errorf("--driver zfs needs --zfs-parent")
+		}
+		cfg := zfs.Config{Node: node, Parent: df.zfsParent, SendBytesPerSecond: sendBps, Logger: log}
+		closeRuntime := none
+		switch df.runtime {
+		case "none":
+		case "qemu":
+			vm, err := qemu.New(qemu.Config{Node: node, Dir: filepath.Join(df.stateDir, "qemu"), Logger: log,
+				Disk: func(string) (string, error) { return "", fmt.Errorf("the zfs runtime gives each VM its disk") }})
+			if err != nil {
+				return nil, none, err
+			}
+			cfg.Runtime = qemu.ZFSRuntime{Driver: vm}
+			closeRuntime = func() { _ = vm.Close() }
+		default:
+			return nil, none, fmt.Errorf("unknown --runtime %q: none or qemu", df.runtime)
+		}
+		d, err := zfs.New(ctx, cfg)
+		if err != nil {
+			closeRuntime()
+			return nil, none, err
+		}
+		return d, closeRuntime, nil
+	case "qemu":
+		vm, err := qemu.New(qemu.Config{Node: node, Dir: filepath.Join(df.stateDir, "qemu"), Logger: log,
+			Disk: func(instance string) (string, error) {
+				return filepath.Join(df.stateDir, "disks", instance+".raw"), nil
+			}})
+		if err != nil {
+			return nil, none, err
+		}
+		return vm, func() { _ = vm.Close() }, nil
+	case "process":
+		if !strings.Contains(df.command, "{instance}") {
+			return nil, none, fmt.Errorf(`--driver process needs --command with {instance} in it, e.g. --command "/usr/local/bin/app --name {instance}"`)
+		}
+		d, err := process.New(process.Config{Node: node, Dir: filepath.Join(df.stateDir, "process"), Logger: log,
+			Command: func(instance string) ([]string, error) {
+				return strings.Fields(strings.ReplaceAll(df.command, "{instance}", instance)), nil
+			}})
+		return d, none, err
+	}
+	return nil, none, fmt.Errorf("unknown --driver %q: sim, zfs, qemu or process", df.driver)
+}
