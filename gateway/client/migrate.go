@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/drovehq/drove/events"
+
 	"context"
 	"encoding/json"
 	"net/http"
@@ -170,17 +172,9 @@ func (c *Client) WatchMigration(ctx context.Context, instance, id string, fn fun
 	})
 }
 
-// Settings are the operators' migration settings.
-type Settings struct {
-	AllowUserMigrations         bool    `json:"allow_user_migrations"`
-	MaxRunningMigrationsPerNode int     `json:"max_running_migrations_per_node"`
-	SendMbpsLimit               float64 `json:"send_mbps_limit"`
-	ResyncMaxBytes              int64   `json:"resync_max_bytes"`
-	ResyncMaxSyncs              int     `json:"resync_max_syncs"`
-	ResyncShrinkWindow          int     `json:"resync_shrink_window"`
-	ProgressTimeoutSeconds      int     `json:"progress_timeout_seconds"`
-	FinalizeGraceSeconds        int     `json:"finalize_grace_seconds"`
-}
+// Settings are the operators' migration settings, as the API shows them:
+// the whole SettingsChanged event in force.
+type Settings = events.SettingsChanged
 
 // Settings reads the settings in force.
 func (c *Client) Settings(ctx context.Context) (*Settings, error) {
