@@ -15,6 +15,19 @@ type stmt struct {
 	// derive, when set, names a migration whose syncs and last sync
 	// size are to be derived once the batch's statements have run.
 	derive string
+
+	// key, when set, names what the statement writes (a row, and the
+	// columns of it that statements of its kind write) where the result
+	// depends on the order of the statements writing it. Every statement
+	// that writes those columns of that row carries the same key; a
+	// statement without one commutes with every other of the batch.
+	key string
+	// merge, when set, coalesces a run of statements of one kind and key
+	// within a batch (coalesce): merge(a, b) is one statement that leaves
+	// exactly what running a and then b leaves, whatever the row held
+	// before. It reads the typed values in vals.
+	merge func(a, b stmt) stmt
+	vals  any
 }
 
 func st(name string, args ...any) stmt { return stmt{sql: q(name), args: args} }
@@ -105,8 +118,9 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 	// drove.progress
 	case events.Progress:
 		id := migrationID(e.Request, e.Job, e.Index)
-		out := []stmt{st("migration_progress", id, e.Request, e.Job, e.Index, e.Instance, e.Phase,
-			string(e.State), t, e.Current, e.Total, e.ETASeconds, e.BytesPerSecond, e.Message, e.Error)}
+		out := []stmt{progressRow{id: id, request: e.Request, job: e.Job, idx: e.Index, instance: e.Instance,
+			phase: e.Phase, state: string(e.State), t: t, current: e.Current, total: e.Total, eta: e.ETASeconds,
+			bps: e.BytesPerSecond, message: e.Message, err: e.Error, errT: t}.stmt()}
 		if e.Phase == events.PhaseSync {
 			// A sync phase is known by its start; progress events that
 			// do not say when it started count as one sync.
@@ -114,17 +128,19 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 			if started.IsZero() {
 				started = time.Unix(0, 0).UTC()
 			}
-			out = append(out,
-				st("sync_seen", id, started, max(e.Total, e.Current)),
+			out = append(out, syncRow{id: id, started: started, bytes: max(e.Total, e.Current)}.stmt(),
 				stmt{derive: id})
 		}
 		return out, nil
 	case events.End:
 		id := migrationID(e.Request, e.Job, e.Index)
-		return []stmt{st("migration_end", id, e.Request, e.Job, e.Index, e.Instance, e.Phase,
-			string(e.State), e.Message, t)}, nil
+		s := st("migration_end", id, e.Request, e.Job, e.Index, e.Instance, e.Phase,
+			string(e.State), e.Message, t)
+		s.key = progressKey(id) // it writes the progress columns too: a Progress run ends at it
+		return []stmt{s}, nil
 	case events.MoveStatusReported:
-		return []stmt{st("move_status", e.Request, e.Instance, e.Node, string(e.Status), t)}, nil
+		return []stmt{statusRow{request: e.Request, instance: e.Instance, node: e.Node,
+			status: string(e.Status), t: t}.stmt()}, nil
 
 	// drove.audit: the event log is the whole view.
 	case events.AuditRecorded:

@@ -220,6 +220,7 @@ func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record,
 					it.rec.Key, it.rec.Value, it.err.Error())
 			}
 		}
+		var all []stmt
 		for i, it := range items {
 			if it.err != nil || !fresh[i] {
 				continue
@@ -228,13 +229,16 @@ func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record,
 			if err != nil {
 				return err
 			}
-			for _, s := range sts {
-				if s.derive != "" {
-					syncs[s.derive] = true
-					continue
-				}
-				b.Queue(s.sql, s.args...)
+			all = append(all, sts...)
+		}
+		// Runs of effects on one row become one statement each: most of
+		// a batch is progress of a few moves.
+		for _, s := range coalesce(all) {
+			if s.derive != "" {
+				syncs[s.derive] = true
+				continue
 			}
+			b.Queue(s.sql, s.args...)
 		}
 		// Derived once per batch, after every sync the batch saw: a
 		// derived value depends only on the rows it is derived from.

@@ -265,7 +265,10 @@ ON CONFLICT (id) DO UPDATE SET
 -- name: migration_progress
 -- Applied only when newer than what the row shows, so the latest progress
 -- wins whatever order the events come in. A progress after an end (a
--- paused move resumed) clears the end state.
+-- paused move resumed) clears the end state. $15 is the time of the event
+-- the error ($14) is from: the event's own time, or, when the statement
+-- merges a batch's run of progress events (coalesce.go), an earlier one's,
+-- whose error stays only if that event would have applied.
 INSERT INTO migrations (id, request, job, idx, instance, phase, progress_state, progress_time,
                         current_bytes, total_bytes, eta_seconds, bytes_per_second, message,
                         error_detail, progress_end_state)
@@ -279,7 +282,10 @@ ON CONFLICT (id) DO UPDATE SET
     eta_seconds        = EXCLUDED.eta_seconds,
     bytes_per_second   = EXCLUDED.bytes_per_second,
     message            = EXCLUDED.message,
-    error_detail       = CASE WHEN EXCLUDED.error_detail <> '' THEN EXCLUDED.error_detail
+    error_detail       = CASE WHEN EXCLUDED.error_detail <> ''
+                                   AND (migrations.progress_time IS NULL
+                                        OR migrations.progress_time <= $15::timestamptz)
+                              THEN EXCLUDED.error_detail
                               ELSE migrations.error_detail END,
     progress_end_state = ''
 WHERE migrations.progress_time IS NULL OR migrations.progress_time <= EXCLUDED.progress_time
