@@ -32,21 +32,30 @@ func Encode(e Envelope) ([]byte, error) {
 // into its registered struct are all errors. The returned envelope's payload
 // is compacted and its time is in UTC, so Encode(Decode(b)) is canonical.
 func Decode(b []byte) (Envelope, error) {
+	e, _, err := DecodeWithPayload(b)
+	return e, err
+}
+
+// DecodeWithPayload is Decode that also returns the typed payload it
+// decoded to check the event, for readers that need both: calling
+// DecodePayload after Decode would decode the payload a second time.
+func DecodeWithPayload(b []byte) (Envelope, Payload, error) {
 	var e Envelope
 	if err := strictUnmarshal(b, &e); err != nil {
-		return Envelope{}, fmt.Errorf("%w: envelope: %v", ErrMalformed, err)
+		return Envelope{}, nil, fmt.Errorf("%w: envelope: %v", ErrMalformed, err)
 	}
 	if err := checkEnvelope(&e); err != nil {
-		return Envelope{}, err
+		return Envelope{}, nil, err
 	}
-	if _, err := e.checkPayload(); err != nil {
-		return Envelope{}, err
+	p, err := e.checkPayload()
+	if err != nil {
+		return Envelope{}, nil, err
 	}
 	var compact bytes.Buffer
 	_ = json.Compact(&compact, e.Payload) // valid: the payload decoded above
 	e.Payload = compact.Bytes()
 	e.Time = e.Time.UTC()
-	return e, nil
+	return e, p, nil
 }
 
 // DecodePayload returns the typed payload (a value such as NodeAnnounced,

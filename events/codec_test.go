@@ -33,6 +33,14 @@ func TestRoundTripEveryType(t *testing.T) {
 			if topic, err := got.Topic(); err != nil || topic == "" {
 				t.Fatalf("Topic() = %q, %v", topic, err)
 			}
+			env, typed, err := DecodeWithPayload(b)
+			if err != nil {
+				t.Fatalf("DecodeWithPayload: %v", err)
+			}
+			assertSameEnvelope(t, got, env)
+			if !bytes.Equal(env.Payload, got.Payload) || !reflect.DeepEqual(typed, p) {
+				t.Fatalf("DecodeWithPayload differs from Decode then DecodePayload:\n got %#v\nwant %#v", typed, p)
+			}
 		})
 	}
 }
@@ -147,6 +155,9 @@ func TestDecodeIsStrict(t *testing.T) {
 			_, err := Decode(b)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Decode(%s) = %v, want %v", b, err, tt.want)
+			}
+			if _, p, err2 := DecodeWithPayload(b); p != nil || err2 == nil || err2.Error() != err.Error() {
+				t.Fatalf("DecodeWithPayload(%s) = %v, %v; want nil, %v", b, p, err2, err)
 			}
 			if !strings.Contains(err.Error(), tt.field) {
 				t.Fatalf("error %q does not name %q", err, tt.field)
