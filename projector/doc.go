@@ -82,7 +82,8 @@
 //
 // # Records that cannot be folded
 //
-// Decoding is strict (events.Decode). A record that does not decode, an
+// Decoding is strict (events.DecodeWithPayload, which is events.Decode
+// returning the payload it decoded). A record that does not decode, an
 // event on a topic its type does not belong to, or an event whose values
 // Postgres refuses (a NUL character) is not skipped silently: it is logged
 // at error level, counted in drove_projector_undecodable_events_total, and

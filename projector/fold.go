@@ -123,22 +123,18 @@ func readAhead(ctx context.Context, next func(context.Context) (fs kgo.Fetches, 
 	return ch, func() { cancel(); <-done }
 }
 
-// decodeRecord decodes strictly and checks the event is on its type's topic:
+// decodeRecord decodes strictly (events.DecodeWithPayload) and checks the event is on its type's topic:
 // an event on the wrong topic was ordered against the wrong neighbours.
 func decodeRecord(r *kgo.Record) item {
 	it := item{rec: r}
-	env, err := events.Decode(r.Value)
+	// One decode: the payload Decode checks is the one folded.
+	env, p, err := events.DecodeWithPayload(r.Value)
 	if err != nil {
 		it.err = err
 		return it
 	}
 	if want, _ := env.Topic(); want != r.Topic {
 		it.err = fmt.Errorf("%s event on topic %s, its type belongs on %s", env.Type, r.Topic, want)
-		return it
-	}
-	p, err := env.DecodePayload()
-	if err != nil { // Decode checked it already; kept for safety
-		it.err = err
 		return it
 	}
 	it.env, it.p = env, p
