@@ -22,7 +22,6 @@ func instance(name string, storage events.StorageKind, primary, secondary string
 // incremental syncs, a small final delta, equal content, and progress
 // events with real byte counts and rates.
 func TestMigrateWhileWriting(t *testing.T) {
-	t.Parallel()
 	const size = 200 << 20
 	poolA, poolB := zfsenv.Pool(t, "a", 1024), zfsenv.Pool(t, "b", 1024)
 	w := newWorld(t, []string{"na", "nb"}, instance("vm1", events.StorageZFSLocal, "na", ""))

@@ -16,7 +16,6 @@ import (
 // incremental) and drops the old one; a failover then starts the instance
 // on the new node from that replica.
 func TestReplaceSecondaryThenFailover(t *testing.T) {
-	t.Parallel()
 	const size = 24 << 20
 	poolA, poolB, poolC := zfsenv.Pool(t, "a", 256), zfsenv.Pool(t, "b", 256), zfsenv.Pool(t, "c", 256)
 	w := newWorld(t, []string{"na", "nb", "nc"}, instance("vm3", events.StorageZFSReplicated, "na", "nb"))

@@ -18,7 +18,6 @@ import (
 // received: the cut is made in an incremental, and the first send after it
 // must be incremental from that snapshot, not a second full send.
 func TestCutSendCompletes(t *testing.T) {
-	t.Parallel()
 	const size = 32 << 20
 	poolA, poolB := zfsenv.Pool(t, "a", 512), zfsenv.Pool(t, "b", 512)
 	w := newWorld(t, []string{"na", "nb"}, instance("vm2", events.StorageZFSReplicated, "na", "nb"))

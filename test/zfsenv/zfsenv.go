@@ -23,7 +23,11 @@ var daemonErr error
 // otherwise.
 func Require(t testing.TB) {
 	t.Helper()
-	daemonOnce.Do(func() { daemonErr = ensureDaemon() })
+	daemonOnce.Do(func() {
+		if daemonErr = ensureDaemon(); daemonErr == nil {
+			sweepStale()
+		}
+	})
 	if daemonErr != nil {
 		t.Fatalf("zfsenv: ZFS is not usable: %v\n(run `make test-deps`, which installs zfs-fuse; /dev/fuse must exist)", daemonErr)
 	}
@@ -118,11 +122,30 @@ func CreatePool(tag string, sizeMiB int) (string, error) {
 	return name, nil
 }
 
+// sweepStale destroys the pools earlier test runs left behind (a killed
+// run never reaches its cleanup). zfs-fuse slows down, and can stall,
+// with many pools imported; only one test binary uses pools at a time.
+func sweepStale() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "zpool", "list", "-H", "-o", "name").Output()
+	if err != nil {
+		return
+	}
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasPrefix(name, "drove_") {
+			_ = DestroyPool(name)
+		}
+	}
+}
+
 // DestroyPool destroys a pool made by CreatePool and removes its file.
 func DestroyPool(name string) error {
 	var last error
 	for i := 0; i < 10; i++ { // zfs-fuse may call a just-used pool busy
-		out, err := exec.Command("zpool", "destroy", "-f", name).CombinedOutput()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, "zpool", "destroy", "-f", name).CombinedOutput()
+		cancel()
 		if err == nil || strings.Contains(string(out), "no such pool") {
 			last = nil
 			break
