@@ -209,8 +209,18 @@ func TestDryRunWaitsForApprovalAndRefreshesAStalePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	n4.Drained = true
-	h.appendEvent(events.NodeUpdated(n4), "operator:bob", "n4 has a failing fan", "")
-	approval := h.appendEvent(events.RequestApproved{Request: "r1"}, "operator:alice", "plan looks right", "r1")
+	// The drain and the approval are on different topics, which the
+	// service may read in either order; appended in one transaction they
+	// become visible together, and the service decides only after it has
+	// applied everything it read, so the approval re-plans with n4 drained.
+	drain := events.New(events.NodeUpdated(n4), events.WithProducer("test"),
+		events.WithReason(events.Reason{Actor: "operator:bob", Why: "n4 has a failing fan"}))
+	approval := events.New(events.RequestApproved{Request: "r1"}, events.WithProducer("test"),
+		events.WithReason(events.Reason{Actor: "operator:alice", Why: "plan looks right", RequestID: "r1"}))
+	if err := h.op.AppendBatch(h.ctx, kafka.Message{Topic: events.TopicInventory, Event: drain},
+		kafka.Message{Topic: events.TopicRequests, Event: approval}); err != nil {
+		t.Fatal(err)
+	}
 
 	h.closed("r1")
 	plans := h.ofRequest(events.TopicPlans, "r1")
