@@ -357,6 +357,12 @@ func outcome(ctx context.Context, api *client.Client, instance string, last clie
 		return exitOK
 	}
 	m, err := api.Migration(ctx, last.Migration)
+	// The end event of a phase can reach the watcher before the record
+	// that follows it reaches the views: give the record a moment.
+	for wait := 0; err == nil && (m.State == "running" || m.State == "queued") && wait < 75; wait++ {
+		time.Sleep(200 * time.Millisecond) // polling the view, bounded
+		m, err = api.Migration(ctx, last.Migration)
+	}
 	if err != nil {
 		fmt.Fprintf(stdout, "The last phase ended %s.\n", last.State)
 		return exitOK
