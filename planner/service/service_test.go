@@ -187,7 +187,7 @@ func TestFailingOpcodeCancelsDependentsThatNeedSuccess(t *testing.T) {
 func TestDryRunWaitsForApprovalAndRefreshesAStalePlan(t *testing.T) {
 	h := newHarness(t)
 	h.executor(false, nil)
-	h.start()
+	svc := h.start()
 	evacuate(h, "r1", true, "n1")
 	var first []events.Envelope
 	h.waitFor("the dry run's plan", func() bool {
@@ -209,18 +209,16 @@ func TestDryRunWaitsForApprovalAndRefreshesAStalePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	n4.Drained = true
-	// The drain and the approval are on different topics, which the
-	// service may read in either order; appended in one transaction they
-	// become visible together, and the service decides only after it has
-	// applied everything it read, so the approval re-plans with n4 drained.
-	drain := events.New(events.NodeUpdated(n4), events.WithProducer("test"),
-		events.WithReason(events.Reason{Actor: "operator:bob", Why: "n4 has a failing fan"}))
-	approval := events.New(events.RequestApproved{Request: "r1"}, events.WithProducer("test"),
-		events.WithReason(events.Reason{Actor: "operator:alice", Why: "plan looks right", RequestID: "r1"}))
-	if err := h.op.AppendBatch(h.ctx, kafka.Message{Topic: events.TopicInventory, Event: drain},
-		kafka.Message{Topic: events.TopicRequests, Event: approval}); err != nil {
-		t.Fatal(err)
-	}
+	// The drain and the approval are on different topics, which a running
+	// service may read in either order. A service that starts after both
+	// rebuilds its state from the whole log before it decides, so the
+	// approval is decided with n4 drained: stop it, append, start again.
+	svc.cancel()
+	err = <-svc.done
+	svc.done <- err // for the cleanup
+	h.appendEvent(events.NodeUpdated(n4), "operator:bob", "n4 has a failing fan", "")
+	approval := h.appendEvent(events.RequestApproved{Request: "r1"}, "operator:alice", "plan looks right", "r1")
+	h.start()
 
 	h.closed("r1")
 	plans := h.ofRequest(events.TopicPlans, "r1")
