@@ -260,15 +260,14 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 			return nil
 		case <-sub.cut:
 			g.metrics.watchCut.Inc()
-			write(controlLine{Type: "error", Error: &apiError{Code: codeTooSlow,
-				Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect to get the history again"}})
+			write(g.tooSlowLine())
 			return nil
 		case <-keepalive.C:
 			if !write(controlLine{Type: "keepalive"}) {
 				return nil
 			}
 		case <-g.closing:
-			write(controlLine{Type: "error", Error: &apiError{Code: codeUnavailable, Message: "the gateway is shutting down; reconnect"}})
+			write(shuttingDownLine)
 			return nil
 		case <-c.Done():
 			return nil

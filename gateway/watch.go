@@ -142,18 +142,26 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 		case <-sub.cut:
 			g.metrics.watchCut.Inc()
 			g.log.Warn("watch stream cut: the watcher fell behind", "path", c.Request.URL.Path, "buffer", g.cfg.WatchBuffer)
-			write(controlLine{Type: "error", Error: &apiError{Code: codeTooSlow,
-				Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect to get the history again"}})
+			write(g.tooSlowLine())
 			return nil
 		case <-keepalive.C:
 			if !write(controlLine{Type: "keepalive"}) {
 				return nil
 			}
 		case <-g.closing:
-			write(controlLine{Type: "error", Error: &apiError{Code: codeUnavailable, Message: "the gateway is shutting down; reconnect"}})
+			write(shuttingDownLine)
 			return nil
 		case <-c.Done():
 			return nil
 		}
 	}
 }
+
+// tooSlowLine ends a stream whose watcher fell too far behind.
+func (g *Gateway) tooSlowLine() controlLine {
+	return controlLine{Type: "error", Error: &apiError{Code: codeTooSlow,
+		Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect to get the history again"}}
+}
+
+// shuttingDownLine ends every stream when the gateway stops.
+var shuttingDownLine = controlLine{Type: "error", Error: &apiError{Code: codeUnavailable, Message: "the gateway is shutting down; reconnect"}}
