@@ -76,7 +76,9 @@ const headerTimeout = 10 * time.Second
 
 // Accept waits for the next stream of this move. Connections that are not
 // this package's protocol, or carry another key, are answered and dropped.
-// It returns ErrClosed after Close and ctx.Err() when ctx ends.
+// It returns ErrClosed after Close and ctx.Err() when ctx ends. Ending ctx
+// also cuts the stream returned, as it does a Sender's: a receiver that
+// stops must not leave its consumer reading a stream that goes on.
 func (l *Listener) Accept(ctx context.Context) (*Stream, error) {
 	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
 	defer stop()
@@ -96,6 +98,7 @@ func (l *Listener) Accept(ctx context.Context) (*Stream, error) {
 			_ = c.Close()
 			continue // a stranger or a stale sender; keep serving this move
 		}
+		s.stop = context.AfterFunc(ctx, func() { _ = c.Close() })
 		return s, nil
 	}
 }
@@ -134,6 +137,7 @@ type Stream struct {
 	done    bool
 	meter   *Meter
 	replied bool
+	stop    func() bool // unties the stream from Accept's ctx
 }
 
 // Meter counts the body bytes read so far.
@@ -181,6 +185,9 @@ func (s *Stream) Reply(r Reply) error {
 	}
 	s.replied = true
 	defer s.conn.Close()
+	if s.stop != nil {
+		s.stop()
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -191,7 +198,13 @@ func (s *Stream) Reply(r Reply) error {
 }
 
 // Close drops the stream without a reply (the sender sees ErrCut).
-func (s *Stream) Close() error { s.replied = true; return s.conn.Close() }
+func (s *Stream) Close() error {
+	s.replied = true
+	if s.stop != nil {
+		s.stop()
+	}
+	return s.conn.Close()
+}
 
 // Sender is the sending end of one stream: Write the body, then Finish.
 type Sender struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -154,22 +155,111 @@ func snapNumbers(ctx context.Context, ds string) ([]int, error) {
 	return ns, nil
 }
 
-// sendCmd starts `zfs send args...` writing to w; wait for it with Wait.
-func sendCmd(ctx context.Context, w io.Writer, args ...string) (*exec.Cmd, *bytes.Buffer, error) {
+// Send and receive are stopped by closing this side of their pipe, not
+// by killing the zfs command. zfs-fuse runs a transfer in its daemon: the
+// command passes its standard input or output to the daemon and waits, so
+// a killed command leaves the daemon reading or writing the pipe on its
+// own. A receive left that way either completes a stream meant to be cut
+// or blocks, holding the dataset, until the pipe closes. Closing the pipe
+// stops both kinds of ZFS: the daemon (or kernel) sees end of input, which
+// fails the receive as an incomplete stream, or a broken pipe, which
+// fails the send. The command is killed only if it has not ended
+// stopGrace after that.
+
+// send runs `zfs send args...` into w. It returns when the stream is
+// written, or, once ctx ends or w fails, when the send has stopped.
+func send(ctx context.Context, w io.Writer, args ...string) error {
+	all := append([]string{"send"}, args...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
 	var errb bytes.Buffer
-	c := exec.CommandContext(ctx, "zfs", append([]string{"send"}, args...)...)
-	c.Stdout, c.Stderr = w, &errb
-	return c, &errb, c.Start()
+	c := exec.Command("zfs", all...)
+	c.Stdout, c.Stderr = pw, &errb
+	err = c.Start()
+	pw.Close() // the command (and through it the daemon) holds the write end
+	if err != nil {
+		pr.Close()
+		return cmdError(all, "", err)
+	}
+	stop := context.AfterFunc(ctx, func() { pr.Close() })
+	_, cerr := io.Copy(w, pr)
+	pr.Close() // a failed w must break the daemon's pipe, or it blocks writing
+	stop()
+	if werr := waitStopped(ctx, c); werr != nil {
+		return cmdError(all, errb.String(), werr)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return cerr
 }
 
-// recv runs `zfs receive args...` reading r to its end.
+// recv runs `zfs receive args...` reading r to its end. If ctx ends or r
+// fails before the end, the receive sees an incomplete stream and fails.
 func recv(ctx context.Context, r io.Reader, args ...string) error {
-	var errb bytes.Buffer
 	all := append([]string{"receive"}, args...)
-	c := exec.CommandContext(ctx, "zfs", all...)
-	c.Stdin, c.Stderr = r, &errb
-	if err := c.Run(); err != nil {
-		return cmdError(all, errb.String(), err)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
 	}
+	var errb bytes.Buffer
+	c := exec.Command("zfs", all...)
+	c.Stdin, c.Stderr = pr, &errb
+	err = c.Start()
+	pr.Close()
+	if err != nil {
+		pw.Close()
+		return cmdError(all, "", err)
+	}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(pw, r)
+		pw.Close()
+		copied <- err
+	}()
+	stop := context.AfterFunc(ctx, func() { pw.Close() })
+	werr := waitStopped(ctx, c)
+	stop()
+	// The copy may still wait on r after a failed receive; closing the
+	// pipe makes its next write fail, and r's owner ends the read.
+	pw.Close()
+	if werr != nil {
+		err := cmdError(all, errb.String(), werr)
+		select {
+		case cerr := <-copied:
+			if cerr != nil {
+				err = fmt.Errorf("%w (the stream: %v)", err, cerr)
+			}
+		default:
+		}
+		return err
+	}
+	// A whole stream is in (it ends with its own end record), even if
+	// ctx ended just after.
 	return nil
 }
+
+// waitStopped waits for c; once ctx has ended it allows stopGrace for the
+// closed pipe to end the command, then kills it.
+func waitStopped(ctx context.Context, c *exec.Cmd) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		_ = c.Process.Kill()
+		return <-done
+	}
+}
+
+const stopGrace = 30 * time.Second

@@ -63,6 +63,11 @@ func TestCutSendCompletes(t *testing.T) {
 	if !strings.Contains(held, "@migrate-snap-1") {
 		t.Fatalf("the target lost the received snapshot at the cut:\n%s", held)
 	}
+	// The receive in flight must die with its executor, not run on in
+	// the ZFS daemon to the end of a stream that is still arriving.
+	if strings.Contains(held, "@migrate-snap-2") {
+		t.Fatalf("the cut receive went on to completion after its executor stopped:\n%s", held)
+	}
 	b.start(w) // a new executor on the same node
 
 	if e := w.ended(0, "na"); e.Status != events.JobSuccess {

@@ -256,13 +256,7 @@ func (m *move) stream(ctx context.Context, args []string, meta map[string]string
 			}
 		}
 	}()
-	cmd, stderr, err := sendCmd(ctx, snd, args...)
-	if err == nil {
-		err = cmd.Wait()
-		if err != nil {
-			err = cmdError(append([]string{"send"}, args...), stderr.String(), err)
-		}
-	}
+	err = send(ctx, snd, args...)
 	close(stopReport)
 	<-reported
 	st := snd.Meter().Stats()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,22 +227,13 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 	}
 	defer restore()
 
-	rctx, kill := context.WithCancel(ctx)
-	defer kill()
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := io.Copy(pw, s)
-		if err != nil {
-			kill() // a cut stream must fail the receive
-		}
-		pw.CloseWithError(err)
-	}()
 	args := []string{"-F", ds}
 	if d.feat.Resumable {
 		args = []string{"-s", "-F", ds}
 	}
-	rerr := recv(rctx, pr, args...)
-	_ = pr.CloseWithError(io.ErrClosedPipe)
+	// A cut stream ends recv's input early, which fails the receive: ZFS
+	// discards the partial stream or, resumable, keeps a token.
+	rerr := recv(ctx, s, args...)
 	got := s.Meter().Stats().Bytes
 	if rerr != nil {
 		return got, rerr
