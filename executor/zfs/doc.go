@@ -17,9 +17,13 @@
 //     holds N+1 both sides destroy the older migration snapshots. migrate
 //     re-syncs until the ResyncRule says switch; replace-disks sends one
 //     incremental after the full send.
+//   - verify ahead (a running instance that the move stops): compare the
+//     content checksums of the last synced snapshot on both sides while the
+//     instance still runs, then sync once more (checksum.go).
 //   - switch: stop the instance (migrate, failover; not replace-disks),
 //     send the final delta, compare content checksums of the final snapshot
-//     on both sides (a mismatch is fatal and keeps the source), commit: the
+//     on both sides, re-reading only the files changed since the checksum
+//     ahead (a mismatch is fatal and keeps the source), commit: the
 //     target starts the instance if it ran. zfs-local leaves nothing on the
 //     source; zfs-replicated keeps the final snapshot on both sides as the
 //     base of the replica's next incremental, and the source's dataset
@@ -44,6 +48,8 @@
 //     says which mode ran. Old ZFS (zfs-fuse, pool version 23) has -R only:
 //     no resume tokens, no bookmarks, no `send -nP`, no written@; sizes are
 //     then estimated from referenced and used.
+//   - Send and receive are stopped by closing their pipe: zfs-fuse runs
+//     them in its daemon, which a killed zfs command does not stop (cli.go).
 //   - go-zfs v3 cannot list datasets on old ZFS (it asks for `list -p` and
 //     properties it lacks), so listing, get, snapshot, send and receive run
 //     the zfs command directly (cli.go); go-zfs does set, rollback, destroy.

@@ -133,7 +133,45 @@ type Driver struct {
 
 	mu       sync.Mutex
 	reports  []MoveReport
-	recvLock map[string]*sync.Mutex // one receive per dataset at a time
+	recvLock map[string]*sync.Mutex  // one receive per dataset at a time
+	verified map[string]verifiedSums // per dataset: the move's last verified snapshot
+}
+
+// verifiedSums are the file sums of the last snapshot a move verified.
+type verifiedSums struct {
+	key   string // the move (executor.Op.Key)
+	snap  int
+	files map[string]fileSum
+}
+
+// contentSum checksums snapshot n of the move's dataset. With prev > 0 it
+// re-reads only the files changed since snapshot prev, if this node
+// verified prev in the same move; the sums are kept for a later call.
+func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int) (treeSum, error) {
+	ds := d.Dataset(op.Instance)
+	d.mu.Lock()
+	var files map[string]fileSum
+	if v, ok := d.verified[ds]; ok && prev > 0 && v.key == op.Key() && v.snap == prev {
+		files = v.files
+	}
+	d.mu.Unlock()
+	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files)
+	if err == nil {
+		d.mu.Lock()
+		d.verified[ds] = verifiedSums{key: op.Key(), snap: n, files: ts.files}
+		d.mu.Unlock()
+	}
+	return ts, err
+}
+
+// forgetSums drops what a move verified once it has ended.
+func (d *Driver) forgetSums(op executor.Op) {
+	ds := d.Dataset(op.Instance)
+	d.mu.Lock()
+	if v, ok := d.verified[ds]; ok && v.key == op.Key() {
+		delete(d.verified, ds)
+	}
+	d.mu.Unlock()
 }
 
 var (
@@ -156,7 +194,7 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("%w: Parent: dataset %q does not exist", ErrInvalidConfig, cfg.Parent)
 	}
 	d := &Driver{cfg: cfg, log: cfg.Logger.With("driver", "zfs", "node", cfg.Node),
-		feat: Detect(ctx, cfg.Parent), recvLock: map[string]*sync.Mutex{}}
+		feat: Detect(ctx, cfg.Parent), recvLock: map[string]*sync.Mutex{}, verified: map[string]verifiedSums{}}
 	d.log.Info("zfs features detected", "mode", d.feat.Mode())
 	return d, nil
 }
@@ -204,11 +242,15 @@ type MoveReport struct {
 	// Checksum is the content sum both sides agreed on at the switch
 	// point (or the source's, on a mismatch).
 	Checksum string
-	// ChecksumTime is how long the checksums of both sides took (in
-	// parallel); it is part of the downtime.
-	ChecksumTime time.Duration
-	Mode         string
-	Err          error
+	// ChecksumTime is how long the checksums of both sides took at the
+	// switch (in parallel); it is part of the downtime. AheadTime is the
+	// checksum ahead of the switch, while the instance still ran.
+	ChecksumTime, AheadTime time.Duration
+	// ChecksumRead and ChecksumReused are the source's bytes read for the
+	// switch's checksum and taken from the checksum ahead of it.
+	ChecksumRead, ChecksumReused int64
+	Mode                         string
+	Err                          error
 }
 
 // SyncReport is one send.

@@ -64,8 +64,14 @@ func TestMigrateWhileWriting(t *testing.T) {
 	if rep.FinalDelta <= 0 || rep.FinalDelta > 16<<20 {
 		t.Errorf("final delta %d bytes, want small (under 16 MiB)", rep.FinalDelta)
 	}
-	if !strings.HasPrefix(rep.Checksum, "sha256:") {
+	if !strings.HasPrefix(rep.Checksum, "sha256-tree:") {
 		t.Errorf("checksum %q", rep.Checksum)
+	}
+	// The switch's checksum reads what changed since the checksum ahead
+	// of it (the log), not the unchanged 200 MB base again.
+	t.Logf("checksum ahead %s; at the switch %s: read %d bytes, reused %d", rep.AheadTime, rep.ChecksumTime, rep.ChecksumRead, rep.ChecksumReused)
+	if rep.ChecksumReused < size || rep.ChecksumRead >= size/2 {
+		t.Errorf("switch checksum read %d bytes and reused %d; want the %d-byte base reused", rep.ChecksumRead, rep.ChecksumReused, size)
 	}
 
 	// The target holds exactly what was written, independently checked.

@@ -28,6 +28,7 @@ type move struct {
 
 	current, total int64
 	phase          string
+	verified       int // the snapshot verified ahead of the switch; 0: none
 }
 
 // Run is the source side of an opcode: see executor.Driver.
@@ -84,13 +85,19 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 		return executor.Result{}, executor.Transient(err)
 	}
 
+	defer m.d.forgetSums(op)
 	res, err := m.sync(ctx, hello, op.Kind == events.OpInstanceMigrate)
 	if err != nil {
 		return res, m.fail(ctx, err, false, wasRunning)
 	}
+	stop := op.Kind != events.OpInstanceReplaceDisks
+	if stop && wasRunning {
+		if err := m.verifyAhead(ctx); err != nil {
+			return res, m.fail(ctx, err, false, wasRunning)
+		}
+	}
 	// Switch: stop (migrate, failover), final delta, verify, commit.
 	m.phase = events.PhaseSwitch
-	stop := op.Kind != events.OpInstanceReplaceDisks
 	var down time.Time
 	if stop && wasRunning {
 		m.progress("stopping "+op.Instance+" on "+op.From+" for the final delta", 0, 0)
@@ -104,7 +111,7 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 		return res, m.fail(ctx, err, stop, wasRunning)
 	}
 	began := time.Now()
-	sum, err := m.verify(ctx, final)
+	sum, err := m.verify(ctx, final, m.verified)
 	m.rep.ChecksumTime = time.Since(began)
 	if err != nil {
 		return res, m.fail(ctx, err, stop, wasRunning)
@@ -296,31 +303,62 @@ func (m *move) estimate(ctx context.Context, base, next int) int64 {
 	return max(refNext-refBase, 0) + usedBase
 }
 
-// verify compares the content sums of snapshot n on both sides.
-func (m *move) verify(ctx context.Context, n int) (string, error) {
-	m.progress(fmt.Sprintf("verifying: content checksum of %s on both nodes", snapName(n)), 0, 0)
+// verifyAhead checksums the last synced snapshot on both nodes while the
+// instance still runs, then syncs what it wrote meanwhile, so that the
+// switch's checksum re-reads only the files changed since (checksum.go).
+func (m *move) verifyAhead(ctx context.Context) error {
+	last := m.rep.Syncs[len(m.rep.Syncs)-1].Snapshot
+	began := time.Now()
+	if _, err := m.verify(ctx, last, 0); err != nil {
+		return err
+	}
+	m.rep.AheadTime = time.Since(began)
+	m.verified = last
+	_, err := m.send(ctx, false)
+	return err
+}
+
+// verify compares the content sums of snapshot n on both sides; with
+// prev > 0 each side re-reads only the files changed since it verified
+// snapshot prev.
+func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
+	what := "verifying: content checksum of " + snapName(n) + " on both nodes"
+	if prev > 0 {
+		what += ", re-reading the files changed since " + snapName(prev)
+	} else if m.phase == events.PhaseSync {
+		what += " ahead of the switch, while " + m.op.Instance + " runs"
+	}
+	m.progress(what, 0, 0)
 	type res struct {
-		sum string
+		ts  treeSum
 		err error
 	}
 	local := make(chan res, 1)
 	go func() {
-		s, err := checksumSnapshot(ctx, m.d.cfg.Parent, m.op.Instance, n)
-		local <- res{s, err}
+		ts, err := m.d.contentSum(ctx, m.op, n, prev)
+		local <- res{ts, err}
 	}()
-	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n)})
+	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n), "prev": strconv.Itoa(prev)})
 	l := <-local
 	if l.err != nil {
 		return "", executor.Transient(l.err)
 	}
-	m.rep.Checksum = l.sum
+	m.rep.Checksum = l.ts.Sum
 	if rerr != nil {
 		return "", rerr
 	}
-	if remote["sum"] != l.sum {
-		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s", ErrChecksum, l.sum, m.op.From, remote["sum"], m.op.To))
+	if remote["sum"] != l.ts.Sum {
+		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s", ErrChecksum, l.ts.Sum, m.op.From, remote["sum"], m.op.To))
 	}
-	return l.sum, nil
+	if m.phase == events.PhaseSwitch {
+		m.rep.ChecksumRead, m.rep.ChecksumReused = l.ts.Read, l.ts.Reused
+	}
+	msg := fmt.Sprintf("checksum of %s equal on both nodes: %d bytes read", snapName(n), l.ts.Read)
+	if prev > 0 {
+		msg += fmt.Sprintf(", %d bytes in files unchanged since %s", l.ts.Reused, snapName(prev))
+	}
+	m.progress(msg, 0, 0)
+	return l.ts.Sum, nil
 }
 
 // fail rolls the source back after err: the instance restarts where it

@@ -97,6 +97,7 @@ func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(add
 	mu := d.lockDataset(ds)
 	mu.Lock()
 	defer mu.Unlock()
+	defer d.forgetSums(op)
 	listening(l.Addr())
 	d.log.Info("receiving", "opcode", op.Key(), "dataset", ds, "addr", l.Addr())
 	var received int64
@@ -142,8 +143,9 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 		reply(map[string]string{"bytes": strconv.FormatInt(n, 10)}, err)
 	case kindChecksum:
 		n, _ := strconv.Atoi(s.Meta["snap"])
-		sum, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n)
-		reply(map[string]string{"sum": sum}, err)
+		prev, _ := strconv.Atoi(s.Meta["prev"])
+		ts, err := d.contentSum(ctx, op, n, prev)
+		reply(map[string]string{"sum": ts.Sum, "read": strconv.FormatInt(ts.Read, 10)}, err)
 	case kindCommit:
 		err := d.commitTarget(ctx, op, ds, s.Meta)
 		reply(nil, err)

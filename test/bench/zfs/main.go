@@ -120,7 +120,9 @@ func run(sizeMiB int, writeMiBps float64) error {
 	fmt.Printf("whole move: %s, %d bytes, %d syncs\n", total.Round(time.Millisecond), res.Bytes, res.Syncs)
 	fmt.Printf("switch downtime (stop → started on target, final delta %d KiB, checksum of both sides included): %s\n",
 		rep.FinalDelta>>10, rep.Downtime.Round(time.Millisecond))
-	fmt.Printf("  of which checksum of the final snapshot (both sides, in parallel): %s\n", rep.ChecksumTime.Round(time.Millisecond))
+	fmt.Printf("  of which checksum of the final snapshot (both sides, in parallel): %s, %d MiB read, %d MiB unchanged since the checksum ahead\n",
+		rep.ChecksumTime.Round(time.Millisecond), rep.ChecksumRead>>20, rep.ChecksumReused>>20)
+	fmt.Printf("checksum ahead of the switch, while the instance ran: %s\n", rep.AheadTime.Round(time.Millisecond))
 	return nil
 }
 
