@@ -41,7 +41,7 @@ func main() {
 
 func run(sizeMiB int, writeMiBps float64) error {
 	ctx := context.Background()
-	poolSize := sizeMiB*3 + 512
+	poolSize := sizeMiB*4 + 512
 	a, err := zfsenv.CreatePool("bench_a", poolSize)
 	if err != nil {
 		return err
@@ -61,25 +61,68 @@ func run(sizeMiB int, writeMiBps float64) error {
 		return err
 	}
 
-	// Bare: zfs send | zfs receive of the same dataset, same machine.
+	// Bare: zfs send | zfs receive of the same dataset, same machine. The
+	// first send warms the caches; the best of two timed runs counts, so
+	// the ratio is not flattered by a cold bare run.
 	if err := sh("zfs snapshot " + ds + "@bare"); err != nil {
 		return err
 	}
-	t0 := time.Now()
-	if err := sh(fmt.Sprintf("zfs send -R %s@bare | zfs receive -F %s/bare", ds, b)); err != nil {
+	if err := sh(fmt.Sprintf("zfs send -R %s@bare > /dev/null", ds)); err != nil {
 		return err
 	}
-	bare := time.Since(t0)
-	if err := sh(fmt.Sprintf("zfs destroy -r -f %s/bare && zfs destroy %s@bare", b, ds)); err != nil {
+	var bare time.Duration
+	for i := 0; i < 2; i++ {
+		t0 := time.Now()
+		// Into a new dataset each time: zfs-fuse calls a just-received
+		// dataset busy for a while; the pool goes at the end anyway.
+		if err := sh(fmt.Sprintf("zfs send -R %s@bare | zfs receive %s/bare%d", ds, b, i)); err != nil {
+			return err
+		}
+		if d := time.Since(t0); bare == 0 || d < bare {
+			bare = d
+		}
+	}
+	if err := sh(fmt.Sprintf("zfs destroy %s@bare", ds)); err != nil {
 		return err
 	}
 
-	// Drove: a migrate by the zfs driver's two sides over TCP, with a
-	// write load during the sync phase.
+	// Drove's throughput: the same dataset moved by the zfs driver's two
+	// sides over TCP, as the bare run, with no write load (the instance is
+	// stopped): a→b, then b→a; the faster full send counts.
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	na, err := zfs.New(ctx, zfs.Config{Node: "na", Parent: a, Runtime: zfs.NewMemRuntime(), Logger: quiet})
+	if err != nil {
+		return err
+	}
+	nb, err := zfs.New(ctx, zfs.Config{Node: "nb", Parent: b, Runtime: zfs.NewMemRuntime(), Logger: quiet})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("zfs mode: %s\n", na.Features().Mode())
+	var full zfs.SyncReport
+	for _, dir := range []struct {
+		src, dst *zfs.Driver
+		from, to string
+	}{{na, nb, "na", "nb"}, {nb, na, "nb", "na"}} {
+		rep, _, _, err := move(ctx, dir.src, dir.dst, dir.from, dir.to, events.RunStopped)
+		if err != nil {
+			return err
+		}
+		if s := rep.Syncs[0]; full.Duration == 0 || s.Duration < full.Duration {
+			full = s
+		}
+	}
+	bareRate := float64(full.Bytes) / bare.Seconds()
+	droveRate := float64(full.Bytes) / full.Duration.Seconds()
+	fmt.Printf("bare zfs send | zfs receive: %d MiB in %s = %.1f MiB/s (best of 2)\n", full.Bytes>>20, bare.Round(time.Millisecond), bareRate/(1<<20))
+	fmt.Printf("Drove full send (sync 1):    %d MiB in %s = %.1f MiB/s (best of 2)\n", full.Bytes>>20, full.Duration.Round(time.Millisecond), droveRate/(1<<20))
+	fmt.Printf("throughput ratio Drove/bare: %.3f (target >= 0.9)\n", droveRate/bareRate)
+
+	// The switch's downtime: a migrate a→b of the running instance while
+	// it writes writeMiBps to a log during the sync phase.
 	stopWriter := startWriter(filepath.Join("/"+ds, "log"), int64(writeMiBps*(1<<20)))
 	rtA := zfs.NewMemRuntime("vm")
 	rtA.OnStop = func(zfs.Instance) { stopWriter() }
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	src, err := zfs.New(ctx, zfs.Config{Node: "na", Parent: a, Runtime: rtA, Logger: quiet})
 	if err != nil {
 		return err
@@ -88,32 +131,11 @@ func run(sizeMiB int, writeMiBps float64) error {
 	if err != nil {
 		return err
 	}
-	op := executor.Op{Request: "bench", Kind: events.OpInstanceMigrate, Instance: "vm",
-		Storage: events.StorageZFSLocal, RunState: events.RunRunning, From: "na", To: "nb", Primary: "na", Attempt: 1}
-	addr := make(chan string, 1)
-	recvDone := make(chan error, 1)
-	go func() {
-		recvDone <- dst.Receive(ctx, op, func(a string) { addr <- a }, func(executor.Progress) {})
-	}()
-	got := <-addr
-	op.AwaitReceiver = func(context.Context) (string, error) { return got, nil }
-	t1 := time.Now()
-	res, err := src.Run(ctx, op, func(executor.Progress) {})
-	total := time.Since(t1)
+	rep, res, total, err := move(ctx, src, dst, "na", "nb", events.RunRunning)
 	if err != nil {
 		return err
 	}
-	if err := <-recvDone; err != nil {
-		return err
-	}
-	rep := src.Reports()[0]
-	full := rep.Syncs[0]
-	bareRate := float64(full.Bytes) / bare.Seconds()
-	droveRate := float64(full.Bytes) / full.Duration.Seconds()
-	fmt.Printf("zfs mode: %s\n", src.Features().Mode())
-	fmt.Printf("bare zfs send | zfs receive: %d MiB in %s = %.1f MiB/s\n", full.Bytes>>20, bare.Round(time.Millisecond), bareRate/(1<<20))
-	fmt.Printf("Drove full send (sync 1):    %d MiB in %s = %.1f MiB/s\n", full.Bytes>>20, full.Duration.Round(time.Millisecond), droveRate/(1<<20))
-	fmt.Printf("throughput ratio Drove/bare: %.3f (target >= 0.9)\n", droveRate/bareRate)
+	fmt.Printf("migrate of the running instance writing %.1f MiB/s:\n", writeMiBps)
 	for _, s := range rep.Syncs {
 		fmt.Printf("  sync %d: incremental=%v final=%v %d bytes in %s\n", s.Snapshot, s.Incremental, s.Final, s.Bytes, s.Duration.Round(time.Millisecond))
 	}
@@ -124,6 +146,31 @@ func run(sizeMiB int, writeMiBps float64) error {
 		rep.ChecksumTime.Round(time.Millisecond), rep.ChecksumRead>>20, rep.ChecksumReused>>20)
 	fmt.Printf("checksum ahead of the switch, while the instance ran: %s\n", rep.AheadTime.Round(time.Millisecond))
 	return nil
+}
+
+// move migrates the zfs-local instance "vm" from src's node to dst's,
+// each driver playing its side as two executors would.
+func move(ctx context.Context, src, dst *zfs.Driver, from, to string, state events.RunState) (zfs.MoveReport, executor.Result, time.Duration, error) {
+	op := executor.Op{Request: "bench", Job: len(src.Reports()), Kind: events.OpInstanceMigrate, Instance: "vm",
+		Storage: events.StorageZFSLocal, RunState: state, From: from, To: to, Primary: from, Attempt: 1}
+	addr := make(chan string, 1)
+	recvDone := make(chan error, 1)
+	go func() {
+		recvDone <- dst.Receive(ctx, op, func(a string) { addr <- a }, func(executor.Progress) {})
+	}()
+	got := <-addr
+	op.AwaitReceiver = func(context.Context) (string, error) { return got, nil }
+	began := time.Now()
+	res, err := src.Run(ctx, op, func(executor.Progress) {})
+	took := time.Since(began)
+	if rerr := <-recvDone; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return zfs.MoveReport{}, res, took, err
+	}
+	reps := src.Reports()
+	return reps[len(reps)-1], res, took, nil
 }
 
 func sh(cmd string) error {
