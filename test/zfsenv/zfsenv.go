@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -114,17 +116,43 @@ func CreatePool(tag string, sizeMiB int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The owner's pid beside the image lets a later sweep tell a pool a
+	// killed run left behind from one another run still uses.
+	if err := os.WriteFile(ownerFile(name), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.Remove(img)
+		return "", err
+	}
 	out, err := exec.Command("zpool", "create", "-f", "-m", "/"+name, name, img).CombinedOutput()
 	if err != nil {
 		os.Remove(img)
+		os.Remove(ownerFile(name))
 		return "", fmt.Errorf("zpool create %s: %v: %s", name, err, bytes.TrimSpace(out))
 	}
 	return name, nil
 }
 
+func ownerFile(name string) string {
+	return filepath.Join(os.TempDir(), "drove-zfsenv", name+".pid")
+}
+
+// orphaned says whether the process that created pool name is gone.
+func orphaned(name string) bool {
+	b, err := os.ReadFile(ownerFile(name))
+	if err != nil {
+		return true
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return true
+	}
+	// Signal 0 checks that the process exists without touching it.
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
 // sweepStale destroys the pools earlier test runs left behind (a killed
-// run never reaches its cleanup). zfs-fuse slows down, and can stall,
-// with many pools imported; only one test binary uses pools at a time.
+// run never reaches its cleanup): zfs-fuse slows down, and can stall,
+// with many pools imported. Pools whose creator still runs (another test
+// binary, a benchmark) are left alone.
 func sweepStale() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -133,7 +161,7 @@ func sweepStale() {
 		return
 	}
 	for _, name := range strings.Fields(string(out)) {
-		if strings.HasPrefix(name, "drove_") {
+		if strings.HasPrefix(name, "drove_") && orphaned(name) {
 			_ = DestroyPool(name)
 		}
 	}
@@ -154,6 +182,7 @@ func DestroyPool(name string) error {
 		time.Sleep(300 * time.Millisecond)
 	}
 	os.Remove(filepath.Join(os.TempDir(), "drove-zfsenv", name+".img"))
+	os.Remove(ownerFile(name))
 	_ = os.Remove("/" + name)
 	return last
 }
