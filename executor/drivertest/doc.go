@@ -1,6 +1,6 @@
 // Package drivertest is the suite every executor.Driver must pass — the
-// simulator now, the ZFS storage and QEMU runtime drivers later — so the
-// executor can rely on one contract whatever moves the bytes:
+// simulator and the ZFS storage driver now, the QEMU runtime driver later —
+// so the executor can rely on one contract whatever moves the bytes:
 //
 //	func TestDriver(t *testing.T) {
 //		drivertest.Run(t, func(t *testing.T) executor.Driver { return newDriver(t) })
@@ -11,6 +11,15 @@
 // driver creates the datasets and domains; the simulator learns them from
 // the first Op). A driver that also implements Locator has its placements
 // checked after every move, success or abort.
+//
+// A driver that moves only some storage kinds runs the suite with RunFor,
+// naming them; the cases whose instance has another kind are not
+// generated, and its world need hold only FixtureFor(those kinds). The
+// ZFS driver, which refuses shared storage, does so:
+//
+//	drivertest.RunFor(t, []events.StorageKind{events.StorageZFSReplicated, events.StorageZFSLocal}, newWorld)
+//
+// Run is RunFor with every storage kind of Fixture.
 //
 // The suite checks, for migrate (mirrored, copied and shared storage),
 // failover and replace-disks: success, progress that is monotonic and ends

@@ -44,6 +44,10 @@
 //     or an abort after a restart knows what the move added; a committed
 //     move leaves drove:committed=<opcode key>, and a second Run of the
 //     opcode then succeeds at once.
+//   - Progress counts the bytes sent, except that a finished send counts
+//     at least its estimate: Total, the sum of the estimates, never
+//     shrinks and Current ends at it (executor.Driver); Result.Bytes is
+//     what was sent.
 //   - Features are detected at start (Detect) and every progress message
 //     says which mode ran. Old ZFS (zfs-fuse, pool version 23) has -R only:
 //     no resume tokens, no bookmarks, no `send -nP`, no written@; sizes are

@@ -26,9 +26,12 @@ type move struct {
 	addr   string
 	rep    MoveReport
 
-	current, total int64
-	phase          string
-	verified       int // the snapshot verified ahead of the switch; 0: none
+	// current and total are the progress counters: bytes, except that a
+	// finished send counts at least its estimate (see sendWith); sent is
+	// what went over the wire.
+	current, total, sent int64
+	phase                string
+	verified             int // the snapshot verified ahead of the switch; 0: none
 }
 
 // Run is the source side of an opcode: see executor.Driver.
@@ -131,9 +134,8 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 	if err := m.cleanupSource(context.WithoutCancel(ctx), keep); err != nil {
 		m.d.log.Warn("source cleanup after the move failed; leftovers stay", "dataset", m.ds, "err", err)
 	}
-	m.total = m.current
 	m.progress(fmt.Sprintf("done: %s on %s, checksum %s", op.Instance, op.To, sum), 0, 0)
-	res.Downtime, res.Bytes, res.Syncs = m.rep.Downtime, m.current, len(m.rep.Syncs)
+	res.Downtime, res.Bytes, res.Syncs = m.rep.Downtime, m.sent, len(m.rep.Syncs)
 	res.Message = fmt.Sprintf("%s of %s to %s: %d syncs, %d bytes, final delta %d bytes, downtime %s, checksum %s (%s)",
 		executor.ShortKind(op.Kind), op.Instance, op.To, res.Syncs, res.Bytes, m.rep.FinalDelta,
 		m.rep.Downtime.Round(time.Millisecond), sum, m.d.feat.Mode())
@@ -214,12 +216,19 @@ func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string
 	}
 	m.total += est
 	m.progress(what, 0, 0)
-	began := time.Now()
+	began, start := time.Now(), m.current
 	sent, err := m.stream(ctx, args, map[string]string{"snap": strconv.Itoa(next),
 		"base": strconv.Itoa(base), "estimate": strconv.FormatInt(est, 10)}, what)
 	if err != nil {
 		return 0, err
 	}
+	m.sent += sent
+	// Total never shrinks (executor.Driver), yet the estimate is only an
+	// estimate: on old ZFS, from referenced and used, it is often larger
+	// than the stream. A finished send therefore counts at least its
+	// estimate, so that Current ends at Total; it used to set Total to
+	// Current at the end instead, which made Total go backwards.
+	m.current = max(m.current, start+est)
 	m.rep.Syncs = append(m.rep.Syncs, SyncReport{Snapshot: next, Incremental: base > 0, Final: final,
 		Estimate: est, Bytes: sent, Duration: time.Since(began)})
 	if final {
