@@ -73,3 +73,62 @@ func TestReplaceSecondaryThenFailover(t *testing.T) {
 		t.Errorf("data on the new primary differs from what was written")
 	}
 }
+
+// A replace-disks to a new node that is cancelled mid-send must leave the
+// existing replica usable: the primary and the old secondary keep their
+// common snapshot, so the next move to the old secondary is incremental,
+// not a second full copy of the dataset.
+func TestCancelledReplaceKeepsTheReplicaBase(t *testing.T) {
+	const size = 24 << 20
+	poolA, poolB, poolC := zfsenv.Pool(t, "a", 256), zfsenv.Pool(t, "b", 256), zfsenv.Pool(t, "c", 256)
+	w := newWorld(t, []string{"na", "nb", "nc"}, instance("vm4", events.StorageZFSReplicated, "na", "nb"))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm4")
+	fill(t, "/"+poolA+"/vm4", size)
+	zfsenv.Run(t, "zfs", "snapshot", poolA+"/vm4@migrate-snap-1")
+	zfsenv.Run(t, "sh", "-c", "zfs send -R "+poolA+"/vm4@migrate-snap-1 | zfs receive -F "+poolB+"/vm4")
+
+	rtA := zfs.NewMemRuntime("vm4")
+	slow := func(c *zfs.Config) { c.SendBytesPerSecond = 4 << 20 } // a send to cancel in the middle of
+	a := w.node("na", poolA, rtA, slow)
+	w.node("nb", poolB, zfs.NewMemRuntime(), nil)
+	w.node("nc", poolC, zfs.NewMemRuntime(), nil)
+
+	w.dispatch(0, "na", events.Opcode{OpID: events.OpInstanceReplaceDisks, Instance: "vm4",
+		Mode: events.ModeReplaceNewSecondary, RemoteNode: "nc", From: "na", To: "nc"})
+	for sending := false; !sending; {
+		for _, p := range w.progress("na") {
+			sending = sending || strings.HasPrefix(p.Message, "sync 1:") && p.Current > 2<<20
+		}
+		if !sending {
+			select {
+			case <-w.ctx.Done():
+				t.Fatal("no send in flight to cancel")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	w.append(events.TopicOpcodes, w.event(events.OpcodeCancelled{Request: "req-1", Job: 0, Index: 0, Node: "na", Reason: "test"}))
+	if e := w.ended(0, "na"); e.Status != events.JobCanceled {
+		t.Fatalf("replace-disks ended %s (%s), want canceled", e.Status, e.Error)
+	}
+	for pool, want := range map[string]bool{poolA: true, poolB: true, poolC: false} {
+		out := zfsenv.Run(t, "zfs", "list", "-H", "-t", "all", "-o", "name", "-r", pool)
+		if has := strings.Contains(out, "vm4@migrate-snap-1"); has != want {
+			t.Errorf("%s holds vm4@migrate-snap-1: %v, want %v:\n%s", pool, has, want, out)
+		}
+		if want && strings.Count(out, "@migrate-snap-") != 1 {
+			t.Errorf("%s holds snapshots of the cancelled move:\n%s", pool, out)
+		}
+	}
+
+	// The replica on nb still continues incrementally.
+	w.dispatch(1, "na", events.Opcode{OpID: events.OpInstanceMigrate, Instance: "vm4", From: "na", To: "nb"})
+	if e := w.ended(1, "na"); e.Status != events.JobSuccess {
+		t.Fatalf("migrate to the old secondary ended %s: %s", e.Status, e.Error)
+	}
+	reps := a.driver.Reports()
+	last := reps[len(reps)-1]
+	if len(last.Syncs) == 0 || !last.Syncs[0].Incremental || last.Syncs[0].Bytes > size/2 {
+		t.Errorf("migrate to the old secondary began with %+v; want an incremental from migrate-snap-1", last.Syncs)
+	}
+}

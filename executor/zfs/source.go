@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +32,8 @@ type move struct {
 	// what went over the wire.
 	current, total, sent int64
 	phase                string
-	verified             int // the snapshot verified ahead of the switch; 0: none
+	verified             int   // the snapshot verified ahead of the switch; 0: none
+	before               []int // the migration snapshots held before this move
 }
 
 // Run is the source side of an opcode: see executor.Driver.
@@ -76,6 +78,12 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 	}
 	if !ok {
 		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s", ErrNotFound, m.ds))
+	}
+	// The snapshots already here are a replica's base (zfs-replicated):
+	// they stay until the move commits, so that a failed move leaves the
+	// existing replica able to continue incrementally.
+	if m.before, err = snapNumbers(ctx, m.ds); err != nil {
+		return executor.Result{}, executor.Transient(err)
 	}
 	// Marks of an earlier move in which this node was the target must
 	// not travel with -R to the new target.
@@ -234,8 +242,12 @@ func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string
 	if final {
 		m.rep.FinalDelta = sent
 	}
-	// The target holds next; older snapshots are not needed on either side.
+	// The target holds next; older snapshots of this move are not needed
+	// on either side.
 	for _, k := range local {
+		if slices.Contains(m.before, k) {
+			continue
+		}
 		if err := destroy(ctx, m.ds+"@"+snapName(k)); err != nil {
 			return next, executor.Transient(err)
 		}
@@ -390,7 +402,7 @@ func (m *move) fail(ctx context.Context, err error, stopped, wasRunning bool) er
 	if _, aerr := m.request(actx, kindAbort, map[string]string{"why": err.Error()}); aerr != nil {
 		m.d.log.Warn("could not tell the target to abort; it rolls back when the opcode ends", "err", aerr)
 	}
-	if cerr := m.cleanupSource(bg, ""); cerr != nil {
+	if cerr := m.cleanupFailed(bg); cerr != nil {
 		m.d.log.Warn("source cleanup failed", "dataset", m.ds, "err", cerr)
 	}
 	if ctx.Err() != nil && !errors.Is(err, executor.ErrCanceled) {
@@ -402,7 +414,26 @@ func (m *move) fail(ctx context.Context, err error, stopped, wasRunning bool) er
 	return err
 }
 
-// cleanupSource ends a move on the source: a zfs-local instance that moved
+// cleanupFailed ends a failed move on the source: the snapshots it took
+// go; the dataset and the snapshots held before it (a replica's base)
+// stay. It never destroys the dataset: a move that failed may have failed
+// before the target committed.
+func (m *move) cleanupFailed(ctx context.Context) error {
+	ns, err := snapNumbers(ctx, m.ds)
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		if !slices.Contains(m.before, n) {
+			if err := destroy(ctx, m.ds+"@"+snapName(n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cleanupSource ends a committed move on the source: a zfs-local instance that moved
 // leaves no dataset behind; otherwise only the kept snapshot stays.
 func (m *move) cleanupSource(ctx context.Context, keep string) error {
 	if keep == "" && m.rep.Checksum != "" && m.op.Storage == events.StorageZFSLocal &&

@@ -243,13 +243,15 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 	if err := d.saveState(ctx, ds, st); err != nil {
 		return got, err
 	}
-	// The newer snapshot is in: the older ones are not needed any more.
+	// The newer snapshot is in: the older ones of this move are not needed
+	// any more. The base the dataset had before the move stays until the
+	// commit, so that an aborted move can roll back to it.
 	ns, err := snapNumbers(ctx, ds)
 	if err != nil {
 		return got, err
 	}
 	for _, k := range ns {
-		if k < n {
+		if k < n && (st.created || k != st.base) {
 			if err := destroy(ctx, ds+"@"+snapName(k)); err != nil {
 				return got, err
 			}
