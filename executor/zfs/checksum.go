@@ -40,13 +40,22 @@ type treeSum struct {
 	Read, Reused int64
 }
 
-// checksumSnapshot sums snapshot n of the instance's dataset: it clones
-// the snapshot (so a running instance's writes do not reach it), sums the
-// mounted clone (see checksumTree), and destroys the clone. prev (nil:
-// none) holds the file sums of an earlier verified snapshot of the same
-// move.
-func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev map[string]fileSum) (treeSum, error) {
+// checksumSnapshot sums snapshot n of the instance's dataset. When live,
+// nothing writes the dataset (its instance does not run here) and n is
+// its newest snapshot, the mounted dataset is summed as it is: its
+// content is n's. Otherwise it clones the snapshot (so a running
+// instance's writes do not reach it), sums the mounted clone, and
+// destroys the clone. Each clone is a mount and an unmount, which
+// zfs-fuse is slow at and, with other work going on, can deadlock in;
+// a move needs only one. prev (nil: none) holds the file sums of an
+// earlier verified snapshot of the same move.
+func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev map[string]fileSum, live bool) (treeSum, error) {
 	ds := parent + "/" + instance
+	if live {
+		if mp, ok := atSnapshot(ctx, ds, n); ok {
+			return checksumTree(ctx, mp, prev)
+		}
+	}
 	clone := fmt.Sprintf("%s/drove-sum--%s--%d", parent, instance, n)
 	_ = destroy(ctx, clone) // a leftover of a crashed attempt
 	if _, err := run(ctx, "clone", ds+"@"+snapName(n), clone); err != nil {
@@ -58,6 +67,23 @@ func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev 
 		return treeSum{}, err
 	}
 	return checksumTree(ctx, mp, prev)
+}
+
+// atSnapshot returns ds's mountpoint if ds is mounted and n is its newest
+// snapshot.
+func atSnapshot(ctx context.Context, ds string, n int) (string, bool) {
+	ns, err := snapNumbers(ctx, ds)
+	if err != nil || len(ns) == 0 || ns[len(ns)-1] != n {
+		return "", false
+	}
+	if m, err := prop(ctx, ds, "mounted"); err != nil || m != "yes" {
+		return "", false
+	}
+	mp, err := prop(ctx, ds, "mountpoint")
+	if err != nil || !strings.HasPrefix(mp, "/") {
+		return "", false
+	}
+	return mp, true
 }
 
 // checksumTree walks root in lexical order and hashes each entry's path,

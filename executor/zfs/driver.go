@@ -147,6 +147,9 @@ type verifiedSums struct {
 // contentSum checksums snapshot n of the move's dataset. With prev > 0 it
 // re-reads only the files changed since snapshot prev, if this node
 // verified prev in the same move; the sums are kept for a later call.
+// The dataset itself is read instead of a clone of n when the instance
+// does not run on this node and n is the newest snapshot (a target
+// before the commit; a source after the stop).
 func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int) (treeSum, error) {
 	ds := d.Dataset(op.Instance)
 	d.mu.Lock()
@@ -155,7 +158,11 @@ func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int) (t
 		files = v.files
 	}
 	d.mu.Unlock()
-	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files)
+	running, err := d.cfg.Runtime.Running(ctx, d.instance(ctx, op.Instance))
+	if err != nil {
+		return treeSum{}, err
+	}
+	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files, !running)
 	if err == nil {
 		d.mu.Lock()
 		d.verified[ds] = verifiedSums{key: op.Key(), snap: n, files: ts.files}
