@@ -82,6 +82,7 @@ func zpoolWorks() error {
 func Pool(t testing.TB, tag string, sizeMiB int) string {
 	t.Helper()
 	Require(t)
+	watch(t)
 	name, err := CreatePool(tag, sizeMiB)
 	if err != nil {
 		t.Fatalf("zfsenv: %v", err)
