@@ -51,16 +51,8 @@ func newEnv(t *testing.T, tune ...func(*gateway.Config)) *env {
 	if err := projector.Migrate(ctx, pool, testSchema); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	k := testenv.Kafka(t)
-	kcfg := kafka.Config{Brokers: k.Brokers, TransactionalID: k.Topic("gateway-test")}
-	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
-		t.Fatalf("ensure topics: %v", err)
-	}
-	producer, err := kafka.NewProducer(kcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(producer.Close)
+	k, kcfg := testenv.Events(t, ctx)
+	producer := k.Producer(t, kcfg, "gateway-test")
 	cfg := gateway.Config{
 		Schema:       testSchema,
 		DryRunWait:   5 * time.Second,

@@ -37,20 +37,8 @@ func newEnvTB(t testing.TB) *env {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*testTimeout)
 	t.Cleanup(cancel)
 	pool := testenv.Postgres(t).Pool(ctx)
-	k := testenv.Kafka(t)
-	kcfg := kafka.Config{
-		Brokers:         k.Brokers,
-		TransactionalID: "projector-test",
-		FetchMaxWait:    50 * time.Millisecond,
-	}
-	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
-		t.Fatal(err)
-	}
-	prod, err := kafka.NewProducer(kcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
+	k, kcfg := testenv.Events(t, ctx)
+	prod := k.Producer(t, kcfg, "projector-test")
 	cfg := Config{
 		Kafka:       kcfg,
 		LagInterval: 100 * time.Millisecond,

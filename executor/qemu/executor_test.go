@@ -21,18 +21,8 @@ import (
 func TestLiveMigrationThroughTwoExecutors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	k := testenv.Kafka(t)
-	kcfg := kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond, SessionTimeout: 10 * time.Second}
-	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
-		t.Fatal(err)
-	}
-	pc := kcfg
-	pc.TransactionalID = "qemu-test-seed"
-	prod, err := kafka.NewProducer(pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	k, kcfg := testenv.Events(t, ctx)
+	prod := k.Producer(t, kcfg, "qemu-test-seed")
 	ev := func(p events.Payload) events.Envelope {
 		return events.New(p, events.WithProducer("test"),
 			events.WithReason(events.Reason{Actor: "operator:test", Why: "qemu executor test", RequestID: "req-q"}))

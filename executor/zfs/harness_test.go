@@ -35,18 +35,8 @@ func newWorld(t *testing.T, nodes []string, instances ...events.InstanceDeclared
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	t.Cleanup(cancel)
-	k := testenv.Kafka(t)
-	kcfg := kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond, SessionTimeout: 10 * time.Second}
-	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
-		t.Fatalf("EnsureTopics: %v", err)
-	}
-	pc := kcfg
-	pc.TransactionalID = "test-seed"
-	prod, err := kafka.NewProducer(pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
+	k, kcfg := testenv.Events(t, ctx)
+	prod := k.Producer(t, kcfg, "test-seed")
 	w := &world{t: t, ctx: ctx, kcfg: kcfg, prod: prod}
 	var inv []events.Envelope
 	for _, n := range nodes {
