@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -203,5 +205,71 @@ func TestMeterRateAndETA(t *testing.T) {
 	}
 	if eta := st.ETA(1000); eta != 0 {
 		t.Fatalf("eta when done %v", eta)
+	}
+}
+
+// A stream written into a pipe (as into zfs receive) takes the splice
+// path: the bytes, the count and a cut are the same as through Read.
+func TestWriteToPipeSplices(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		l := listen(t)
+		body := make([]byte, 5<<20+333) // several frames and a partial one
+		_, _ = rand.Read(body)
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		piped := make(chan []byte, 1)
+		go func() { b, _ := io.ReadAll(pr); piped <- b }()
+		type result struct {
+			n   int64
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			s, err := l.Accept(ctx)
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			n, err := s.WriteTo(pw)
+			pw.Close()
+			if st := s.Meter().Stats(); err == nil && st.Bytes != n {
+				err = fmt.Errorf("meter counted %d of %d bytes", st.Bytes, n)
+			}
+			if err == nil {
+				_ = s.Reply(transfer.Reply{OK: true})
+			}
+			done <- result{n, err}
+		}()
+		snd, err := transfer.Dial(ctx, l.Addr(), transfer.Header{Key: "req/0/0", Token: "tok", Kind: "recv"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		send := body
+		if cut {
+			send = body[:3<<20+5]
+		}
+		if _, err := io.Copy(snd, bytes.NewReader(send)); err != nil {
+			t.Fatal(err)
+		}
+		if cut {
+			snd.Close()
+		} else if r, err := snd.Finish(); err != nil || r.Err() != nil {
+			t.Fatalf("Finish: %+v, %v", r, err)
+		}
+		res, got := <-done, <-piped
+		switch {
+		case cut && !errors.Is(res.err, transfer.ErrCut):
+			t.Errorf("cut stream: WriteTo returned %v, want ErrCut", res.err)
+		case !cut && res.err != nil:
+			t.Errorf("WriteTo: %v", res.err)
+		case !cut && (!bytes.Equal(got, body) || res.n != int64(len(body))):
+			t.Errorf("piped %d bytes (WriteTo said %d), want the %d sent", len(got), res.n, len(body))
+		case cut && !bytes.Equal(got, send[:len(got)]):
+			t.Errorf("the bytes piped before the cut differ from those sent")
+		}
+		cancel()
 	}
 }

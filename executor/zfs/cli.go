@@ -218,7 +218,12 @@ func recv(ctx context.Context, r io.Reader, args ...string) error {
 	widenPipe(pw)
 	copied := make(chan error, 1)
 	go func() {
-		_, err := copyBig(pw, r)
+		var err error
+		if wt, ok := r.(io.WriterTo); ok {
+			_, err = wt.WriteTo(pw) // a transfer stream splices into the pipe
+		} else {
+			_, err = copyBig(pw, r)
+		}
 		pw.Close()
 		copied <- err
 	}()
