@@ -238,6 +238,14 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 	rerr := recv(ctx, s, args...)
 	got := s.Meter().Stats().Bytes
 	if rerr != nil {
+		if !had && !d.feat.Resumable {
+			// zfs-fuse can leave the dataset of a cut full receive behind
+			// ("failed to read from stream"); without resume tokens it is
+			// of no use, and nothing of this move is recorded to undo it.
+			if derr := destroy(context.WithoutCancel(ctx), ds); derr != nil {
+				rerr = errors.Join(rerr, derr)
+			}
+		}
 		return got, rerr
 	}
 	if err := d.saveState(ctx, ds, st); err != nil {
