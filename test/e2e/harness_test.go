@@ -31,7 +31,11 @@ type env struct {
 	t    *testing.T
 }
 
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { return startWith(t, nil, "") }
+
+// startWith is start with tune applied to the system's configuration
+// (nil: none) and the API client speaking with token ("": none).
+func startWith(t *testing.T, tune func(*allinone.Config), token string) *env {
 	t.Helper()
 	ctx := context.Background()
 	k := testenv.Kafka(t)
@@ -42,13 +46,17 @@ func start(t *testing.T) *env {
 	if os.Getenv("DROVE_E2E_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	sys, err := allinone.Start(ctx, allinone.Config{
+	cfg := allinone.Config{
 		Brokers:     k.Brokers,
 		DatabaseURL: pg.URL,
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Seed:        allinone.DemoCluster,
 		Sim:         simcfg,
-	})
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	sys, err := allinone.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +69,9 @@ func start(t *testing.T) *env {
 			t.Errorf("stopping the system: %v", err)
 		}
 	})
-	e := &env{sys: sys, api: client.New(srv.URL, "e2e"), kcfg: kafka.Config{Brokers: k.Brokers}, t: t}
+	api := client.New(srv.URL, "e2e")
+	api.Token = token
+	e := &env{sys: sys, api: api, kcfg: kafka.Config{Brokers: k.Brokers}, t: t}
 	e.waitFor("the inventory in the views", 60*time.Second, func() bool {
 		var list struct {
 			Items []instance `json:"items"`

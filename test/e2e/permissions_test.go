@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,11 +14,9 @@ import (
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/planner"
-	"github.com/drovehq/drove/test/testenv"
 )
 
 // The permission matrix of per-instance migrations (issue 5), through the
@@ -58,45 +53,9 @@ func ownedDemo() *planner.Cluster {
 // demo cluster; e.api speaks as the operator.
 func startWithTokens(t *testing.T, tokens map[string]gateway.Account, operatorToken string) *env {
 	t.Helper()
-	ctx := context.Background()
-	k := testenv.Kafka(t)
-	pg := testenv.Postgres(t)
-	simcfg := allinone.DemoSim()
-	simcfg.Clock = sim.FastClock(10)
-	level := slog.LevelWarn
-	if os.Getenv("DROVE_E2E_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	sys, err := allinone.Start(ctx, allinone.Config{
-		Brokers:       k.Brokers,
-		DatabaseURL:   pg.URL,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
-		Seed:          ownedDemo,
-		Sim:           simcfg,
-		GatewayTokens: tokens,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sys.Handler)
-	t.Cleanup(func() {
-		srv.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := sys.Stop(sctx); err != nil {
-			t.Errorf("stopping the system: %v", err)
-		}
-	})
-	api := client.New(srv.URL, "e2e")
-	api.Token = operatorToken
-	e := &env{sys: sys, api: api, kcfg: kafka.Config{Brokers: k.Brokers}, t: t}
-	e.waitFor("the inventory in the views", 60*time.Second, func() bool {
-		var list struct {
-			Items []instance `json:"items"`
-		}
-		return e.api.Get(ctx, "/v1/instances?limit=1000", &list) == nil && len(list.Items) == len(allinone.DemoCluster().Instances)
-	})
-	return e
+	return startWith(t, func(c *allinone.Config) {
+		c.Seed, c.GatewayTokens = ownedDemo, tokens
+	}, operatorToken)
 }
 
 // as is a client of the same gateway presenting token ("" for none).
