@@ -145,7 +145,7 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 		n, _ := strconv.Atoi(s.Meta["snap"])
 		prev, _ := strconv.Atoi(s.Meta["prev"])
 		ts, err := d.contentSum(ctx, op, n, prev)
-		reply(map[string]string{"sum": ts.Sum, "read": strconv.FormatInt(ts.Read, 10)}, err)
+		reply(map[string]string{"sum": ts.Sum}, err)
 	case kindCommit:
 		err := d.commitTarget(ctx, op, ds, s.Meta)
 		reply(nil, err)
