@@ -25,8 +25,8 @@ of 8 nodes, about 200 instances), and the gateway. State is kept in --dir,
 so a restart carries on where it stopped; delete the directory to start over.`, stderr)
 	dir := fs.String("dir", ".drove", "where the broker and Postgres keep their data")
 	addr := fs.String("addr", "localhost:8080", "the gateway's address")
-	brokerAddr := fs.String("broker-addr", "127.0.0.1:9092", "the embedded broker's address")
-	pgPort := fs.Int("pg-port", 15432, "the embedded Postgres port (on 127.0.0.1)")
+	brokerAddr := fs.String("broker-addr", embedded.DefaultBrokerAddr, "the embedded broker's address")
+	pgPort := fs.Int("pg-port", embedded.DefaultPostgresPort, "the embedded Postgres port (on 127.0.0.1)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	tokens := fs.String("tokens", os.Getenv("DROVE_TOKENS"), `bearer tokens for the API, "tok1=alice:operator,tok2=acct-42:owner" (env DROVE_TOKENS); empty: no authentication, everyone is an operator`)
 	if _, err := parse(fs, args); err != nil {
@@ -58,13 +58,13 @@ so a restart carries on where it stopped; delete the directory to start over.`, 
 		return fail(stderr, "dev", err)
 	}
 	defer pg.Stop()
-	if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
+	if err := pg.EnsureDatabase(ctx, embedded.DefaultDatabase); err != nil {
 		return fail(stderr, "dev", err)
 	}
 
 	sys, err := allinone.Start(ctx, allinone.Config{
 		Brokers:       broker.Addrs(),
-		DatabaseURL:   pg.URL("drove"),
+		DatabaseURL:   pg.URL(embedded.DefaultDatabase),
 		GatewayAddr:   *addr,
 		Logger:        log,
 		Seed:          allinone.DemoCluster,

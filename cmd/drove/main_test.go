@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drovehq/drove/deploy/embedded"
 )
 
 func run(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -82,5 +85,24 @@ func TestExecutorDriverFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want it to say %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// replay, listed in the README, finds `make run`'s database by default and,
+// with no database there, says so and how to fix it.
+func TestReplayWithoutDatabaseSaysHow(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	code, _, errs := run(t, "", "replay", "--help")
+	if code != 0 || !strings.Contains(errs, "127.0.0.1:15432") {
+		t.Fatalf("replay --help: exit %d, %q; want the embedded database as the default", code, errs)
+	}
+	port, err := embedded.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/drove?sslmode=disable", port)
+	code, out, errs := run(t, "", "replay", "--database-url", url)
+	if code != 1 || out != "" || !strings.Contains(errs, "is `make run` running?") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 saying no database answers", code, out, errs)
 	}
 }

@@ -42,11 +42,15 @@ type serviceFlags struct {
 func (s *serviceFlags) register(fs *flag.FlagSet, needsDB bool) {
 	brokers := os.Getenv("KAFKA_BROKERS")
 	if brokers == "" {
-		brokers = "127.0.0.1:9092"
+		brokers = embedded.DefaultBrokerAddr
 	}
 	fs.StringVar(&s.brokers, "brokers", brokers, "Kafka brokers, comma-separated (env KAFKA_BROKERS)")
 	if needsDB {
-		fs.StringVar(&s.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (env DATABASE_URL)")
+		dbURL := os.Getenv("DATABASE_URL")
+		if dbURL == "" {
+			dbURL = embedded.DefaultDatabaseURL()
+		}
+		fs.StringVar(&s.databaseURL, "database-url", dbURL, "PostgreSQL connection string (env DATABASE_URL; default: the embedded one of `drove dev`)")
 		fs.StringVar(&s.schema, "schema", "drove", "the Postgres schema of the views")
 	}
 	fs.StringVar(&s.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz here (e.g. :9100); empty: off")
@@ -76,6 +80,20 @@ func (s *serviceFlags) pool(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, errors.New("no database: set DATABASE_URL or --database-url")
 	}
 	return pgxpool.New(ctx, s.databaseURL)
+}
+
+// answering checks that the database answers, so that a one-shot command
+// (replay) run with nothing to talk to says so at once and how to fix it.
+// Services do not: they wait for a database that is still starting.
+func answering(ctx context.Context, pool *pgxpool.Pool) error {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		cfg := pool.Config().ConnConfig
+		return fmt.Errorf("no database answers at %s:%d (is `make run` running? otherwise set DATABASE_URL or --database-url): %w",
+			cfg.Host, cfg.Port, err)
+	}
+	return nil
 }
 
 // newRegistry is a metrics registry with the Go runtime's collectors.
@@ -257,6 +275,9 @@ Exit status 0 when every table is equal, 3 when one differs.`, stderr)
 		return fail(stderr, "replay", err)
 	}
 	defer pool.Close()
+	if err := answering(ctx, pool); err != nil {
+		return fail(stderr, "replay", err)
+	}
 	rep, err := projector.Replay(ctx, projector.Config{Kafka: sf.kafka("drove-replay"), Schema: sf.schema,
 		KeepReplay: *keep, Logger: sf.logger(stderr)}, pool)
 	if err != nil {
@@ -297,7 +318,7 @@ Runs the embedded Kafka-protocol broker alone (franz-go's kfake, persisted
 in a directory), for running Drove's services separately on one machine
 without Apache Kafka.`, stderr)
 	dir := fs.String("dir", ".drove/kafka", "data directory")
-	addr := fs.String("addr", "127.0.0.1:9092", "where to listen")
+	addr := fs.String("addr", embedded.DefaultBrokerAddr, "where to listen")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}

@@ -11,28 +11,36 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The embedded Postgres keeps its data across a stop and a start.
+// The embedded Postgres keeps its data across a stop and a start, also in
+// a private directory (a clone in root's 0700 home), which the server's
+// user cannot enter and which stays private.
 func TestPostgresKeepsStateAcrossRestarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// The server runs as the postgres user when the test runs as root: it
-	// must be able to reach its directory.
-	tmp := t.TempDir()
-	for d := tmp; d != "/"; d = filepath.Dir(d) {
-		if d == os.TempDir() {
-			break
-		}
-		_ = os.Chmod(d, 0o755)
+	home := filepath.Join(t.TempDir(), "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	dir := filepath.Join(tmp, "pg")
+	dir := filepath.Join(home, "clone", ".drove", "postgres")
 	start := func() *PostgresServer {
 		s, err := StartPostgres(ctx, Postgres{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			if s.DataDir != filepath.Join(dir, "data") {
+				_ = os.RemoveAll(filepath.Dir(s.DataDir))
+			}
+		})
 		return s
 	}
 	s := start()
+	if fi, err := os.Stat(home); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the private directory was changed: %v %v", fi.Mode(), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "PG_VERSION")); err != nil {
+		t.Fatalf("dir/data does not lead to the cluster: %v", err)
+	}
 	if err := s.EnsureDatabase(ctx, "drove"); err != nil {
 		t.Fatal(err)
 	}

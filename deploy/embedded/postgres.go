@@ -146,10 +146,13 @@ type Postgres struct {
 
 // PostgresServer is a running cluster.
 type PostgresServer struct {
-	Dir    string
-	Port   int
-	cmd    *exec.Cmd
-	exited chan struct{}
+	Dir string // as configured; holds postgres.log
+	// DataDir is the cluster's data directory: Dir/data, or a directory
+	// under StateRoot when the server's user cannot reach Dir.
+	DataDir string
+	Port    int
+	cmd     *exec.Cmd
+	exited  chan struct{}
 }
 
 // URL is a connection string for database db.
@@ -171,23 +174,35 @@ func StartPostgres(ctx context.Context, cfg Postgres) (*PostgresServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	if cred != nil {
+	home, err := serverDir(cfg.Dir, cred)
+	if err != nil {
+		return nil, err
+	}
+	if home == cfg.Dir && cred != nil {
 		// initdb creates data/ inside Dir, so Dir must be the server user's.
 		if err := os.Chown(cfg.Dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			return nil, err
 		}
 	}
-	data := filepath.Join(cfg.Dir, "data")
+	data := filepath.Join(home, "data")
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
 		initdb := exec.CommandContext(ctx, bins.Initdb, "-D", data, "-U", "postgres", "-A", "trust",
 			"-E", "UTF8", "--locale=C", "--no-sync")
-		initdb.Env = ChildEnv(cfg.Dir)
+		initdb.Env = ChildEnv(home)
 		initdb.SysProcAttr = procAttr(cred)
 		if out, err := initdb.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+		}
+	}
+	if home != cfg.Dir {
+		if err := linkData(cfg.Dir, home); err != nil {
+			return nil, err
 		}
 	}
 	port := cfg.Port
@@ -202,19 +217,19 @@ func StartPostgres(ctx context.Context, cfg Postgres) (*PostgresServer, error) {
 	}
 	defer logf.Close() // the child keeps its own descriptor
 	args := []string{"-D", data, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + cfg.Dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + home,
 		"-c", "shared_buffers=64MB", "-c", "max_connections=200", "-c", "timezone=UTC"}
 	if !cfg.Durable {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
 	cmd := exec.Command(bins.Postgres, args...)
-	cmd.Env = ChildEnv(cfg.Dir)
+	cmd.Env = ChildEnv(home)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = procAttr(cred)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	s := &PostgresServer{Dir: cfg.Dir, Port: port, cmd: cmd, exited: make(chan struct{})}
+	s := &PostgresServer{Dir: cfg.Dir, DataDir: data, Port: port, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(s.exited)
