@@ -204,7 +204,6 @@ func TestRestartProjectorAndExecutorMidEvacuation(t *testing.T) {
 			t.Fatalf("stopping %s: %v", part, err)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // let work pile up while they are down
 	if err := e.sys.StartProjector(ctx); err != nil {
 		t.Fatal(err)
 	}

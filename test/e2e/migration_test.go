@@ -297,6 +297,11 @@ func TestMigrationAbortAndPause(t *testing.T) {
 	}
 }
 
+// Three migrations from one node with a limit of one run one after the
+// other, in the order they were created. The check reads each record once
+// its migration has ended, so it does not depend on catching the states
+// in between: a migration that waited for the one before it was created
+// before that one finished and started after it.
 func TestMigrationsQueuePerNode(t *testing.T) {
 	e := start(t)
 	ins := e.movable(3)
@@ -307,40 +312,26 @@ func TestMigrationsQueuePerNode(t *testing.T) {
 		// Created in this order: wait until the coordinator recorded it.
 		e.awaitState(ids[len(ids)-1], time.Minute, "running", "queued")
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	sawQueued := false
-	for {
-		running, done := 0, 0
-		for _, id := range ids {
-			switch e.migration(id).State {
-			case "running":
-				running++
-			case "queued":
-				sawQueued = true
-			case "successful":
-				done++
-			case "failed", "aborted":
-				t.Fatalf("migration %s ended %s", id, e.migration(id).State)
-			}
+	var ms []client.Migration
+	for _, id := range ids {
+		m := e.awaitState(id, 3*time.Minute, "successful", "failed", "aborted")
+		if m.State != "successful" {
+			t.Fatalf("migration %s ended %s: %s", id, m.State, m.Error)
 		}
-		if running > 1 {
-			t.Fatalf("%d migrations run from one node at once; the limit is 1", running)
-		}
-		if done == len(ids) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the migrations did not all finish: %d of %d", done, len(ids))
-		}
-		time.Sleep(50 * time.Millisecond)
+		ms = append(ms, m)
 	}
-	if !sawQueued {
-		t.Fatal("no migration was ever queued")
-	}
-	for i := 1; i < len(ids); i++ {
-		prev, cur := e.migration(ids[i-1]), e.migration(ids[i])
-		if prev.StartedAt == nil || cur.StartedAt == nil || cur.StartedAt.Before(*prev.FinishedAt) {
-			t.Fatalf("migration %d started at %v, before migration %d finished at %v", i, cur.StartedAt, i-1, prev.FinishedAt)
+	for i := 1; i < len(ms); i++ {
+		prev, cur := ms[i-1], ms[i]
+		if cur.CreatedAt == nil || cur.StartedAt == nil || prev.FinishedAt == nil {
+			t.Fatalf("migration %d or %d lacks its times: %+v %+v", i-1, i, prev, cur)
 		}
+		if cur.StartedAt.Before(*prev.FinishedAt) {
+			t.Fatalf("2 migrations ran from one node at once (the limit is 1): migration %d started at %v, before migration %d finished at %v",
+				i, cur.StartedAt, i-1, prev.FinishedAt)
+		}
+	}
+	if !ms[1].CreatedAt.Before(*ms[0].FinishedAt) {
+		t.Fatalf("no migration was ever queued: the second was created at %v, after the first finished at %v",
+			ms[1].CreatedAt, ms[0].FinishedAt)
 	}
 }
