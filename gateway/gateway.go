@@ -265,6 +265,18 @@ func (g *Gateway) observe(c *gin.Context) {
 }
 
 // healthz answers 200 when Postgres answers and the producer is usable.
+// unhealthy logs a failed health check in full and says, for /healthz,
+// only what failed: the error text of pgx or franz-go carries hosts,
+// user names and connection strings, which an unauthenticated probe must
+// not read.
+func (g *Gateway) unhealthy(part string, err error) string {
+	g.log.Warn("health check failed", "part", part, "err", err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "unavailable: no answer within 5s (the gateway log has the details)"
+	}
+	return "unavailable (the gateway log has the details)"
+}
+
 func (g *Gateway) healthz(c *gin.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Second)
 	defer cancel()
@@ -272,7 +284,7 @@ func (g *Gateway) healthz(c *gin.Context) error {
 	ok := true
 	if err := g.db.pool.Ping(ctx); err != nil {
 		ok = false
-		checks["postgres"] = err.Error()
+		checks["postgres"] = g.unhealthy("postgres", err)
 	} else {
 		checks["postgres"] = "ok"
 	}
@@ -282,7 +294,7 @@ func (g *Gateway) healthz(c *gin.Context) error {
 	default:
 		if err := g.cfg.KafkaCheck(ctx); err != nil {
 			ok = false
-			checks["kafka"] = err.Error()
+			checks["kafka"] = g.unhealthy("kafka", err)
 		} else {
 			checks["kafka"] = "ok"
 		}

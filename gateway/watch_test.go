@@ -237,13 +237,19 @@ func TestHealthzAndMetrics(t *testing.T) {
 		t.Fatalf("healthz %d %s", status, body)
 	}
 	mu.Lock()
-	kafkaDown = errors.New("brokers unreachable")
+	kafkaDown = errors.New("unable to dial broker kafka-secret-host:9093 as user alice:hunter2")
 	mu.Unlock()
-	if status, body := e.do(http.MethodGet, "/healthz", ""); status != http.StatusServiceUnavailable || !strings.Contains(string(body), "brokers unreachable") {
-		t.Fatalf("healthz with Kafka down %d %s", status, body)
+	status, body := e.do(http.MethodGet, "/healthz", "")
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), `"kafka":"unavailable`) {
+		t.Fatalf("healthz with Kafka down %d %s; want 503 naming kafka", status, body)
+	}
+	for _, secret := range []string{"kafka-secret-host", "hunter2", "alice"} {
+		if strings.Contains(string(body), secret) {
+			t.Fatalf("healthz shows the error's internals (%q): %s", secret, body)
+		}
 	}
 	e.do(http.MethodGet, "/v1/nodes/nope", "")
-	status, body := e.do(http.MethodGet, "/metrics", "")
+	status, body = e.do(http.MethodGet, "/metrics", "")
 	for _, want := range []string{
 		`drove_gateway_http_requests_total{method="GET",route="/v1/nodes/:name",status="404"} 1`,
 		`drove_gateway_http_requests_total{method="GET",route="/healthz",status="503"} 1`,
