@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 )
@@ -92,4 +93,26 @@ func jsonKind(k string) string {
 		return "an object"
 	}
 	return k
+}
+
+// plainText refuses a request whose path segments or query values are not
+// valid UTF-8 or hold a NUL: names and ids are text, Postgres refuses such
+// strings, and the refusal belongs to the client (400), not to the server.
+func (g *Gateway) plainText(c *gin.Context) {
+	bad := func(v string) bool { return !utf8.ValidString(v) || strings.ContainsRune(v, 0) }
+	for _, p := range c.Params {
+		if bad(p.Value) {
+			g.fail(c, badRequest(p.Key, p.Key+": not valid UTF-8 text"))
+			return
+		}
+	}
+	for k, vs := range c.Request.URL.Query() {
+		for _, v := range append(vs, k) {
+			if bad(v) {
+				g.fail(c, badRequest(k, "query parameter "+strconv.Quote(k)+": not valid UTF-8 text"))
+				return
+			}
+		}
+	}
+	c.Next()
 }

@@ -154,7 +154,7 @@ func (g *Gateway) routes() *gin.Engine {
 	// Handlers pass the gin.Context as their context: with the fallback it
 	// is the request's, cancelled when the client goes away.
 	r.ContextWithFallback = true
-	r.Use(g.observe, gin.CustomRecoveryWithWriter(nil, g.recovered))
+	r.Use(g.observe, gin.CustomRecoveryWithWriter(nil, g.recovered), g.plainText)
 	r.NoRoute(g.handle(func(c *gin.Context) error {
 		return notFound("", "no such endpoint: "+c.Request.Method+" "+c.Request.URL.Path)
 	}))
