@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -160,17 +161,46 @@ func (g *Gateway) deny(c *gin.Context, who caller, status int, why string) *apiE
 	if q := c.Request.URL.RawQuery; q != "" {
 		what += "?" + q
 	}
-	g.audit(c, who, what, events.AuditDenied, why)
+	g.flushRefusals(c)
+	if g.refusals.admit(who.subject(), why, what) {
+		g.audit(c, who, what, events.AuditDenied, why)
+	}
 	g.metrics.denied.WithLabelValues(code).Inc()
 	return &apiError{Status: status, Code: code, Message: why}
 }
 
 // audit appends an AuditRecorded; its subject is what was asked.
 func (g *Gateway) audit(ctx context.Context, who caller, what string, outcome events.AuditOutcome, why string) {
-	p := events.AuditRecorded{Action: what, Subject: who.Name + " (" + roleName(who.Role) + ")",
-		Outcome: outcome, Detail: why}
+	p := events.AuditRecorded{Action: what, Subject: who.subject(), Outcome: outcome, Detail: why}
 	if err := g.append(ctx, "", who.Name, why, p); err != nil {
 		g.log.Error("audit record not appended", "who", who.Name, "what", what, "err", err)
+	}
+}
+
+// subject names the caller in audit records: "alice (operator)".
+func (c caller) subject() string { return c.Name + " (" + roleName(c.Role) + ")" }
+
+// flushRefusals appends the folded refusal counts the budget has room for.
+func (g *Gateway) flushRefusals(ctx context.Context) {
+	for _, r := range g.refusals.due() {
+		p := events.AuditRecorded{Action: "refusals folded", Subject: r.subject, Outcome: events.AuditDenied, Detail: r.detail()}
+		if err := g.append(ctx, "", g.cfg.Producer, r.why, p); err != nil {
+			g.log.Error("folded refusals not appended", "subject", r.subject, "count", r.n, "err", err)
+		}
+	}
+}
+
+// flushRefusalsEvery offers the folded counts every interval until ctx ends.
+func (g *Gateway) flushRefusalsEvery(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.flushRefusals(ctx)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
 )
 
@@ -195,4 +196,47 @@ func TestBadInputNeverServerErrorNorAppends(t *testing.T) {
 		statuses[e.check(t, drawBadRequest(rng))]++
 	}
 	t.Logf("statuses of 600 random requests (-1: no client could send it): %v", statuses)
+}
+
+// A flood of bad tokens is audited within a bound: the burst one record
+// each, the rest folded into one count that is written when the budget
+// refills, and the counts add up to every refusal.
+func TestBadTokenFloodIsAuditedWithinABound(t *testing.T) {
+	const flood = 300
+	e := newEnv(t, withTokens, func(c *gateway.Config) { c.RefusalAuditBurst = 10 })
+	e.seed()
+	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	gateway.SetRefusalClock(e.g, func() time.Time { return now })
+	for range flood {
+		if status, _ := e.do(http.MethodGet, "/v1/nodes", "", "Authorization", "Bearer wrong"); status != http.StatusUnauthorized {
+			t.Fatalf("a bad token answered %d", status)
+		}
+	}
+	// A second later the bucket has room: the next refusal writes the
+	// fold, then itself.
+	now = now.Add(time.Second)
+	e.do(http.MethodGet, "/v1/nodes", "", "Authorization", "Bearer wrong")
+	recs, err := kafka.ReadAll(e.ctx, e.kafka, events.TopicAudit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := 0
+	for _, r := range recs {
+		a := as[events.AuditRecorded](t, r.Event)
+		if a.Action != "refusals folded" {
+			counted++
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(a.Detail, "%d refusals folded", &n); err != nil {
+			t.Fatalf("a folded record without its count: %q", a.Detail)
+		}
+		counted += n
+	}
+	if len(recs) > 12 {
+		t.Fatalf("%d bad tokens wrote %d audit records; the bound is the burst of 10 and one fold", flood+1, len(recs))
+	}
+	if counted != flood+1 {
+		t.Fatalf("the audit records account for %d refusals, want %d", counted, flood+1)
+	}
 }

@@ -56,6 +56,13 @@ type Config struct {
 	// ended at once. Default 10s.
 	ShutdownTimeout time.Duration
 
+	// RefusalAuditRate and RefusalAuditBurst bound the audit records that
+	// refusals (401, 403) append: Burst at once, Rate per second after;
+	// refusals beyond are folded into counts (auditlimit.go). Defaults 5
+	// and 20.
+	RefusalAuditRate  float64
+	RefusalAuditBurst int
+
 	// Tokens maps bearer tokens to accounts (see auth.go; ParseTokens
 	// reads them from text). Empty turns authentication off: every caller
 	// is an operator, named by X-Drove-Actor.
@@ -90,6 +97,12 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second
 	}
+	if c.RefusalAuditRate == 0 {
+		c.RefusalAuditRate = 5
+	}
+	if c.RefusalAuditBurst == 0 {
+		c.RefusalAuditBurst = 20
+	}
 	return c
 }
 
@@ -97,6 +110,9 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var ps []string
+	if c.RefusalAuditRate < 0 || c.RefusalAuditBurst < 0 {
+		ps = append(ps, fmt.Sprintf("RefusalAuditRate, RefusalAuditBurst: negative (%g, %d)", c.RefusalAuditRate, c.RefusalAuditBurst))
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration

@@ -22,6 +22,12 @@
 //     event_log by seq and fans rows out to subscribers (tailer.go); a
 //     watcher never queries the log in a loop of its own, and a slow one is
 //     cut off with a final error line instead of holding the others back.
+//   - Refusals (401, 403) are audited on drove.audit within a budget, so a
+//     flood of bad tokens cannot become a flood of writes: past it they
+//     are folded into one count per caller and reason (auditlimit.go).
+//     Path segments and query values must be UTF-8 text without NUL (400).
+//   - /healthz names the part that fails (postgres, kafka), never the
+//     error's text, which carries hosts, users and connection strings.
 //
 // The views are defined in projector/migrations (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool

@@ -1,6 +1,9 @@
 package gateway
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // The tests live in package gateway_test (testenv imports packages that
 // import this one); these aliases give them the answer types and the
@@ -42,3 +45,6 @@ func Subscribe(ctx context.Context, g *Gateway, buffer int) (Subscription, error
 	}
 	return Subscription{Rows: s.ch, Cut: s.cut, Close: s.close}, nil
 }
+
+// SetRefusalClock gives the refusal audit budget a clock the test moves.
+func SetRefusalClock(g *Gateway, now func() time.Time) { g.refusals.now = now }

@@ -31,6 +31,7 @@ type Gateway struct {
 	gatherer prometheus.Gatherer
 	tail     *tailer
 	recent   *recent
+	refusals *refusalBudget
 	engine   *gin.Engine
 	// pending and setCache remember this gateway's own appends until the
 	// views show them (see migrate.go, settings.go).
@@ -100,6 +101,7 @@ func New(cfg Config, pool *pgxpool.Pool, producer *kafka.Producer) (*Gateway, er
 		metrics:  m,
 		gatherer: gatherer,
 		recent:   newRecent(recentTTL),
+		refusals: newRefusalBudget(cfg.RefusalAuditRate, cfg.RefusalAuditBurst),
 		closing:  make(chan struct{}),
 	}
 	g.tail = newTailer(g.db, cfg.TailInterval, cfg.Logger, m.tailerPolls)
@@ -127,6 +129,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.log.Info("gateway listening", "addr", ln.Addr().String(), "schema", g.cfg.Schema)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	go g.flushRefusalsEvery(ctx, time.Second)
 
 	select {
 	case err := <-served:
@@ -138,6 +141,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	defer cancel()
 	err = srv.Shutdown(sctx)
 	<-served
+	g.flushRefusals(sctx)
 	if err != nil {
 		return fmt.Errorf("gateway: shutdown: %w", err)
 	}

@@ -28,6 +28,9 @@ func withTokens(cfg *gateway.Config) {
 		acct2Token: {Name: "acct-2", Role: events.RoleOwner},
 	}
 	cfg.DryRunWait = 50 * time.Millisecond
+	// These tests count one audit record per refusal; the budget that
+	// folds floods is tested on its own (TestBadTokenFloodIsAuditedWithinABound).
+	cfg.RefusalAuditBurst = 1000
 }
 
 func bearer(tok string) []string {

@@ -46,6 +46,9 @@ type Config struct {
 	// GatewayTokens turns on the API's bearer-token authentication; empty
 	// leaves it off (everyone is an operator named by X-Drove-Actor).
 	GatewayTokens map[string]gateway.Account
+	// RefusalAuditBurst is the gateway's budget of refusals audited one
+	// by one before it folds them into counts; 0 is its default.
+	RefusalAuditBurst int
 }
 
 // DemoCluster is the demo: 3 groups of 8 nodes, about 200 instances of
@@ -150,7 +153,8 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	g, err := gateway.New(gateway.Config{Addr: cfg.GatewayAddr, Schema: cfg.Schema, Logger: s.log.With("part", "gateway"),
-		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping, Tokens: cfg.GatewayTokens}, pool, s.producer)
+		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping, Tokens: cfg.GatewayTokens,
+		RefusalAuditBurst: cfg.RefusalAuditBurst}, pool, s.producer)
 	if err != nil {
 		s.closeAll()
 		return nil, err

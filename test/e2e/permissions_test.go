@@ -55,6 +55,9 @@ func startWithTokens(t *testing.T, tokens map[string]gateway.Account, operatorTo
 	t.Helper()
 	return startWith(t, func(c *allinone.Config) {
 		c.Seed, c.GatewayTokens = ownedDemo, tokens
+		// The matrix counts one audit record per refusal; the budget
+		// that folds floods is the gateway's own test.
+		c.RefusalAuditBurst = 1000
 	}, operatorToken)
 }
 
