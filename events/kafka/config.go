@@ -41,6 +41,11 @@ type Config struct {
 	// ReplicationFactor is used by EnsureTopics; -1 is the broker default.
 	// Default -1.
 	ReplicationFactor int16
+	// MaxRecordBytes bounds one event in the log: topics are created with
+	// it as max.message.bytes, producers batch up to it, and Append refuses
+	// a larger event before writing anything. Default 8 MiB, enough for
+	// the plan of a request of tens of thousands of instances.
+	MaxRecordBytes int
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -68,6 +73,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = 8 << 20
 	}
 	return c
 }
@@ -109,6 +117,9 @@ func (c Config) validate(producer bool) error {
 	if c.MaxPollRecords < 0 {
 		ps = append(ps, fmt.Sprintf("MaxPollRecords: negative (%d)", c.MaxPollRecords))
 	}
+	if c.MaxRecordBytes < 1024 {
+		ps = append(ps, fmt.Sprintf("MaxRecordBytes: %d (want at least 1024)", c.MaxRecordBytes))
+	}
 	if c.ReplicationFactor < -1 {
 		ps = append(ps, fmt.Sprintf("ReplicationFactor: %d (want -1 or at least 1)", c.ReplicationFactor))
 	}
@@ -125,5 +136,6 @@ func (c Config) clientOpts() []kgo.Opt {
 		kgo.ClientID(c.ClientID),
 		kgo.DialTimeout(c.DialTimeout),
 		kgo.FetchMaxWait(c.FetchMaxWait),
+		kgo.FetchMaxPartitionBytes(int32(c.MaxRecordBytes)),
 	}
 }

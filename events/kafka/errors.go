@@ -33,6 +33,15 @@ var (
 	// stop; retrying would fail the same way.
 	ErrFenced = errors.New("kafka: producer fenced by a newer instance")
 
+	// ErrTopicConfig is returned by EnsureTopics when a topic keeps a
+	// setting Drove needs otherwise (retention, record size) after Drove
+	// set it: the broker refuses, and running on would lose events.
+	ErrTopicConfig = errors.New("kafka: topic configuration")
+
+	// ErrRecordTooLarge is returned by Append, before anything is written,
+	// for an event larger than Config.MaxRecordBytes.
+	ErrRecordTooLarge = errors.New("kafka: record too large")
+
 	// ErrUnknownTopic is returned when a topic does not exist; create topics
 	// with EnsureTopics before use.
 	ErrUnknownTopic = errors.New("kafka: unknown topic")

@@ -42,6 +42,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	opts := append(cfg.clientOpts(),
 		kgo.TransactionalID(cfg.TransactionalID),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
+		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes)),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -77,6 +78,12 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 		b, err := events.Encode(m.Event)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("event %d (%s): %w", i, m.Event.Type, err))
+			continue
+		}
+		// A record carries about 100 bytes of framing beyond key and value.
+		if n := len(b) + len(m.Event.Key) + 128; n > p.cfg.MaxRecordBytes {
+			errs = append(errs, fmt.Errorf("%w: event %d (%s) is %d bytes with its framing; the log takes at most %d (MaxRecordBytes)",
+				ErrRecordTooLarge, i, m.Event.Type, n, p.cfg.MaxRecordBytes))
 			continue
 		}
 		recs[i] = &kgo.Record{

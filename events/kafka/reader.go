@@ -3,12 +3,10 @@ package kafka
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -127,39 +125,4 @@ func partitionBounds(ctx context.Context, cfg Config, topic string) (map[int32]b
 		out[p] = bounds{start: s.Offset, end: e.Offset}
 	}
 	return out, nil
-}
-
-// EnsureTopics creates the topics that do not exist yet with the given
-// number of partitions. Existing topics are left as they are, even with
-// another partition count: changing it would move keys between partitions
-// and break their order.
-func EnsureTopics(ctx context.Context, cfg Config, partitions int, topics ...string) error {
-	err := cfg.validate(false)
-	if partitions < 1 {
-		err = errors.Join(err, fmt.Errorf("%w: partitions: %d (want at least 1)", ErrInvalidConfig, partitions))
-	}
-	if err != nil {
-		return err
-	}
-	if len(topics) == 0 {
-		return nil
-	}
-	cfg = cfg.withDefaults()
-	cl, err := kgo.NewClient(cfg.clientOpts()...)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-
-	resps, err := kadm.NewClient(cl).CreateTopics(ctx, int32(partitions), cfg.ReplicationFactor, nil, topics...)
-	if err != nil {
-		return fmt.Errorf("kafka: create topics: %w", translate(err))
-	}
-	var errs []error
-	for _, r := range resps.Sorted() {
-		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-			errs = append(errs, fmt.Errorf("kafka: create topic %s: %w (%s)", r.Topic, translate(r.Err), r.ErrMessage))
-		}
-	}
-	return errors.Join(errs...)
 }

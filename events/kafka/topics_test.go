@@ -1,0 +1,87 @@
+package kafka
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events"
+)
+
+// A broker whose defaults delete records after a millisecond (Apache
+// Kafka's are 7 days; the test shortens the wait, not the rule): the
+// topics EnsureTopics creates, and a topic created by hand before it ran,
+// keep every record through the broker's retention pass, while a topic
+// Drove does not manage loses its records to the same pass.
+func TestEnsureTopicsKeepsTheLogForever(t *testing.T) {
+	ctx := testContext(t)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drove.byhand", "other"),
+		kfake.BrokerConfigs(map[string]string{"log.retention.ms": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cfg := Config{Brokers: c.ListenAddrs(), TransactionalID: "topics-test", FetchMaxWait: 100 * time.Millisecond}
+	if err := EnsureTopics(ctx, cfg, 2, "drove.byhand", "drove.new"); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	described, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "drove.byhand", "drove.new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range described {
+		for _, c := range rc.Configs {
+			if want, ok := topicConfig(cfg.withDefaults())[c.Key]; ok && c.MaybeValue() != want {
+				t.Errorf("%s: %s=%s, want %s", rc.Name, c.Key, c.MaybeValue(), want)
+			}
+		}
+	}
+
+	p := newProducer(t, cfg)
+	old := event("r-1")
+	old.Time = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC) // years of log
+	for _, topic := range []string{"drove.byhand", "drove.new", "other"} {
+		if err := p.Append(ctx, topic, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.ApplyRetention()
+	for topic, want := range map[string]int{"drove.byhand": 1, "drove.new": 1, "other": 0} {
+		recs, err := ReadAll(ctx, cfg, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != want {
+			t.Errorf("%s holds %d events after the broker's retention pass, want %d", topic, len(recs), want)
+		}
+	}
+}
+
+// An event larger than MaxRecordBytes is refused before anything is
+// written, with an error that says so.
+func TestAppendRefusesARecordOverMaxRecordBytes(t *testing.T) {
+	cfg := newCluster(t, 1, "drove.audit")
+	cfg.MaxRecordBytes = 4096
+	ctx := testContext(t)
+	p := newProducer(t, cfg)
+	big := events.New(events.AuditRecorded{Action: "a", Subject: "s", Outcome: events.AuditDenied,
+		Detail: strings.Repeat("x", 8192)}, events.WithProducer("test"),
+		events.WithReason(events.Reason{Actor: "operator:test", Why: "testing"}))
+	err := p.Append(ctx, "drove.audit", event("r-1"), big)
+	if !errors.Is(err, ErrRecordTooLarge) || !strings.Contains(err.Error(), "MaxRecordBytes") {
+		t.Fatalf("append of an 8 KiB event with a 4 KiB bound: %v", err)
+	}
+	if recs, err := ReadAll(ctx, cfg, "drove.audit"); err != nil || len(recs) != 0 {
+		t.Fatalf("after the refusal the topic holds %d events (%v), want none", len(recs), err)
+	}
+}
