@@ -91,7 +91,7 @@ type evac struct {
 
 func (ev evac) plan() events.PlanComputed {
 	return events.PlanComputed{Request: "r1",
-		Moved: []events.Moved{{Instance: "i1", Group: "g1", Nodes: []string{"n2"}}, {Instance: "i2", Group: "g1", Nodes: []string{"n3"}}},
+		Moved:  []events.Moved{{Instance: "i1", Group: "g1", Nodes: []string{"n2"}}, {Instance: "i2", Group: "g1", Nodes: []string{"n3"}}},
 		Failed: []events.Failed{},
 		Jobs: []events.Job{
 			{Index: 0, Opcodes: []events.Opcode{migrate("i1", "n1", "n2")}},
