@@ -147,6 +147,21 @@ func (ev evac) steps() []step {
 	return out
 }
 
+// cancelledFirst is the evacuation with job 0 cancelled before it ran: in
+// Ganeti's terms it ended "canceled", which job 1 may or may not accept.
+func cancelledFirst(statuses ...events.JobStatus) []step {
+	ev := evac{statuses: statuses}
+	pl := ev.plan()
+	out := append(cluster(4*mem),
+		s(events.EvacuationRequested{Request: "r1", Nodes: []string{"n1"}, Mode: events.EvacAll}),
+		s(pl),
+		s(events.JobCancelled{Request: "r1", Job: 0, Reason: "operator said so"}),
+		s(events.JobReleased{Request: "r1", Job: pl.Jobs[1]}))
+	out = append(out, run("r1", 1, pl.Jobs[1].Opcodes[0], true)...)
+	return append(out, s(events.JobEnded{Request: "r1", Job: 1, Status: events.JobSuccess}),
+		s(events.RequestFinished{Request: "r1", Moved: pl.Moved[1:], Failed: []events.Failed{{Instance: "i1", Reason: "job cancelled"}}}))
+}
+
 // goodEvac is the successful evacuation of n1 on the cluster.
 func goodEvac() []step {
 	return append(cluster(4*mem), evac{statuses: []events.JobStatus{events.JobSuccess}}.steps()...)

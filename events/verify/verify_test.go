@@ -57,6 +57,11 @@ func TestViolations(t *testing.T) {
 		{"job released although its dependency failed", append(cluster(4*mem), evac{
 			statuses: []events.JobStatus{events.JobSuccess}, j0Fails: true}.steps()...),
 			Options{}, []Invariant{Dependencies}, "job 0 ended error and it accepts only [success]"},
+		{"job released although its dependency was cancelled", cancelledFirst(events.JobSuccess),
+			Options{}, []Invariant{Dependencies}, "job 0 ended canceled and it accepts only [success]"},
+		{"result says an instance did not move, but the request moved it", append(cancelledFirst(events.JobCanceled),
+			s(events.InstancePlaced{Instance: "i1", Group: "g1", PrimaryNode: "n3", PreviousGroup: "g1", PreviousPrimary: "n1", Request: "r1"})),
+			Options{}, []Invariant{Requests}, "request r1 says i1 did not move and none of its jobs ran, but the request placed it on n3"},
 		{"released job is not the plan's", replaced(good, find(good, released(1)),
 			events.JobReleased{Request: "r1", Job: events.Job{Index: 1, Opcodes: pl.Jobs[1].Opcodes}}),
 			Options{}, []Invariant{Dependencies}, "job 1 of r1 was released as no plan of the request has it"},
@@ -165,6 +170,7 @@ func TestHolds(t *testing.T) {
 					t.Fatalf("counts %+v", r.Counts)
 				}
 			}},
+		{"a dependency accepting canceled runs after a cancellation", cancelledFirst(events.JobCanceled), Options{}, nil},
 		{"an open request, allowed", without(good, last[events.RequestFinished](good)), Options{AllowOpen: true},
 			func(t *testing.T, r *Report) {
 				if r.Counts.Open != 1 {
