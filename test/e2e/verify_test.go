@@ -36,9 +36,10 @@ func TestVerifyAfterEveryKindOfMove(t *testing.T) {
 	e.finish(evac.Request, 3*time.Minute)
 
 	var pair []string
+	group := ""
 	for _, in := range e.instances("") {
-		if in.Storage == "drbd" && (len(pair) == 0 || e.instance(pair[0]).Group == in.Group) && len(pair) < 2 {
-			pair = append(pair, in.Name)
+		if in.Storage == "drbd" && (group == "" || group == in.Group) && len(pair) < 2 {
+			pair, group = append(pair, in.Name), in.Group
 		}
 	}
 	change, err := e.api.ChangeGroup(ctx, client.GroupChange{Instances: pair, Reason: "e2e: verify"})
@@ -90,7 +91,7 @@ func TestVerifyAfterEveryKindOfMove(t *testing.T) {
 		kafka.Message{Topic: events.TopicJobs, Event: release}); err != nil {
 		t.Fatal(err)
 	}
-	text = verifyText(t, bin, e.kcfg, exitViolations)
+	text = verifyText(t, bin, e.kcfg, verifyExitViolations)
 	for _, want := range []string{
 		"[placement] instance " + in.Name + " placed on " + third + " from " + m.Source + ", but it was on " + m.Target,
 		"[dependencies] job 1 of forged released before job 0, which it depends on, ended",
@@ -103,7 +104,7 @@ func TestVerifyAfterEveryKindOfMove(t *testing.T) {
 	t.Logf("drove verify on the forged log:\n%s", text)
 }
 
-const exitViolations = 3
+const verifyExitViolations = 3
 
 // runVerify runs drove verify --json on the log and decodes its report.
 func runVerify(t *testing.T, bin string, kcfg kafka.Config) (*verify.Report, string) {
