@@ -39,7 +39,8 @@ make run with no flags, or on a copy of a production log with --brokers.
 
 Exit status 0 when everything holds, 3 when something does not (the report
 names each violation with the topic/partition@offset and id of its events),
-1 when the log cannot be read, 2 on a usage error.`, stderr)
+1 when the log cannot be read (the reader is strict: a record that is not a
+valid Drove event stops it, naming the record), 2 on a usage error.`, stderr)
 	brokers := os.Getenv("KAFKA_BROKERS")
 	if brokers == "" {
 		brokers = embedded.DefaultBrokerAddr

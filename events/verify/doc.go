@@ -23,6 +23,10 @@
 //   - migrations: every per-instance migration's record agrees with the
 //     phases dispatched and ended for it and with its placements.
 //
+// A dry run nobody approved is not open work: nothing runs until an
+// approval. Options.AllowOpen accepts requests and migrations still under
+// way, for auditing a running system; without it they are violations.
+//
 // # Order
 //
 // Kafka orders the events of one partition, not of a topic or of the whole
