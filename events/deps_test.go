@@ -33,3 +33,30 @@ func TestImportsOnlyTheStandardLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyImportsOnlyTheSchema keeps the log checker independent: it may
+// read the schema and nothing else of Drove's, so the decisions it checks
+// are never made by the code that made them in the first place.
+func TestVerifyImportsOnlyTheSchema(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("verify", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no files in events/verify")
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			first, _, _ := strings.Cut(path, "/")
+			if strings.Contains(first, ".") && path != "github.com/drovehq/drove/events" {
+				t.Errorf("%s imports %s; events/verify may import only events and the standard library", name, path)
+			}
+		}
+	}
+}
