@@ -19,5 +19,15 @@
 //   - The Limiter's rate can change while a stream runs; the change applies
 //     from the next chunk.
 //
-// The package is pure Go over net; it knows nothing about ZFS.
+//   - A stream is protected by the Link its context carries (WithLink,
+//     set by the executor for every driver call): TLS 1.3 both ways, each
+//     end checking that the other's certificate names the node the move
+//     names (nodeid), plus a per-move token derived from the cluster's
+//     secret as a second factor. The handshake ends before the header is
+//     sent, so a wrong peer never sees the move's key, token or data.
+//     Without a Link streams are plain TCP: the executor allows that only
+//     when told to, and says so in its log.
+//
+// The package is pure Go over net and crypto/tls; it knows nothing about
+// ZFS.
 package transfer

@@ -16,6 +16,12 @@ var (
 	// package's protocol.
 	ErrProtocol = errors.New("transfer: protocol error")
 
+	// ErrPeer is returned by Dial when the TLS handshake is refused: the
+	// listener is not the node the move names (its certificate names
+	// another node or comes from another CA), or it speaks no TLS. Dialling
+	// the same address again will not change that.
+	ErrPeer = errors.New("transfer: the peer is not the node the move names")
+
 	// ErrClosed is returned by Accept after Close.
 	ErrClosed = errors.New("transfer: listener closed")
 )

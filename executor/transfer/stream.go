@@ -3,6 +3,7 @@ package transfer
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -55,7 +56,9 @@ type Listener struct {
 }
 
 // Listen listens on addr ("host:port"; port 0 picks one) for the streams of
-// the move named key; streams with another key or token are refused.
+// the move named key; streams with another key or token are refused. An
+// empty token means the Link's per-move token (none on a plain link).
+// Accept's context says whether streams must come over TLS (see Link).
 func Listen(addr, key, token string) (*Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -97,17 +100,26 @@ func (l *Listener) Accept(ctx context.Context) (*Stream, error) {
 			}
 			return nil, fmt.Errorf("transfer: accept: %w", err)
 		}
-		s, err := l.open(c)
+		s, err := l.open(ctx, c)
 		if err != nil {
 			_ = c.Close()
-			continue // a stranger or a stale sender; keep serving this move
+			continue // a stranger, an impostor or a stale sender; keep serving this move
 		}
 		s.stop = context.AfterFunc(ctx, func() { _ = c.Close() })
 		return s, nil
 	}
 }
 
-func (l *Listener) open(c net.Conn) (*Stream, error) {
+func (l *Listener) open(ctx context.Context, raw net.Conn) (*Stream, error) {
+	link := LinkOf(ctx)
+	c, err := link.server(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	token := l.token
+	if token == "" {
+		token = link.token(l.key)
+	}
 	_ = c.SetReadDeadline(time.Now().Add(headerTimeout))
 	// A buffer smaller than a frame: bufio reads a body into the caller's
 	// slice directly whenever that slice is at least the buffer's size
@@ -126,7 +138,7 @@ func (l *Listener) open(c net.Conn) (*Stream, error) {
 		return nil, ErrProtocol
 	}
 	s := &Stream{Header: h, conn: c, br: br, meter: NewMeter()}
-	if h.Key != l.key || h.Token != l.token {
+	if h.Key != l.key || subtle.ConstantTimeCompare([]byte(h.Token), []byte(token)) != 1 {
 		_ = s.Reply(Reply{Error: fmt.Sprintf("%v: this listener serves %q", ErrMismatch, l.key)})
 		return nil, ErrMismatch
 	}
@@ -295,12 +307,23 @@ type Sender struct {
 
 // Dial opens a stream to addr with header h. The limiter (nil: none) paces
 // the body; the returned sender's Meter counts it. Cancelling ctx cuts the
-// stream.
+// stream. When ctx carries a secure Link, the stream is TLS 1.3 and Dial
+// returns an error wrapping ErrPeer unless the listener proves to be the
+// Link's Peer; an empty h.Token is then filled with the per-move token.
 func Dial(ctx context.Context, addr string, h Header, lim *Limiter) (*Sender, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("transfer: dial %s: %w", addr, err)
+	}
+	link := LinkOf(ctx)
+	c, err := link.client(ctx, raw)
+	if err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("transfer: dial %s: %w", addr, err)
+	}
+	if h.Token == "" {
+		h.Token = link.token(h.Key)
 	}
 	b, err := json.Marshal(h)
 	if err != nil {
