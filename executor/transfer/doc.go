@@ -12,10 +12,13 @@
 //     marker, so a receiver can tell a complete body from a cut connection:
 //     a cut always surfaces as an error (ErrCut), never as a short, clean
 //     EOF that would let a truncated `zfs send` stream look whole.
+//
 //   - Every stream ends with exactly one Reply from the receiver; the sender
 //     learns the receiver's verdict (or its error text) from it.
+//
 //   - Bytes are counted (Meter) after the rate limiter admitted them, so
 //     rates reported for progress are what actually went on the wire.
+//
 //   - The Limiter's rate can change while a stream runs; the change applies
 //     from the next chunk.
 //
