@@ -10,6 +10,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/executor/transfer"
 )
 
 // Config is what an Executor needs. Zero fields take the defaults listed
@@ -50,6 +51,15 @@ type Config struct {
 	// NAT or listening on 0.0.0.0. A port of 0 or none keeps the
 	// listener's port.
 	AdvertiseAddr string
+	// Transfer is this node's identity (a *nodeid.Identity) for the
+	// streams that carry moves: with it they are TLS 1.3 both ways, each
+	// end checking that the other is the node the move names. Required
+	// when the driver sends instances between nodes, unless PlainTransfer.
+	Transfer transfer.Identity
+	// PlainTransfer allows those streams in plain TCP when Transfer is
+	// nil: for tests and trusted single-host setups only; the executor
+	// warns in its log at start.
+	PlainTransfer bool
 	// Announce, if set, is appended to drove.inventory at start: executors
 	// announce their node. Its Name must be Node.
 	Announce *events.NodeAnnounced

@@ -66,6 +66,9 @@ func New(cfg Config, d Driver) (*Executor, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if err := checkTransfer(cfg, d, cfg.Logger.With("node", cfg.Node)); err != nil {
+		return nil, err
+	}
 	m, err := newMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)

@@ -249,7 +249,7 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		CurrentRate:        func() int64 { return e.currentRate(t.d) },
 	}
 	for attempt := 1; ; attempt++ {
-		res, err := mg.Phase(t.ctx, mp, p.report)
+		res, err := mg.Phase(e.link(t.ctx, e.otherEnd(mp)), mp, p.report)
 		switch {
 		case err == nil:
 			return events.JobSuccess, res, nil

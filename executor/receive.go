@@ -187,7 +187,7 @@ func (e *Executor) runReceiver(ctx context.Context, cancel context.CancelCauseFu
 	op := e.receiveOp(d)
 	for attempt := 1; ; attempt++ {
 		op.Attempt = attempt
-		err := e.receiver().Receive(ctx, op, func(addr string) { e.announce(ctx, env, d, addr, log) },
+		err := e.receiver().Receive(e.link(ctx, d.Node), op, func(addr string) { e.announce(ctx, env, d, addr, log) },
 			func(p Progress) { log.Debug("receive progress", "current", p.Current, "message", p.Message) })
 		switch {
 		case err == nil:

@@ -112,7 +112,7 @@ func (e *Executor) execute(t *task, log *slog.Logger) (outcome, *pump) {
 	out := outcome{started: true, moves: mv}
 	for attempt := 1; ; attempt++ {
 		dop.Attempt = attempt
-		res, err := e.driver.Run(t.ctx, dop, p.report)
+		res, err := e.driver.Run(e.link(t.ctx, dop.To), dop, p.report)
 		switch {
 		case err == nil:
 			out.status, out.result = events.JobSuccess, res

@@ -70,6 +70,7 @@ so a restart carries on where it stopped; delete the directory to start over.`, 
 		Seed:          allinone.DemoCluster,
 		Sim:           allinone.DemoSim(),
 		GatewayTokens: accounts,
+		PKIDir:        filepath.Join(abs, "pki"),
 	})
 	if err != nil {
 		return fail(stderr, "dev", err)

@@ -49,6 +49,8 @@ Drivers:
 	var sf serviceFlags
 	sf.register(fs, false)
 	var df driverFlags
+	var tf tlsFlags
+	tf.register(fs)
 	node := fs.String("node", "", "this node's name (required)")
 	fs.StringVar(&df.driver, "driver", "sim", "sim, zfs, qemu or process")
 	fs.StringVar(&df.zfsParent, "zfs-parent", "", "zfs: the dataset holding one dataset per instance, e.g. tank/drove")
@@ -65,6 +67,10 @@ Drivers:
 		fs.Usage()
 		return exitUsage
 	}
+	id, err := tf.identity(*node)
+	if err != nil {
+		return fail(stderr, "executor", err)
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	log := sf.logger(stderr)
@@ -76,7 +82,8 @@ Drivers:
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
 	e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node),
-		ListenAddr: df.listenAddr, AdvertiseAddr: df.advertise, Logger: log, Metrics: reg}, d)
+		ListenAddr: df.listenAddr, AdvertiseAddr: df.advertise, Logger: log, Metrics: reg,
+		Transfer: id, PlainTransfer: tf.plain}, d)
 	if err != nil {
 		return fail(stderr, "executor", err)
 	}

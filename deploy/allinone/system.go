@@ -46,6 +46,10 @@ type Config struct {
 	// GatewayTokens turns on the API's bearer-token authentication; empty
 	// leaves it off (everyone is an operator named by X-Drove-Actor).
 	GatewayTokens map[string]gateway.Account
+	// PKIDir is where node identities for the streams of moves are
+	// issued (a CA in PKIDir/ca, each node's in PKIDir/NODE) and kept
+	// across restarts; empty: a temporary directory removed at Stop.
+	PKIDir string
 	// RefusalAuditBurst is the gateway's budget of refusals audited one
 	// by one before it folds them into counts; 0 is its default.
 	RefusalAuditBurst int
@@ -97,6 +101,8 @@ type System struct {
 	mu    sync.Mutex
 	parts map[string]*part // projector, planner, gateway, executor/<node>
 	sims  map[string]*sim.Driver
+	// tmpPKI is the temporary PKI directory when Config.PKIDir is empty.
+	tmpPKI string
 }
 
 // part is one running component.
@@ -256,8 +262,12 @@ func (s *System) StartExecutor(_ context.Context, node string) error {
 		s.sims[node] = d
 		s.mu.Unlock()
 	}
+	id, err := s.identity(node)
+	if err != nil {
+		return err
+	}
 	e, err := executor.New(executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
-		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node)}, d)
+		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}, d)
 	if err != nil {
 		return err
 	}
@@ -326,6 +336,7 @@ func (s *System) Stop(ctx context.Context) error {
 }
 
 func (s *System) closeAll() {
+	s.removePKI()
 	if s.producer != nil {
 		s.producer.Close()
 	}

@@ -29,6 +29,10 @@ type world struct {
 	ctx  context.Context
 	kcfg kafka.Config
 	prod *kafka.Producer
+	// pki and exec: the nodes' identities for transfer streams, and
+	// changes a test makes to a node's executor config (tls_test.go).
+	pki  *pki
+	exec map[string]func(*executor.Config)
 }
 
 func newWorld(t *testing.T, nodes []string, instances ...events.InstanceDeclared) *world {
@@ -95,11 +99,11 @@ func (w *world) node(name, pool string, rt *zfs.MemRuntime, tweak func(*zfs.Conf
 
 func (n *node) start(w *world) {
 	w.t.Helper()
-	ex, err := executor.New(executor.Config{
+	ex, err := executor.New(w.execConfig(executor.Config{
 		Node: n.name, Kafka: w.kcfg, ProgressInterval: 50 * time.Millisecond,
 		Retry:  executor.Retry{Attempts: 8, Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
 		Logger: testLogger(),
-	}, n.driver)
+	}), n.driver)
 	if err != nil {
 		w.t.Fatalf("executor.New: %v", err)
 	}

@@ -493,6 +493,12 @@ func (m *move) dial(ctx context.Context, h transfer.Header) (*transfer.Sender, e
 		if err == nil {
 			return s, nil
 		}
+		if errors.Is(err, transfer.ErrPeer) {
+			// The listener is not the target node (another node's or
+			// another CA's certificate, or no TLS): a retry would meet
+			// the same impostor, so the move fails now, untouched.
+			return nil, executor.Fatal(err)
+		}
 		last = err
 		if ctx.Err() != nil {
 			return nil, classify(ctx, err)

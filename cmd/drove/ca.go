@@ -1,0 +1,91 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/drovehq/drove/executor/nodeid"
+	"github.com/drovehq/drove/executor/transfer"
+)
+
+func runCA(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("ca", `
+Usage: drove ca init [--dir DIR]
+       drove ca issue [--dir DIR] [--out OUT] NODE
+
+A small certificate authority for the streams that carry moves between
+executors. 'init' creates the CA in --dir (ca.crt, ca.key and the cluster's
+transfer.secret, keys readable by their owner only). 'issue' signs a
+certificate naming NODE and writes into --out (default DIR/NODE) what that
+node's executor needs: NODE.crt, NODE.key, ca.crt and transfer.secret, for
+drove executor --tls-cert --tls-key --tls-ca --transfer-secret.
+Keep ca.key off the nodes.`, stderr)
+	dir := fs.String("dir", "drove-ca", "the CA's directory")
+	out := fs.String("out", "", "issue: where to write the node's files (default DIR/NODE)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	switch {
+	case len(pos) == 1 && pos[0] == "init":
+		if err := nodeid.InitCA(*dir, "Drove CA"); err != nil {
+			return fail(stderr, "ca init", err)
+		}
+		fmt.Fprintf(stdout, "CA created in %s; keep %s secret and off the nodes.\n", *dir, nodeid.CAKey)
+	case len(pos) == 2 && pos[0] == "issue":
+		node := pos[1]
+		o := *out
+		if o == "" {
+			o = filepath.Join(*dir, node)
+		}
+		if err := nodeid.Issue(*dir, node, o); err != nil {
+			return fail(stderr, "ca issue", err)
+		}
+		f := nodeid.FilesIn(o, node)
+		fmt.Fprintf(stdout, "Issued %s:\n  drove executor --node %s --tls-cert %s --tls-key %s --tls-ca %s --transfer-secret %s\n",
+			node, node, f.Cert, f.Key, f.CA, f.Secret)
+	default:
+		fs.Usage()
+		return exitUsage
+	}
+	return exitOK
+}
+
+// tlsFlags are an executor's identity for the streams of moves.
+type tlsFlags struct {
+	cert, key, ca, secret string
+	plain                 bool
+}
+
+func (t *tlsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.cert, "tls-cert", os.Getenv("DROVE_TLS_CERT"), "this node's certificate, from `drove ca issue` (env DROVE_TLS_CERT)")
+	fs.StringVar(&t.key, "tls-key", os.Getenv("DROVE_TLS_KEY"), "this node's key, mode 0600 (env DROVE_TLS_KEY)")
+	fs.StringVar(&t.ca, "tls-ca", os.Getenv("DROVE_TLS_CA"), "the CA that signs the nodes' certificates (env DROVE_TLS_CA)")
+	fs.StringVar(&t.secret, "transfer-secret", os.Getenv("DROVE_TRANSFER_SECRET"), "the cluster's transfer secret, mode 0600, for per-move tokens; optional (env DROVE_TRANSFER_SECRET)")
+	fs.BoolVar(&t.plain, "plain-transfer", os.Getenv("DROVE_PLAIN_TRANSFER") == "true", "send moves in plain TCP, unencrypted and unauthenticated (trusted networks and tests only; env DROVE_PLAIN_TRANSFER=true)")
+}
+
+// identity loads the node's identity; nil when none is given (the
+// executor then refuses to run a networked driver unless plain is set).
+func (t *tlsFlags) identity(node string) (transfer.Identity, error) {
+	if t.cert == "" && t.key == "" && t.ca == "" {
+		return nil, nil
+	}
+	if t.cert == "" || t.key == "" || t.ca == "" {
+		return nil, fmt.Errorf("--tls-cert, --tls-key and --tls-ca go together")
+	}
+	if t.plain {
+		return nil, fmt.Errorf("--plain-transfer with --tls-cert: choose one")
+	}
+	id, err := nodeid.Load(nodeid.Files{Cert: t.cert, Key: t.key, CA: t.ca, Secret: t.secret})
+	if err != nil {
+		return nil, err
+	}
+	if id.Node() != node {
+		return nil, fmt.Errorf("%s names node %q, not --node %q", t.cert, id.Node(), node)
+	}
+	return id, nil
+}
