@@ -46,6 +46,10 @@ type Config struct {
 	// a larger event before writing anything. Default 8 MiB, enough for
 	// the plan of a request of tens of thousands of instances.
 	MaxRecordBytes int
+	// TLS connects to brokers over TLS (security.go); zero: plain TCP.
+	TLS TLS
+	// SASL authenticates to brokers (security.go); zero: none.
+	SASL SASL
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -123,6 +127,7 @@ func (c Config) validate(producer bool) error {
 	if c.ReplicationFactor < -1 {
 		ps = append(ps, fmt.Sprintf("ReplicationFactor: %d (want -1 or at least 1)", c.ReplicationFactor))
 	}
+	ps = append(ps, c.securityProblems()...)
 	if len(ps) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(ps, "; "))
 	}
@@ -131,11 +136,11 @@ func (c Config) validate(producer bool) error {
 
 // clientOpts are the options every client of this package shares.
 func (c Config) clientOpts() []kgo.Opt {
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ClientID(c.ClientID),
 		kgo.DialTimeout(c.DialTimeout),
 		kgo.FetchMaxWait(c.FetchMaxWait),
 		kgo.FetchMaxPartitionBytes(int32(c.MaxRecordBytes)),
-	}
+	}, c.securityOpts()...)
 }

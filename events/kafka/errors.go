@@ -46,6 +46,15 @@ var (
 	// with EnsureTopics before use.
 	ErrUnknownTopic = errors.New("kafka: unknown topic")
 
+	// ErrAuth is returned when the brokers refuse the client's SASL
+	// credentials or mechanism; the message names the user and mechanism,
+	// never the password. Retrying will not help.
+	ErrAuth = errors.New("kafka: SASL authentication refused")
+
+	// ErrTLS is returned when no TLS session with a broker could be made:
+	// its certificate is not from the configured CA, or it speaks no TLS.
+	ErrTLS = errors.New("kafka: TLS with the broker failed")
+
 	// ErrUndecodable is returned when a record in the log is not an event
 	// this build accepts (see events.Decode). It also wraps the events
 	// error, so errors.Is(err, events.ErrUnknownType) tells a newer schema
@@ -60,7 +69,8 @@ var (
 func IsRetryable(err error) bool {
 	switch {
 	case errors.Is(err, ErrFenced), errors.Is(err, ErrClosed),
-		errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrUndecodable):
+		errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrUndecodable),
+		errors.Is(err, ErrAuth), errors.Is(err, ErrTLS):
 		return false
 	case errors.Is(err, ErrAborted):
 		return true

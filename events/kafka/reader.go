@@ -28,7 +28,7 @@ func ReadAll(ctx context.Context, cfg Config, topic string) ([]Record, error) {
 
 	bounds, err := partitionBounds(ctx, cfg, topic)
 	if err != nil {
-		return nil, err
+		return nil, cfg.explain(err)
 	}
 	pending := map[int32]int64{} // partition → end offset not yet reached
 	from := map[int32]kgo.Offset{}

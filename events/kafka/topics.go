@@ -61,7 +61,7 @@ func EnsureTopics(ctx context.Context, cfg Config, partitions int, topics ...str
 	adm := kadm.NewClient(cl)
 	want := topicConfig(cfg)
 	if err := createTopics(ctx, adm, cfg, partitions, want, topics); err != nil {
-		return err
+		return cfg.explain(err)
 	}
 	return enforceTopicConfig(ctx, adm, want, topics)
 }
