@@ -37,6 +37,7 @@ type serviceFlags struct {
 	schema      string
 	metricsAddr string
 	logLevel    string
+	security    kafkaSecurity
 }
 
 func (s *serviceFlags) register(fs *flag.FlagSet, needsDB bool) {
@@ -45,6 +46,7 @@ func (s *serviceFlags) register(fs *flag.FlagSet, needsDB bool) {
 		brokers = embedded.DefaultBrokerAddr
 	}
 	fs.StringVar(&s.brokers, "brokers", brokers, "Kafka brokers, comma-separated (env KAFKA_BROKERS)")
+	s.security.register(fs)
 	if needsDB {
 		dbURL := os.Getenv("DATABASE_URL")
 		if dbURL == "" {
@@ -64,6 +66,7 @@ func (s *serviceFlags) kafka(clientID string) kafka.Config {
 			cfg.Brokers = append(cfg.Brokers, b)
 		}
 	}
+	s.security.apply(&cfg)
 	return cfg
 }
 

@@ -46,6 +46,8 @@ valid Drove event stops it, naming the record), 2 on a usage error.`, stderr)
 		brokers = embedded.DefaultBrokerAddr
 	}
 	fs.StringVar(&brokers, "brokers", brokers, "Kafka brokers, comma-separated (env KAFKA_BROKERS; default: the embedded broker of drove dev)")
+	var ks kafkaSecurity
+	ks.register(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	allowOpen := fs.Bool("allow-open", false, "accept requests and migrations still under way (a running system)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up reading the log after this long")
@@ -65,6 +67,7 @@ valid Drove event stops it, naming the record), 2 on a usage error.`, stderr)
 			cfg.Brokers = append(cfg.Brokers, b)
 		}
 	}
+	ks.apply(&cfg)
 	recs, err := readLog(ctx, cfg)
 	if err != nil {
 		return fail(stderr, "verify", fmt.Errorf("%w (is `make run` running? otherwise set KAFKA_BROKERS or --brokers)", err))

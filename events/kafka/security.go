@@ -44,6 +44,24 @@ type SASL struct {
 	// Password is never logged, printed or put in an error: String and
 	// errors name only the user and mechanism.
 	Password string
+	// PasswordFile, when set, holds the password instead (trailing
+	// newline dropped); it must be readable by its owner only.
+	PasswordFile string
+}
+
+// password is the SASL password, from the file when one is given.
+func (s SASL) password() (string, error) {
+	if s.PasswordFile == "" {
+		return s.Password, nil
+	}
+	if err := privateFile(s.PasswordFile); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(s.PasswordFile)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
 // String names the mechanism and user, never the password.
@@ -74,11 +92,14 @@ func (c Config) securityProblems() []string {
 	}
 	switch m := strings.ToUpper(c.SASL.Mechanism); m {
 	case "":
-		if c.SASL.User != "" || c.SASL.Password != "" {
+		if c.SASL.User != "" || c.SASL.Password != "" || c.SASL.PasswordFile != "" {
 			ps = append(ps, "SASL: a user or password without a Mechanism")
 		}
 	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
-		if c.SASL.User == "" || c.SASL.Password == "" {
+		pw, err := c.SASL.password()
+		if err != nil {
+			ps = append(ps, "SASL: PasswordFile: "+err.Error())
+		} else if c.SASL.User == "" || pw == "" {
 			ps = append(ps, "SASL: "+m+" needs a User and a Password")
 		}
 		if m == MechanismPlain && !c.TLS.On() {
@@ -143,7 +164,13 @@ func (c Config) securityOpts() []kgo.Opt {
 		}
 		opts = append(opts, kgo.DialTLSConfig(cfg))
 	}
-	user, pass := c.SASL.User, c.SASL.Password
+	user := c.SASL.User
+	pass, err := c.SASL.password()
+	if err != nil {
+		return []kgo.Opt{kgo.Dialer(func(context.Context, string, string) (net.Conn, error) {
+			return nil, fmt.Errorf("kafka SASL: %w", err)
+		})}
+	}
 	switch strings.ToUpper(c.SASL.Mechanism) {
 	case MechanismPlain:
 		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
