@@ -139,9 +139,13 @@ func loadCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	if kblk == nil {
 		return nil, nil, fmt.Errorf("nodeid: %s: no PEM key", filepath.Join(dir, CAKey))
 	}
-	key, err := x509.ParseECPrivateKey(kblk.Bytes)
+	k, err := x509.ParsePKCS8PrivateKey(kblk.Bytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("nodeid: %s: %w", filepath.Join(dir, CAKey), err)
+	}
+	key, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, nil, fmt.Errorf("nodeid: %s: not an ECDSA key", filepath.Join(dir, CAKey))
 	}
 	return cert, key, nil
 }
@@ -168,12 +172,14 @@ func pemBlock(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
 
+// writeKey writes key as PKCS #8, the form Kafka's PEM key stores take
+// too (a node's files can serve a broker).
 func writeKey(path string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalECPrivateKey(key)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return err
 	}
-	return writePrivate(path, pemBlock("EC PRIVATE KEY", der))
+	return writePrivate(path, pemBlock("PRIVATE KEY", der))
 }
 
 func writeSecret(path string, secret []byte) error {

@@ -3,6 +3,9 @@
 // receive, by the zfs driver's source and target sides) divided by a bare
 // `zfs send | zfs receive` of the same dataset, and the downtime of the
 // switch phase of a migrate with a write load running during the sync.
+// The move is measured twice: over plain TCP and over TLS 1.3 with node
+// certificates (as executors move), and the TLS figure is reported beside
+// the plain one.
 //
 //	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5]
 //
@@ -25,6 +28,8 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/nodeid"
+	"github.com/drovehq/drove/executor/transfer"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/test/zfsenv"
 )
@@ -99,24 +104,32 @@ func run(sizeMiB int, writeMiBps float64) error {
 		return err
 	}
 	fmt.Printf("zfs mode: %s\n", na.Features().Mode())
-	var full zfs.SyncReport
-	for _, dir := range []struct {
-		src, dst *zfs.Driver
-		from, to string
-	}{{na, nb, "na", "nb"}, {nb, na, "nb", "na"}} {
-		rep, _, _, err := move(ctx, dir.src, dir.dst, dir.from, dir.to, events.RunStopped)
-		if err != nil {
-			return err
-		}
-		if s := rep.Syncs[0]; full.Duration == 0 || s.Duration < full.Duration {
-			full = s
-		}
+	pki, err := os.MkdirTemp("", "drove-bench-pki-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(pki)
+	ids, err := nodeid.Bundle(pki, "na", "nb")
+	if err != nil {
+		return err
+	}
+	full, err := fullSend(ctx, na, nb, nil)
+	if err != nil {
+		return err
+	}
+	secure, err := fullSend(ctx, na, nb, ids)
+	if err != nil {
+		return err
 	}
 	bareRate := float64(full.Bytes) / bare.Seconds()
 	droveRate := float64(full.Bytes) / full.Duration.Seconds()
 	fmt.Printf("bare zfs send | zfs receive: %d MiB in %s = %.1f MiB/s (best of 2)\n", full.Bytes>>20, bare.Round(time.Millisecond), bareRate/(1<<20))
 	fmt.Printf("Drove full send (sync 1):    %d MiB in %s = %.1f MiB/s (best of 2)\n", full.Bytes>>20, full.Duration.Round(time.Millisecond), droveRate/(1<<20))
 	fmt.Printf("throughput ratio Drove/bare: %.3f (target >= 0.9)\n", droveRate/bareRate)
+	tlsRate := float64(secure.Bytes) / secure.Duration.Seconds()
+	fmt.Printf("Drove full send over TLS 1.3 (node certificates): %d MiB in %s = %.1f MiB/s (best of 2)\n",
+		secure.Bytes>>20, secure.Duration.Round(time.Millisecond), tlsRate/(1<<20))
+	fmt.Printf("throughput ratio TLS/plain: %.3f (target >= 0.8); TLS/bare: %.3f\n", tlsRate/droveRate, tlsRate/bareRate)
 
 	// The switch's downtime: a migrate a→b of the running instance while
 	// it writes writeMiBps to a log during the sync phase.
@@ -131,7 +144,7 @@ func run(sizeMiB int, writeMiBps float64) error {
 	if err != nil {
 		return err
 	}
-	rep, res, total, err := move(ctx, src, dst, "na", "nb", events.RunRunning)
+	rep, res, total, err := move(ctx, src, dst, "na", "nb", events.RunRunning, ids)
 	if err != nil {
 		return err
 	}
@@ -148,20 +161,45 @@ func run(sizeMiB int, writeMiBps float64) error {
 	return nil
 }
 
+// fullSend moves the stopped instance a→b, then b→a, over TLS with ids
+// (nil: plain TCP), and returns the faster full send.
+func fullSend(ctx context.Context, na, nb *zfs.Driver, ids map[string]*nodeid.Identity) (zfs.SyncReport, error) {
+	var full zfs.SyncReport
+	for _, dir := range []struct {
+		src, dst *zfs.Driver
+		from, to string
+	}{{na, nb, "na", "nb"}, {nb, na, "nb", "na"}} {
+		rep, _, _, err := move(ctx, dir.src, dir.dst, dir.from, dir.to, events.RunStopped, ids)
+		if err != nil {
+			return full, err
+		}
+		if s := rep.Syncs[0]; full.Duration == 0 || s.Duration < full.Duration {
+			full = s
+		}
+	}
+	return full, nil
+}
+
 // move migrates the zfs-local instance "vm" from src's node to dst's,
-// each driver playing its side as two executors would.
-func move(ctx context.Context, src, dst *zfs.Driver, from, to string, state events.RunState) (zfs.MoveReport, executor.Result, time.Duration, error) {
+// each driver playing its side as two executors would: over TLS with
+// their identities from ids, as executors do, or plain TCP when ids is nil.
+func move(ctx context.Context, src, dst *zfs.Driver, from, to string, state events.RunState, ids map[string]*nodeid.Identity) (zfs.MoveReport, executor.Result, time.Duration, error) {
+	sctx, rctx := ctx, ctx
+	if ids != nil {
+		sctx = transfer.WithLink(ctx, transfer.Link{Identity: ids[from], Peer: to})
+		rctx = transfer.WithLink(ctx, transfer.Link{Identity: ids[to], Peer: from})
+	}
 	op := executor.Op{Request: "bench", Job: len(src.Reports()), Kind: events.OpInstanceMigrate, Instance: "vm",
 		Storage: events.StorageZFSLocal, RunState: state, From: from, To: to, Primary: from, Attempt: 1}
 	addr := make(chan string, 1)
 	recvDone := make(chan error, 1)
 	go func() {
-		recvDone <- dst.Receive(ctx, op, func(a string) { addr <- a }, func(executor.Progress) {})
+		recvDone <- dst.Receive(rctx, op, func(a string) { addr <- a }, func(executor.Progress) {})
 	}()
 	got := <-addr
 	op.AwaitReceiver = func(context.Context) (string, error) { return got, nil }
 	began := time.Now()
-	res, err := src.Run(ctx, op, func(executor.Progress) {})
+	res, err := src.Run(sctx, op, func(executor.Progress) {})
 	took := time.Since(began)
 	if rerr := <-recvDone; err == nil {
 		err = rerr
