@@ -24,9 +24,15 @@ func TestComposeFileValidates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
-	for _, want := range []string{"kafka:", "KAFKA_PROCESS_ROLES: broker,controller", "postgres:", "projector", "planner", "gateway", "executor"} {
+	for _, want := range []string{"kafka:", "KAFKA_PROCESS_ROLES: broker,controller", "postgres:", "projector", "planner", "gateway", "executor",
+		// Kafka takes SASL over TLS only, and the services are told so.
+		"SECURE:SASL_SSL", "KAFKA_SSL_KEYSTORE_TYPE: PEM", "KAFKA_CA_FILE: /pki/kafka/ca.crt", "KAFKA_SASL_MECHANISM: PLAIN",
+		"DROVE_TLS_CERT: /pki/node-a1/node-a1.crt"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the resolved compose file lacks %q", want)
 		}
+	}
+	if strings.Contains(string(out), "PLAINTEXT://") {
+		t.Errorf("a Kafka listener in plain text:\n%s", out)
 	}
 }
