@@ -150,7 +150,7 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	var sf serviceFlags
 	sf.register(fs, true)
 	addr := fs.String("addr", "localhost:8080", "where to listen")
-	tokensFile := fs.String("tokens-file", "", "bearer tokens, TOKEN=ACCOUNT:ROLE a line (role operator or owner); also env DROVE_TOKENS, comma-separated. None: no authentication, everyone is an operator")
+	tokensFile := fs.String("tokens-file", os.Getenv("DROVE_TOKENS_FILE"), "bearer tokens, TOKEN=ACCOUNT:ROLE a line (role operator or owner), mode 0600 (env DROVE_TOKENS_FILE); also env DROVE_TOKENS, comma-separated. None: no authentication, everyone is an operator")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
