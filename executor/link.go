@@ -21,7 +21,8 @@ func (e *Executor) link(ctx context.Context, peer string) context.Context {
 	if e.cfg.Transfer == nil {
 		return ctx
 	}
-	return transfer.WithLink(ctx, transfer.Link{Identity: e.cfg.Transfer, Peer: peer})
+	return transfer.WithLink(ctx, transfer.Link{Identity: e.cfg.Transfer, Peer: peer,
+		Refused: func(err error) { e.log.Warn("refused a connection to a move's receiver", "want", peer, "err", err) }})
 }
 
 // otherEnd is the node at the other end of a migration phase run here.

@@ -31,6 +31,11 @@ type Link struct {
 	// Peer is the node at the other end of the move, which its
 	// certificate must name.
 	Peer string
+	// Refused, when set, hears of every connection Accept refused in the
+	// handshake (an impostor, a node of another cluster, a plain sender):
+	// the receiving side drops them and goes on serving the move, and
+	// the operator should still know.
+	Refused func(error)
 }
 
 type linkKey struct{}
@@ -100,7 +105,7 @@ func handshakeError(err error) error {
 	var ne net.Error
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ae), errors.As(err, &re):
-		return fmt.Errorf("%w: %v", ErrPeer, err)
+		return fmt.Errorf("%w: %w", ErrPeer, err)
 	case errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("transfer: TLS handshake: %w", err)
 	}
@@ -111,5 +116,5 @@ func handshakeError(err error) error {
 	if errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("transfer: TLS handshake: %w", err)
 	}
-	return fmt.Errorf("%w: %v", ErrPeer, err)
+	return fmt.Errorf("%w: %w", ErrPeer, err)
 }

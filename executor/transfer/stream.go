@@ -102,6 +102,9 @@ func (l *Listener) Accept(ctx context.Context) (*Stream, error) {
 		}
 		s, err := l.open(ctx, c)
 		if err != nil {
+			if f := LinkOf(ctx).Refused; f != nil && errors.Is(err, ErrPeer) {
+				f(fmt.Errorf("from %s: %w", c.RemoteAddr(), err))
+			}
 			_ = c.Close()
 			continue // a stranger, an impostor or a stale sender; keep serving this move
 		}

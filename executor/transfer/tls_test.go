@@ -197,7 +197,8 @@ func TestReceiverRefusesASenderThatIsNotTheSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	got := serveOne(ctx, l, transfer.Link{Identity: c.ids["b"], Peer: "a"})
+	refused := make(chan error, 4)
+	got := serveOne(ctx, l, transfer.Link{Identity: c.ids["b"], Peer: "a", Refused: func(err error) { refused <- err }})
 	// Node c, with a valid certificate of the cluster, is refused: in TLS
 	// 1.3 the client learns it at its first read, so at Finish.
 	if err := send(ctx, l.Addr(), transfer.Link{Identity: c.ids["c"], Peer: "b"}, []byte("from c")); err == nil {
@@ -212,6 +213,12 @@ func TestReceiverRefusesASenderThatIsNotTheSource(t *testing.T) {
 	}
 	if b := <-got; string(b) != "from a" {
 		t.Fatalf("the receiver served %q, want node a's stream", b)
+	}
+	if n := len(refused); n != 2 {
+		t.Fatalf("the receiver heard of %d refusals, want 2 (node c, plain)", n)
+	}
+	if err := <-refused; !errors.Is(err, nodeid.ErrWrongNode) {
+		t.Fatalf("first refusal: %v, want ErrWrongNode", err)
 	}
 }
 
