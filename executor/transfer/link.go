@@ -106,7 +106,10 @@ func handshakeError(err error) error {
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ae), errors.As(err, &re):
 		return fmt.Errorf("%w: %w", ErrPeer, err)
-	case errors.As(err, &ne) && ne.Timeout():
+	case errors.As(err, &ne) && ne.Timeout(),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Slow or cancelled, not refused: the caller's context (a
+		// cancelled move) or a retry decides.
 		return fmt.Errorf("transfer: TLS handshake: %w", err)
 	}
 	// Failures of VerifyConnection come back as plain errors from the

@@ -250,3 +250,29 @@ func TestTokenIsASecondFactor(t *testing.T) {
 		t.Fatalf("served %q", b)
 	}
 }
+
+// TestSilentListenerIsNotAnImpostor: a handshake cut short by the
+// caller's context (a cancelled move, a deadline) is not a refusal: it
+// must not read as ErrPeer, which fails a move for good.
+func TestSilentListenerIsNotAnImpostor(t *testing.T) {
+	c := newCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if conn, err := ln.Accept(); err == nil {
+			accepted <- conn // held open, never answered
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err = transfer.Dial(transfer.WithLink(ctx, transfer.Link{Identity: c.ids["a"], Peer: "b"}), ln.Addr().String(),
+		transfer.Header{Key: "req/0/0", Kind: "recv"}, nil)
+	if err == nil || errors.Is(err, transfer.ErrPeer) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Dial to a silent listener: %v; want the deadline, not ErrPeer", err)
+	}
+	(<-accepted).Close()
+}
