@@ -149,10 +149,10 @@ func (p *pump) normalize(r Progress) events.Progress {
 	msg := r.Message
 	cur, total := max(r.Current, p.cur, 0), max(r.Total, p.total, 0)
 	if r.Current < p.cur {
-		msg = join(msg, fmt.Sprintf("resending %s already counted", bytesText(p.cur-r.Current)))
+		msg = join(msg, fmt.Sprintf("resending %s already counted", events.FormatBytes(p.cur-r.Current)))
 	}
 	if total > p.total && p.total > 0 && p.cur > 0 {
-		msg = join(msg, fmt.Sprintf("total grew from %s to %s", bytesText(p.total), bytesText(total)))
+		msg = join(msg, fmt.Sprintf("total grew from %s to %s", events.FormatBytes(p.total), events.FormatBytes(total)))
 	}
 	total = max(total, cur)
 	p.cur, p.total = cur, total
@@ -189,20 +189,6 @@ func join(a, b string) string {
 		return b
 	}
 	return a + "; " + b
-}
-
-// bytesText renders a byte count for operators.
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // progressAppendTimeout bounds one progress append, so a stalled broker

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/gateway/client"
 )
 
@@ -118,7 +119,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return printJSON(stdout, e)
 		}
 		fmt.Fprintf(stdout, "Migrating %s would take about %s, with %s of downtime, sending %s.\n(%s)\n",
-			instance, human(e.TotalSeconds), human(e.DowntimeSeconds), bytesHuman(e.Bytes), e.How)
+			instance, human(e.TotalSeconds), human(e.DowntimeSeconds), events.FormatBytes(e.Bytes), e.How)
 		return exitOK
 	}
 	if action == "" && *watch {
@@ -185,7 +186,7 @@ func describe(ctx context.Context, api *client.Client, instance, action string, 
 			return "(no estimate: " + err.Error() + ")\n"
 		}
 		return fmt.Sprintf("The migration will take approximately %s, with about %s of downtime (%s to send).\n",
-			human(e.TotalSeconds), human(e.DowntimeSeconds), bytesHuman(e.Bytes))
+			human(e.TotalSeconds), human(e.DowntimeSeconds), events.FormatBytes(e.Bytes))
 	}
 	to := "a server the planner chooses"
 	if o.Target != "" {
@@ -405,19 +406,6 @@ func human(sec float64) string {
 		return fmt.Sprintf("%dm%02ds", m, s)
 	}
 	return fmt.Sprintf("%ds", s)
-}
-
-func bytesHuman(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
 func readerIsTerminal(r io.Reader) bool {
