@@ -110,36 +110,38 @@ func (e *Executor) execute(t *task, log *slog.Logger) (outcome, *pump) {
 		return outcome{status: events.JobError, err: err, started: true}, p
 	}
 	out := outcome{started: true, moves: mv}
-	for attempt := 1; ; attempt++ {
-		dop.Attempt = attempt
-		res, err := e.driver.Run(t.ctx, dop, p.report)
-		switch {
-		case err == nil:
-			out.status, out.result = events.JobSuccess, res
-			return out, p
-		case t.ctx.Err() != nil:
-			out.err = err
-			return e.interrupted(t, out), p
-		case IsTransient(err) && attempt < e.cfg.Retry.Attempts:
-			wait := e.cfg.Retry.backoff(attempt + 1)
-			e.m.retries.WithLabelValues(dop.ShortKind()).Inc()
-			msg := fmt.Sprintf("retrying (attempt %d/%d) after transient fault: %v",
-				attempt+1, e.cfg.Retry.Attempts, err)
-			log.Info(msg, "backoff", wait)
-			p.notice(msg, err.Error())
-			timer := time.NewTimer(wait)
-			select {
-			case <-timer.C:
-			case <-t.ctx.Done():
-				timer.Stop()
-				out.err = err
-				return e.interrupted(t, out), p
-			}
-		default:
-			out.status, out.err = events.JobError, err
-			return out, p
-		}
+	var res Result
+	err = e.retryTransient(t.ctx, p, log, func(n int) error {
+		dop.Attempt = n
+		var err error
+		res, err = e.driver.Run(t.ctx, dop, p.report)
+		return err
+	}, func() { e.m.retries.WithLabelValues(dop.ShortKind()).Inc() })
+	switch {
+	case err == nil:
+		out.status, out.result = events.JobSuccess, res
+		return out, p
+	case t.ctx.Err() != nil:
+		out.err = err
+		return e.interrupted(t, out), p
 	}
+	out.status, out.err = events.JobError, err
+	return out, p
+}
+
+// retryTransient runs a driver step through the configured backoff,
+// trying again only after transient faults, and tells the watchers of p
+// about each retry. counted, if not nil, is called once a retry.
+func (e *Executor) retryTransient(ctx context.Context, p *pump, log interface{ Info(string, ...any) },
+	try func(attempt int) error, counted func()) error {
+	return e.cfg.Retry.policy().Do(ctx, IsTransient, try, func(next int, err error, wait time.Duration) {
+		if counted != nil {
+			counted()
+		}
+		msg := fmt.Sprintf("retrying (attempt %d/%d) after transient fault: %v", next, e.cfg.Retry.Attempts, err)
+		log.Info(msg, "backoff", wait)
+		p.notice(msg, err.Error())
+	})
 }
 
 // interrupted turns a done task context into its outcome: canceled when
@@ -194,24 +196,19 @@ func (e *Executor) prepare(t *task) (Op, moves, error) {
 // done: without its start or end events an opcode must not be considered
 // run, so there is no giving up short of shutdown.
 func (e *Executor) appendHard(ctx context.Context, msgs []kafka.Message) error {
-	for attempt := 1; ; attempt++ {
-		err := e.prod.AppendBatch(ctx, msgs...)
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, kafka.ErrFenced) || errors.Is(err, kafka.ErrClosed) {
-			return err // another executor took over this node, or we are closing
-		}
-		wait := e.cfg.Retry.backoff(attempt + 1)
-		e.log.Warn("append failed; retrying", "err", err, "backoff", wait)
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return errors.Join(err, ctx.Err())
-		}
+	pol := e.cfg.Retry.policy()
+	pol.Tries = 0
+	err := pol.Do(ctx, func(err error) bool {
+		// another executor took over this node, or we are closing
+		return !errors.Is(err, kafka.ErrFenced) && !errors.Is(err, kafka.ErrClosed)
+	}, func(int) error { return e.prod.AppendBatch(ctx, msgs...) },
+		func(_ int, err error, wait time.Duration) {
+			e.log.Warn("append failed; retrying", "err", err, "backoff", wait)
+		})
+	if err != nil && ctx.Err() != nil {
+		return errors.Join(err, ctx.Err())
 	}
+	return err
 }
 
 // writeEnd flushes progress and appends the end events in one

@@ -244,26 +244,20 @@ func (l *loop) decideAll(ctx context.Context) error {
 // confirm is retried too: if the first attempt did land, the second only
 // restates facts the fold already holds.
 func (l *loop) append(ctx context.Context, msgs []kafka.Message) error {
-	wait := l.svc.cfg.RetryBackoff
-	for attempt := 0; ; attempt++ {
-		err := l.prod.AppendBatch(ctx, msgs...)
-		if err == nil {
-			return nil
-		}
-		retry := kafka.IsRetryable(err) || errors.Is(err, kafka.ErrUncertain)
-		if errors.Is(err, kafka.ErrFenced) || !retry || attempt >= l.svc.cfg.AppendRetries || ctx.Err() != nil {
-			return fmt.Errorf("%w: %w", ErrAppend, err)
-		}
-		l.svc.log.Warn("append failed, retrying", "attempt", attempt+1, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w: %w", ErrAppend, errors.Join(err, ctx.Err()))
-		case <-t.C:
-		}
-		wait *= 2
+	b := kafka.Backoff{Tries: l.svc.cfg.AppendRetries + 1, Initial: l.svc.cfg.RetryBackoff}
+	err := b.Do(ctx, func(err error) bool {
+		return !errors.Is(err, kafka.ErrFenced) && (kafka.IsRetryable(err) || errors.Is(err, kafka.ErrUncertain))
+	}, func(int) error { return l.prod.AppendBatch(ctx, msgs...) },
+		func(next int, err error, _ time.Duration) {
+			l.svc.log.Warn("append failed, retrying", "attempt", next-1, "err", err)
+		})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: %w", ErrAppend, errors.Join(err, ctx.Err()))
 	}
+	return fmt.Errorf("%w: %w", ErrAppend, err)
 }
 
 // clientOpts are the kgo options the kafka.Config implies (its own are
