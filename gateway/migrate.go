@@ -14,7 +14,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/planner"
 )
 
 // Per-instance migrations (RFD 34): POST /v1/instances/{name}/migrate
@@ -353,12 +352,8 @@ func (g *Gateway) checkAction(ctx context.Context, in instance, cur *instanceMig
 		if err := g.checkNoRequest(ctx, in.Name); err != nil {
 			return "", err
 		}
-		switch planner.StorageKind(in.Storage).Mirroring() {
-		case planner.CopiedOnMove, planner.MirroredExternally:
-		case planner.MirroredInternally:
-			return "", refuse("instance %q has %s storage, mirrored to a secondary: move it with an evacuation or a failover instead", in.Name, in.Storage)
-		default:
-			return "", refuse("instance %q has %s storage, which cannot be sent to another node", in.Name, in.Storage)
+		if why := events.StorageKind(in.Storage).MigrationRefusal(); why != "" {
+			return "", refuse("instance %q has %s storage, which %s", in.Name, in.Storage, why)
 		}
 		if target != "" {
 			if target == in.Primary {

@@ -99,7 +99,7 @@ func newState(c *Cluster, o Options) (*state, error) {
 			usesMem:    in.State == Up,
 			online:     in.State != Offline,
 			usesSecMem: in.State != Offline,
-			localDisk:  in.Storage.usesLocalDisk(),
+			localDisk:  in.Storage.UsesLocalDisk(),
 			kind:       in.Storage,
 			mirror:     in.Storage.Mirroring(),
 			pri:        int32(in.Primary),

@@ -25,20 +25,10 @@ type move struct {
 	any        bool            // some checkpoint has passed
 }
 
-// storage classes, as the sim moves them.
+// storage classes, as the sim moves them (the rules are the kind's own).
 func (m *move) mirrored() bool { return m.op.Storage.InternallyMirrored() }
-
-func (m *move) shared() bool {
-	switch m.op.Storage {
-	case events.StorageRBD, events.StorageSharedFile, events.StorageExt,
-		events.StorageGluster, events.StorageBlockdev, events.StorageDiskless:
-		return true
-	}
-	return false
-}
-
-// copied is storage moved by sending it: RFD 34's zfs-local.
-func (m *move) copied() bool { return m.op.Storage == events.StorageZFSLocal }
+func (m *move) shared() bool   { return m.op.Storage.Shared() }
+func (m *move) copied() bool   { return m.op.Storage.CopiedOnMove() }
 
 func (m *move) running() bool { return m.op.RunState == events.RunRunning }
 

@@ -101,16 +101,6 @@ func (inv *inventory) apply(p events.Payload, pos logPos) {
 	}
 }
 
-// usesLocalDisk mirrors the planner's rule: these kinds take space from the
-// disks of the nodes holding them (primary and, if any, secondary).
-func usesLocalDisk(k events.StorageKind) bool {
-	switch k {
-	case events.StorageDRBD, events.StoragePlain, events.StorageZFSReplicated, events.StorageZFSLocal:
-		return true
-	}
-	return false
-}
-
 func diskTotal(s events.Size) int64 {
 	var t int64
 	for _, d := range s.DisksMiB {
@@ -132,7 +122,7 @@ func (inv *inventory) freeOf(node string) (mem, disk int64) {
 		if in.PrimaryNode == node && in.RunState == events.RunRunning {
 			mem -= in.Size.MemoryMiB
 		}
-		if usesLocalDisk(in.Storage) && (in.PrimaryNode == node || in.SecondaryNode == node) {
+		if in.Storage.UsesLocalDisk() && (in.PrimaryNode == node || in.SecondaryNode == node) {
 			disk -= diskTotal(in.Size)
 		}
 	}

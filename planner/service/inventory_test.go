@@ -146,3 +146,32 @@ func TestFoldOrderIgnoresPartitionInterleaving(t *testing.T) {
 		}
 	}
 }
+
+// The planner library classifies storage in its own model (it imports
+// nothing of Drove's); the services use events.StorageKind's rules. This
+// holds the two equal, kind by kind.
+func TestStorageRulesAgreeWithThePlanner(t *testing.T) {
+	for _, k := range events.StorageKinds() {
+		pk := planner.StorageKind(k)
+		if !pk.Known() || !k.Known() {
+			t.Errorf("%s: known to events %v, to the planner %v", k, k.Known(), pk.Known())
+		}
+		m := pk.Mirroring()
+		for _, c := range []struct {
+			rule          string
+			events, plans bool
+		}{
+			{"internally mirrored", k.InternallyMirrored(), m == planner.MirroredInternally},
+			{"shared", k.Shared(), m == planner.MirroredExternally},
+			{"copied on move", k.CopiedOnMove(), m == planner.CopiedOnMove},
+			{"uses local disk", k.UsesLocalDisk(), pk.UsesLocalDisk()},
+		} {
+			if c.events != c.plans {
+				t.Errorf("%s %s: events says %v, the planner %v", k, c.rule, c.events, c.plans)
+			}
+		}
+	}
+	if events.StorageKind("tape").Known() || planner.StorageKind("tape").Known() {
+		t.Error("an unknown kind is known")
+	}
+}

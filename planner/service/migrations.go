@@ -180,13 +180,8 @@ func (p *mpass) create(c events.Envelope, a events.MigrationActionRequested) {
 		refuse(fmt.Sprintf("instance %s is being moved by request %s", a.Instance, req))
 		return
 	}
-	switch planner.StorageKind(in.Storage).Mirroring() {
-	case planner.CopiedOnMove, planner.MirroredExternally:
-	case planner.MirroredInternally:
-		refuse(fmt.Sprintf("storage %s is mirrored to a secondary: move it with an evacuation instead", in.Storage))
-		return
-	default:
-		refuse(fmt.Sprintf("storage %s cannot be sent to another node", in.Storage))
+	if why := in.Storage.MigrationRefusal(); why != "" {
+		refuse(fmt.Sprintf("storage %s %s", in.Storage, why))
 		return
 	}
 	target, why := p.pickTarget(in, a.Target)
@@ -224,7 +219,7 @@ func (p *mpass) pickTarget(in *events.InstanceDeclared, want string) (string, st
 			return "", fmt.Sprintf("node %s is offline, drained or not VM capable", want)
 		case in.RunState == events.RunRunning && mem < in.Size.MemoryMiB:
 			return "", fmt.Sprintf("node %s has %d MiB of memory free, the instance needs %d", want, mem, in.Size.MemoryMiB)
-		case usesLocalDisk(in.Storage) && disk < diskTotal(in.Size):
+		case in.Storage.UsesLocalDisk() && disk < diskTotal(in.Size):
 			return "", fmt.Sprintf("node %s has %d MiB of disk free, the instance needs %d", want, disk, diskTotal(in.Size))
 		}
 		return want, ""
