@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events/promreg"
 )
 
 // metrics are the service's collectors, named drove_planner_*.
@@ -37,34 +39,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Committed records not yet read, per topic, as of the last fetch.",
 		}, []string{"topic"}),
 	}
-	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
-		return nil, err
-	}
-	if m.jobs, err = register(reg, m.jobs); err != nil {
-		return nil, err
-	}
-	if m.planSeconds, err = register(reg, m.planSeconds); err != nil {
-		return nil, err
-	}
-	if m.lag, err = register(reg, m.lag); err != nil {
+	if err := errors.Join(promreg.Register(reg, &m.requests), promreg.Register(reg, &m.jobs),
+		promreg.Register(reg, &m.planSeconds), promreg.Register(reg, &m.lag)); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// its name, so that a restarted Service in the same process (a test, a
-// supervisor loop) keeps counting into the exported series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if old, ok := are.ExistingCollector.(C); ok {
-			return old, nil
-		}
-	}
-	return c, err
 }
 
 // countJobs sets the jobs gauge from the state.
