@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drovehq/drove/events/promreg"
+	"github.com/drovehq/drove/planner/jobs"
 )
 
 // metrics are the service's collectors, named drove_planner_*.
@@ -15,9 +16,6 @@ type metrics struct {
 	planSeconds prometheus.Histogram
 	lag         *prometheus.GaugeVec // by topic
 }
-
-// jobStates are the label values of drove_planner_jobs.
-var jobStates = []string{"pending", "running", "succeeded", "failed", "cancelled"}
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -46,31 +44,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// countJobs sets the jobs gauge from the state.
-func (m *metrics) countJobs(s *state) {
-	counts := map[string]float64{}
-	for _, id := range s.order {
-		r := s.requests[id]
-		if r.kind == "" || r.plan == nil {
-			continue
-		}
-		for i := range r.plan.Jobs {
-			j := r.jobs[i]
-			switch {
-			case j == nil || (!j.released && !j.done()):
-				counts["pending"]++
-			case j.running():
-				counts["running"]++
-			case j.status() == "success":
-				counts["succeeded"]++
-			case j.cancelled != "" || j.ended == "canceled":
-				counts["cancelled"]++
-			default:
-				counts["failed"]++
-			}
-		}
-	}
-	for _, st := range jobStates {
+// countJobs sets the jobs gauge from the fold of requests.
+func (m *metrics) countJobs(s *jobs.State) {
+	counts := s.CountJobs()
+	for _, st := range jobs.JobStates {
 		m.jobs.WithLabelValues(st).Set(counts[st])
 	}
 }
