@@ -23,7 +23,7 @@
 //     watcher never queries the log in a loop of its own, and a slow one is
 //     cut off with a final error line instead of holding the others back.
 //
-// The views are defined in projector/migrations (the contract); the gateway
+// The views are defined in projector/schema (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool
 // whatever its search_path.
 package gateway

@@ -89,7 +89,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		defer cancel()
 		_, _ = conn.Exec(uctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, lockKey(p.cfg.Schema))
 	}()
-	if err := checkMigrated(ctx, conn, p.cfg.Schema); err != nil {
+	if err := checkSchemaVersion(ctx, conn, p.cfg.Schema); err != nil {
 		return err
 	}
 	stored, err := loadOffsets(ctx, conn, p.cfg.Schema)

@@ -6,7 +6,7 @@ SELECT m.id, m.request, m.job, m.idx, m.instance, coalesce(i.owner, '') AS accou
        m.progress_state, m.progress_time, m.current_bytes, m.total_bytes,
        m.eta_seconds, m.bytes_per_second, m.syncs, m.last_sync_bytes,
        m.progress_end_state, m.message, m.error, m.error_detail
-FROM {schema}.migration_state m
+FROM {schema}.move_state m
 LEFT JOIN {schema}.instances i ON i.name = m.instance
 WHERE ($1::text = '' OR m.instance = $1)
   AND ($2::text = '' OR m.state = $2)
