@@ -268,3 +268,38 @@ func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
 	log.Info("opcode ended", "status", out.status, "err", errText)
 	e.finish(t, true)
 }
+
+// progressAppendTimeout bounds one progress append, so a stalled broker
+// delays a move's end by seconds, not forever.
+const progressAppendTimeout = 5 * time.Second
+
+// reportStatus is the driver's Op.Status: a node's status in the middle of
+// a move (a post-copy source "paused"), appended at once rather than
+// through the pump — it is rare and a view must not miss it.
+func (e *Executor) reportStatus(t *task) func(node string, status events.NodeMoveStatus) {
+	return func(node string, status events.NodeMoveStatus) {
+		env := e.effect(t, events.MoveStatusReported{Request: t.d.Request, Instance: t.d.Opcode.Instance,
+			Node: node, Status: status}, fmt.Sprintf("%s reports %s during %s", node, status, t.what()))
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), progressAppendTimeout)
+		defer cancel()
+		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+			e.log.Warn("move status not appended", "opcode", t.key, "node", node, "status", status, "err", err)
+		}
+	}
+}
+
+// sendProgress is the pump's send: a failed progress append is logged, not
+// fatal, because progress is advice to watchers; the end events are what
+// the protocol depends on.
+func (e *Executor) sendProgress(ctx context.Context, t *task) func(events.Progress) {
+	return func(ev events.Progress) {
+		env := e.effect(t, ev, "progress of "+t.what())
+		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
+		defer cancel()
+		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+			e.log.Warn("progress event not appended", "opcode", t.key, "err", err)
+			return
+		}
+		e.m.progress.Inc()
+	}
+}
