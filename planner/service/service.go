@@ -112,7 +112,7 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	for {
 		// A poll ends at the tick even with nothing to read, so that
-		// migration timers fire (see migrations.go).
+		// migration timers fire (planner/migration/timers.go).
 		pctx, pcancel := context.WithTimeout(ctx, s.cfg.Tick)
 		fs := cl.PollFetches(pctx)
 		pcancel()
