@@ -129,6 +129,26 @@ func (j *job) op(i int) *opcode {
 // Apply folds one event found at pos. It reports whether the event is one
 // of requests and jobs; others are left to the other folds.
 func (s *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) bool {
+	r := s.applyRequest(env, p, pos)
+	if r == nil {
+		r = s.applyJob(env, p)
+	}
+	if r == nil {
+		return false
+	}
+	switch p.(type) {
+	case events.EvacuationRequested, events.GroupChangeRequested, events.RequestApproved,
+		events.RequestCancelled, events.OpcodeStarted, events.OpcodeEnded:
+		// Only what others write: the service's own events read back
+		// are effects, not causes.
+		r.last = env
+	}
+	return true
+}
+
+// applyRequest folds an event of drove.requests or drove.plans and
+// returns its request; nil for other events.
+func (s *State) applyRequest(env events.Envelope, p events.Payload, pos inventory.Pos) *request {
 	var r *request
 	switch e := p.(type) {
 	case events.EvacuationRequested:
@@ -167,6 +187,15 @@ func (s *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) 
 		if r.planID != env.ID {
 			r.plan, r.planID = &e, env.ID
 		}
+	}
+	return r
+}
+
+// applyJob folds an event of drove.jobs or drove.opcodes and returns its
+// request; nil for other events.
+func (s *State) applyJob(env events.Envelope, p events.Payload) *request {
+	var r *request
+	switch e := p.(type) {
 	case events.JobReleased:
 		r = s.request(e.Request)
 		j := r.job(e.Job.Index)
@@ -199,17 +228,8 @@ func (s *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) 
 	case events.OpcodeCancelled:
 		r = s.request(e.Request)
 		r.job(e.Job).op(e.Index).cancelSent = true
-	default:
-		return false
 	}
-	switch p.(type) {
-	case events.EvacuationRequested, events.GroupChangeRequested, events.RequestApproved,
-		events.RequestCancelled, events.OpcodeStarted, events.OpcodeEnded:
-		// Only what others write: the service's own events read back
-		// are effects, not causes.
-		r.last = env
-	}
-	return true
+	return r
 }
 
 // Order returns the request ids, oldest request first; ids whose request
