@@ -1,4 +1,4 @@
--- One migration, the RFD 34 record.
+-- One move of a bulk request, the RFD 34 record.
 SELECT m.id, m.request, m.job, m.idx, m.instance, coalesce(i.owner, '') AS account,
        m.source_node, m.target_node, m.op_id, m.automatic, m.state, m.phase,
        m.created_at, m.started_at, m.finished_at, m.end_state,

@@ -1,4 +1,4 @@
--- Migrations by id after the cursor $4, optionally of one instance, one
+-- Moves of bulk requests by id after the cursor $4, optionally of one instance, one
 -- state, one node (as source or target) and one owner ($6).
 SELECT m.id, m.request, m.job, m.idx, m.instance, coalesce(i.owner, '') AS account,
        m.source_node, m.target_node, m.op_id, m.automatic, m.state, m.phase,
