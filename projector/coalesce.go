@@ -6,7 +6,7 @@ import (
 )
 
 // Within a batch, many events often write the same row: a move's progress
-// events, one every few seconds, each replace the migration's progress
+// events, one every few seconds, each replace the move's progress
 // columns. Running one statement per event makes Postgres find, lock and
 // rewrite the row once per event; coalescing a run of them into one
 // statement leaves the same row with one write. Every event still gets its
@@ -15,7 +15,7 @@ import (
 
 // coalesce returns sts with each run of mergeable statements of one kind and
 // key merged into one, at the place of the run's first statement. A run ends
-// at the next statement of its key that is of another kind (a migration's
+// at the next statement of its key that is of another kind (a move's
 // End between its Progress events). Moving a later statement of the run up
 // past statements of other keys changes nothing, since those commute with
 // it; so the batch leaves the views exactly as running every statement in
@@ -71,7 +71,7 @@ func (r progressRow) stmt() stmt {
 	}
 }
 
-// mergeProgress merges two move_progress statements of one migration.
+// mergeProgress merges two move_progress statements of one move.
 // In order, an event applies when its time is not before the row's
 // progress_time, which is then its time: the ones that apply are those not
 // before every earlier one (the run's records) and not before the row's

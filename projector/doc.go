@@ -78,7 +78,7 @@
 // event_log row. A statement declares what it writes (stmt.key) and, if
 // runs of it can merge, the merge rule; a statement that writes the same
 // columns of the same row must declare the same key, so a run ends at it
-// (a migration's End between its progress). Folding a log in batches of 1
+// (a move's End between its progress). Folding a log in batches of 1
 // and of 500 gives the same tables, and a test checks it.
 //
 // Replay folds the whole log, from each partition's start, into a fresh

@@ -12,7 +12,7 @@ import (
 type stmt struct {
 	sql  string
 	args []any
-	// derive, when set, names a migration whose syncs and last sync
+	// derive, when set, names a move whose syncs and last sync
 	// size are to be derived once the batch's statements have run.
 	derive string
 
@@ -48,7 +48,8 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 	return nil, fmt.Errorf("projector: no effect for %s v%d", env.Type, env.Version)
 }
 
-// inventoryEffects folds drove.inventory: groups, nodes, instances and placements.
+// inventoryEffects folds drove.inventory: groups, nodes, instances and
+// placements.
 func inventoryEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	t := env.Time
 	switch e := p.(type) {
@@ -72,7 +73,8 @@ func inventoryEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	return nil, false
 }
 
-// requestEffects folds drove.requests and drove.plans: a request's story and its plans.
+// requestEffects folds drove.requests and drove.plans: a request's story
+// and its plans.
 func requestEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	t := env.Time
 	switch e := p.(type) {
@@ -118,7 +120,8 @@ func jobEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	return nil, false
 }
 
-// opcodeEffects folds drove.opcodes: each opcode's lifecycle, and the move it makes.
+// opcodeEffects folds drove.opcodes: each opcode's lifecycle, and the move
+// it makes.
 func opcodeEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	t := env.Time
 	switch e := p.(type) {
@@ -148,8 +151,8 @@ func opcodeEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	return nil, false
 }
 
-// progressEffects folds drove.progress: moves' progress and ends, and the nodes' statuses;
-// drove.audit, whose view is the event log itself.
+// progressEffects folds drove.progress — moves' progress and ends, and the
+// nodes' statuses — and drove.audit, whose view is the event log itself.
 func progressEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	t := env.Time
 	switch e := p.(type) {
@@ -185,9 +188,9 @@ func progressEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	return nil, false
 }
 
-// migrationEffects folds drove.migrations, drove.settings, and the migration phases and receiver
-// rendezvous on drove.opcodes (schema/003): RFD 34's per-instance
-// migrations.
+// migrationEffects folds RFD 34's per-instance migrations: drove.migrations,
+// drove.settings, and the migration phases and receiver rendezvous on
+// drove.opcodes (schema/003).
 func migrationEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	t := env.Time
 	switch e := p.(type) {
@@ -223,7 +226,7 @@ func nodeStated(n events.NodeAnnounced, t time.Time) stmt {
 		strs(n.Tags), t)
 }
 
-// moveID is a migration's key: the opcode that does the move.
+// moveID is a move's key: the opcode that does it.
 func moveID(request string, job, index int) string {
 	return fmt.Sprintf("%s/%d/%d", request, job, index)
 }
