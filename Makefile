@@ -16,8 +16,9 @@ run: ## the whole system on this machine (embedded broker, Postgres, demo cluste
 test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL)
 	@bash test/tools/deps.sh
 
-vet: ## go vet and gofmt
+vet: ## go vet, gofmt and go mod tidy
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff >/dev/null || { echo "go mod tidy would change go.mod or go.sum: run it"; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # The ZFS driver's tests run last and apart, through a script that runs

@@ -87,12 +87,6 @@ const (
 	StorageZFSLocal      StorageKind = "zfs-local"      // RFD 34 offline migration
 )
 
-// InternallyMirrored reports whether the kind keeps a secondary replica on a
-// second node, which every instance of that kind must name.
-func (k StorageKind) InternallyMirrored() bool {
-	return k == StorageDRBD || k == StorageZFSReplicated
-}
-
 // RunState is the state an instance is meant to be in.
 type RunState string
 

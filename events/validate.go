@@ -64,9 +64,7 @@ func (in InstanceDeclared) check(p *problems) {
 	for i, d := range in.Size.DisksMiB {
 		nonNegative(p, fmt.Sprintf("size.disks_mib[%d]", i), d)
 	}
-	oneOf(p, "storage", in.Storage,
-		StorageDRBD, StorageZFSReplicated, StorageRBD, StorageSharedFile, StorageExt,
-		StorageGluster, StorageBlockdev, StoragePlain, StorageFile, StorageDiskless, StorageZFSLocal)
+	oneOf(p, "storage", in.Storage, StorageKinds()...)
 	oneOf(p, "run_state", in.RunState, RunRunning, RunStopped, RunOffline)
 	// The planner decides how an instance can move from its storage kind
 	// and secondary together; one without the other is a lie it would act on.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -248,29 +247,19 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		SendBytesPerSecond: e.currentRate(t.d),
 		CurrentRate:        func() int64 { return e.currentRate(t.d) },
 	}
-	for attempt := 1; ; attempt++ {
-		res, err := mg.Phase(t.ctx, mp, p.report)
-		switch {
-		case err == nil:
-			return events.JobSuccess, res, nil
-		case t.ctx.Err() != nil:
-			return e.phaseInterrupted(t), PhaseResult{}, err
-		case IsTransient(err) && attempt < e.cfg.Retry.Attempts:
-			wait := e.cfg.Retry.backoff(attempt + 1)
-			msg := fmt.Sprintf("retrying (attempt %d/%d) after transient fault: %v", attempt+1, e.cfg.Retry.Attempts, err)
-			log.Info(msg, "backoff", wait)
-			p.notice(msg, err.Error())
-			timer := time.NewTimer(wait)
-			select {
-			case <-timer.C:
-			case <-t.ctx.Done():
-				timer.Stop()
-				return e.phaseInterrupted(t), PhaseResult{}, err
-			}
-		default:
-			return events.JobError, PhaseResult{}, err
-		}
+	var res PhaseResult
+	err = e.retryTransient(t.ctx, p, log, func(int) error {
+		var err error
+		res, err = mg.Phase(t.ctx, mp, p.report)
+		return err
+	}, nil)
+	switch {
+	case err == nil:
+		return events.JobSuccess, res, nil
+	case t.ctx.Err() != nil:
+		return e.phaseInterrupted(t), PhaseResult{}, err
 	}
+	return events.JobError, PhaseResult{}, err
 }
 
 // phaseInterrupted: canceled when superseded, no status (shutdown) else.

@@ -29,7 +29,7 @@
 //   - /healthz names the part that fails (postgres, kafka), never the
 //     error's text, which carries hosts, users and connection strings.
 //
-// The views are defined in projector/migrations (the contract); the gateway
+// The views are defined in projector/schema (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool
 // whatever its search_path.
 package gateway

@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -92,29 +91,14 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 		return err
 	}
 
-	g.metrics.watches.Inc()
-	defer g.metrics.watches.Dec()
-	w := c.Writer
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold lines back
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	enc := json.NewEncoder(w)
-	write := func(v any) bool {
-		if err := enc.Encode(v); err != nil {
-			return false
-		}
-		w.Flush()
-		return true
-	}
+	s, done := g.startStream(c, nil)
+	defer done()
 	line := func(r logRow) watchLine {
 		return watchLine{Seq: r.Seq, Time: r.Time.UTC(), Type: r.Type, Request: r.request(), Instance: r.Instance, Payload: r.Payload}
 	}
-
 	sent := make(map[int64]bool, len(rows))
 	for _, r := range rows {
-		if !write(line(r)) {
+		if !s.write(line(r)) {
 			return nil
 		}
 		sent[r.Seq] = true
@@ -122,40 +106,23 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 			return nil
 		}
 	}
-	if !follow {
-		return nil
+	if follow {
+		g.follow(c, s, sub, sent, g.cfg.KeepAlive, rowsUntil{s: s, line: line, ends: ends})
 	}
-	keepalive := time.NewTicker(g.cfg.KeepAlive)
-	defer keepalive.Stop()
-	for {
-		select {
-		case r := <-sub.ch:
-			if sent[r.Seq] {
-				continue
-			}
-			if !write(line(r)) {
-				return nil
-			}
-			if ends(r) {
-				return nil
-			}
-		case <-sub.cut:
-			g.metrics.watchCut.Inc()
-			g.log.Warn("watch stream cut: the watcher fell behind", "path", c.Request.URL.Path, "buffer", g.cfg.WatchBuffer)
-			write(g.tooSlowLine())
-			return nil
-		case <-keepalive.C:
-			if !write(controlLine{Type: "keepalive"}) {
-				return nil
-			}
-		case <-g.closing:
-			write(shuttingDownLine)
-			return nil
-		case <-c.Done():
-			return nil
-		}
-	}
+	return nil
 }
+
+// rowsUntil is the live part of a request's or an instance's stream: every
+// row as it is, until ends says one was the last.
+type rowsUntil struct {
+	s    *ndjson
+	line func(logRow) watchLine
+	ends func(logRow) bool
+}
+
+func (u rowsUntil) row(r logRow) bool     { return !u.s.write(u.line(r)) || u.ends(r) }
+func (rowsUntil) timer() <-chan time.Time { return nil }
+func (rowsUntil) wake() bool              { return false }
 
 // tooSlowLine ends a stream whose watcher fell too far behind.
 func (g *Gateway) tooSlowLine() controlLine {

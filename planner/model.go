@@ -92,10 +92,10 @@ func (k StorageKind) Known() bool {
 	return false
 }
 
-// usesLocalDisk reports whether the kind takes space from the node's disk.
+// UsesLocalDisk reports whether the kind takes space from the node's disk.
 // Ganeti counts only LVM-backed templates (plain, drbd); Drove's ZFS kinds
 // live on the node's pool too.
-func (k StorageKind) usesLocalDisk() bool {
+func (k StorageKind) UsesLocalDisk() bool {
 	switch k {
 	case DRBD, Plain, ZFSReplicated, ZFSLocal:
 		return true

@@ -24,7 +24,7 @@ type Opcode struct {
 	RemoteNode string
 	// Mode, for replace-disks, is ReplaceNewSecondary.
 	Mode string
-	// AllowFailover lets a migration fall back to a failover.
+	// AllowFailover lets a migrate opcode fall back to a failover.
 	AllowFailover bool
 	// IgnoreConsistency lets a failover proceed from an offline primary.
 	IgnoreConsistency bool

@@ -55,67 +55,13 @@ func newState(c *Cluster, o Options) (*state, error) {
 	s.groupNodes = make([][]int32, len(c.Groups))
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		g := &c.Groups[n.Group]
-		pol := g.Policy
-		live := !n.Offline && n.VMCapable
-		ns := nodeState{
-			idx:       int32(i),
-			group:     int32(n.Group),
-			offline:   !live || n.Drained,
-			vcpuRatio: pol.VCPURatio,
-			excl:      n.ExclusiveStorage,
-			peers:     map[int32]int64{},
-			tags:      map[string]int32{},
-		}
-		if live {
-			ns.tMem = float64(n.TotalMemory)
-			ns.nMem = n.ReservedMemory
-			if c.StaticNodeMemory > 0 {
-				ns.nMem = c.StaticNodeMemory
-			}
-			ns.fMemForth = n.FreeMemory
-			ns.tDsk = float64(n.TotalDisk)
-			ns.fDsk = n.FreeDisk
-			ns.tCpu = float64(n.TotalCPUs)
-			ns.uCpu = n.ReservedCPUs
-			ns.tSp = n.TotalSpindles
-			ns.fSp = n.FreeSpindles
-			ns.hiSp = pol.SpindleRatio * float64(n.TotalSpindles)
-		}
-		s.nodes[i] = ns
+		s.nodes[i] = loadNode(c, i)
 		s.groupNodes[n.Group] = append(s.groupNodes[n.Group], int32(i))
 	}
 	prefixes := c.exclusionPrefixes()
 	s.insts = make([]instState, len(c.Instances))
 	for i := range c.Instances {
-		in := &c.Instances[i]
-		st := instState{
-			idx:        int32(i),
-			mem:        in.Memory,
-			dsk:        in.DiskSpace,
-			vcpus:      in.VCPUs,
-			spindleUse: in.SpindleUse,
-			spindles:   totalSpindles(in.Disks),
-			usesMem:    in.State == Up,
-			online:     in.State != Offline,
-			usesSecMem: in.State != Offline,
-			localDisk:  in.Storage.usesLocalDisk(),
-			kind:       in.Storage,
-			mirror:     in.Storage.Mirroring(),
-			pri:        int32(in.Primary),
-			sec:        NoNode,
-		}
-		if st.mirror == MirroredInternally {
-			st.sec = int32(in.Secondary)
-		}
-		for _, t := range in.Tags {
-			for _, p := range prefixes {
-				if strings.HasPrefix(t, p) {
-					st.exclTags = append(st.exclTags, t)
-					break
-				}
-			}
-		}
+		st := loadInstance(&c.Instances[i], i, prefixes)
 		s.insts[i] = st
 		s.placeLoaded(&st)
 	}
@@ -140,6 +86,72 @@ func newState(c *Cluster, o Options) (*state, error) {
 		s.groups[s.nodes[i].group].addContrib(&s.contribs[i], 1)
 	}
 	return s, nil
+}
+
+// loadNode is node i's book as it reports itself; a node offline or not VM
+// capable has an empty one.
+func loadNode(c *Cluster, i int) nodeState {
+	n := &c.Nodes[i]
+	pol := c.Groups[n.Group].Policy
+	live := !n.Offline && n.VMCapable
+	ns := nodeState{
+		idx:       int32(i),
+		group:     int32(n.Group),
+		offline:   !live || n.Drained,
+		vcpuRatio: pol.VCPURatio,
+		excl:      n.ExclusiveStorage,
+		peers:     map[int32]int64{},
+		tags:      map[string]int32{},
+	}
+	if live {
+		ns.tMem = float64(n.TotalMemory)
+		ns.nMem = n.ReservedMemory
+		if c.StaticNodeMemory > 0 {
+			ns.nMem = c.StaticNodeMemory
+		}
+		ns.fMemForth = n.FreeMemory
+		ns.tDsk = float64(n.TotalDisk)
+		ns.fDsk = n.FreeDisk
+		ns.tCpu = float64(n.TotalCPUs)
+		ns.uCpu = n.ReservedCPUs
+		ns.tSp = n.TotalSpindles
+		ns.fSp = n.FreeSpindles
+		ns.hiSp = pol.SpindleRatio * float64(n.TotalSpindles)
+	}
+	return ns
+}
+
+// loadInstance is instance i's state, with the tags that exclude it from
+// sharing a node (those with one of prefixes).
+func loadInstance(in *Instance, i int, prefixes []string) instState {
+	st := instState{
+		idx:        int32(i),
+		mem:        in.Memory,
+		dsk:        in.DiskSpace,
+		vcpus:      in.VCPUs,
+		spindleUse: in.SpindleUse,
+		spindles:   totalSpindles(in.Disks),
+		usesMem:    in.State == Up,
+		online:     in.State != Offline,
+		usesSecMem: in.State != Offline,
+		localDisk:  in.Storage.UsesLocalDisk(),
+		kind:       in.Storage,
+		mirror:     in.Storage.Mirroring(),
+		pri:        int32(in.Primary),
+		sec:        NoNode,
+	}
+	if st.mirror == MirroredInternally {
+		st.sec = int32(in.Secondary)
+	}
+	for _, t := range in.Tags {
+		for _, p := range prefixes {
+			if strings.HasPrefix(t, p) {
+				st.exclTags = append(st.exclTags, t)
+				break
+			}
+		}
+	}
+	return st
 }
 
 // placeLoaded records an instance found on its nodes. Unlike a move, it

@@ -127,7 +127,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	s.Pool = pool
-	if err := projector.Migrate(ctx, pool, cfg.Schema); err != nil {
+	if err := projector.ApplySchema(ctx, pool, cfg.Schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}

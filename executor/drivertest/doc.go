@@ -1,6 +1,8 @@
-// Package drivertest is the suite every executor.Driver must pass — the
-// simulator and the ZFS storage driver now, the QEMU runtime driver later —
-// so the executor can rely on one contract whatever moves the bytes:
+// Package drivertest is the suite an executor.Driver passes so the
+// executor can rely on one contract whatever moves the bytes. The
+// simulator and the ZFS storage driver run it; the QEMU and process
+// runtimes do not yet (they move a running guest and leave the disks to a
+// storage driver), and their own tests cover their moves:
 //
 //	func TestDriver(t *testing.T) {
 //		drivertest.Run(t, func(t *testing.T) executor.Driver { return newDriver(t) })

@@ -117,18 +117,6 @@ type dependency struct {
 	Statuses []string `json:"statuses"`
 }
 
-type plan struct {
-	Moved []struct {
-		Instance string   `json:"instance"`
-		Group    string   `json:"group"`
-		Nodes    []string `json:"nodes"`
-	} `json:"moved"`
-	Failed []struct {
-		Instance string `json:"instance"`
-		Reason   string `json:"reason"`
-	} `json:"failed"`
-}
-
 func (e *env) instances(node string) []instance {
 	e.t.Helper()
 	var all struct {
@@ -181,10 +169,10 @@ func (e *env) tryJobs(request string) []job {
 	return list.Items
 }
 
-func (e *env) plan(request string) plan {
+func (e *env) plan(request string) *client.Plan {
 	e.t.Helper()
-	var p plan
-	if err := e.api.Get(context.Background(), "/v1/requests/"+request+"/plan", &p); err != nil {
+	p, err := e.api.Plan(context.Background(), request)
+	if err != nil {
 		e.t.Fatal(err)
 	}
 	return p

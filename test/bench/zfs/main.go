@@ -60,15 +60,26 @@ func run(sizeMiB int, writeMiBps float64) error {
 	if err := fill(filepath.Join("/"+ds, "base"), int64(sizeMiB)<<20); err != nil {
 		return err
 	}
-
-	// Bare: zfs send | zfs receive of the same dataset, same machine. The
-	// first send warms the caches; the best of two timed runs counts, so
-	// the ratio is not flattered by a cold bare run.
-	if err := sh("zfs snapshot " + ds + "@bare"); err != nil {
+	bare, err := bareSend(ds, b)
+	if err != nil {
 		return err
 	}
-	if err := sh(fmt.Sprintf("zfs send -R %s@bare > /dev/null", ds)); err != nil {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := throughput(ctx, a, b, bare, quiet); err != nil {
 		return err
+	}
+	return runningMigrate(ctx, a, b, ds, writeMiBps, quiet)
+}
+
+// bareSend times zfs send | zfs receive of the dataset ds into pool b, on
+// the same machine. The first send warms the caches; the best of two timed
+// runs counts, so the ratio is not flattered by a cold bare run.
+func bareSend(ds, b string) (time.Duration, error) {
+	if err := sh("zfs snapshot " + ds + "@bare"); err != nil {
+		return 0, err
+	}
+	if err := sh(fmt.Sprintf("zfs send -R %s@bare > /dev/null", ds)); err != nil {
+		return 0, err
 	}
 	var bare time.Duration
 	for i := 0; i < 2; i++ {
@@ -76,20 +87,19 @@ func run(sizeMiB int, writeMiBps float64) error {
 		// Into a new dataset each time: zfs-fuse calls a just-received
 		// dataset busy for a while; the pool goes at the end anyway.
 		if err := sh(fmt.Sprintf("zfs send -R %s@bare | zfs receive %s/bare%d", ds, b, i)); err != nil {
-			return err
+			return 0, err
 		}
 		if d := time.Since(t0); bare == 0 || d < bare {
 			bare = d
 		}
 	}
-	if err := sh(fmt.Sprintf("zfs destroy %s@bare", ds)); err != nil {
-		return err
-	}
+	return bare, sh(fmt.Sprintf("zfs destroy %s@bare", ds))
+}
 
-	// Drove's throughput: the same dataset moved by the zfs driver's two
-	// sides over TCP, as the bare run, with no write load (the instance is
-	// stopped): a→b, then b→a; the faster full send counts.
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+// throughput moves the same dataset with the zfs driver's two sides over
+// TCP, as the bare run, with no write load (the instance is stopped): a→b,
+// then b→a; the faster full send counts against the bare one.
+func throughput(ctx context.Context, a, b string, bare time.Duration, quiet *slog.Logger) error {
 	na, err := zfs.New(ctx, zfs.Config{Node: "na", Parent: a, Runtime: zfs.NewMemRuntime(), Logger: quiet})
 	if err != nil {
 		return err
@@ -117,9 +127,13 @@ func run(sizeMiB int, writeMiBps float64) error {
 	fmt.Printf("bare zfs send | zfs receive: %d MiB in %s = %.1f MiB/s (best of 2)\n", full.Bytes>>20, bare.Round(time.Millisecond), bareRate/(1<<20))
 	fmt.Printf("Drove full send (sync 1):    %d MiB in %s = %.1f MiB/s (best of 2)\n", full.Bytes>>20, full.Duration.Round(time.Millisecond), droveRate/(1<<20))
 	fmt.Printf("throughput ratio Drove/bare: %.3f (target >= 0.9)\n", droveRate/bareRate)
+	return nil
+}
 
-	// The switch's downtime: a migrate a→b of the running instance while
-	// it writes writeMiBps to a log during the sync phase.
+// runningMigrate measures the switch's downtime: a migrate a→b of the
+// running instance while it writes writeMiBps to a log during the sync
+// phase.
+func runningMigrate(ctx context.Context, a, b, ds string, writeMiBps float64, quiet *slog.Logger) error {
 	stopWriter := startWriter(filepath.Join("/"+ds, "log"), int64(writeMiBps*(1<<20)))
 	rtA := zfs.NewMemRuntime("vm")
 	rtA.OnStop = func(zfs.Instance) { stopWriter() }

@@ -1,4 +1,4 @@
-package service
+package migration
 
 import (
 	"slices"
@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner/inventory"
 )
 
-// migrations is the fold of per-instance migrations (RFD 34): the commands
+// State is the fold of per-instance migrations (RFD 34): the commands
 // callers sent (drove.migrations), the coordinator's own records of them
 // (MigrationStateChanged), the phases it dispatched and how they ended
 // (drove.opcodes), their progress (drove.progress) and the settings in
@@ -20,7 +21,7 @@ import (
 // applies its records before it reads them back. Reading back an older
 // record after a newer one was applied would move the migration back in
 // time, so a record whose event id was applied already is skipped.
-type migrations struct {
+type State struct {
 	byID     map[string]*mig
 	order    []string // by the log position of the creating command
 	unsorted bool
@@ -35,10 +36,11 @@ type migrations struct {
 	now  func() time.Time
 }
 
-func newMigrations() *migrations {
-	return &migrations{
+// NewState returns an empty fold whose phase timestamps read now.
+func NewState(now func() time.Time) *State {
+	return &State{
 		byID: map[string]*mig{}, applied: map[string]bool{}, handled: map[string]bool{},
-		seen: map[string]time.Time{}, settings: events.DefaultSettings(), now: time.Now,
+		seen: map[string]time.Time{}, settings: events.DefaultSettings(), now: now,
 	}
 }
 
@@ -50,7 +52,7 @@ type mig struct {
 	// created is the first command naming the migration, whose log
 	// position orders migrations (queued ones start in that order).
 	created    *events.Envelope
-	createdPos logPos
+	createdPos inventory.Pos
 	commands   []events.Envelope // in log order
 	phases     map[int]*phaseRun
 }
@@ -63,7 +65,7 @@ type phaseRun struct {
 	endEnv events.Envelope
 }
 
-func (ms *migrations) get(id string) *mig {
+func (ms *State) get(id string) *mig {
 	m, ok := ms.byID[id]
 	if !ok {
 		m = &mig{id: id, phases: map[int]*phaseRun{}}
@@ -84,8 +86,8 @@ func (m *mig) phase(seq int) *phaseRun {
 
 func seenKey(id string, seq int) string { return id + "/" + strconv.Itoa(seq) }
 
-// apply folds one event of the migration topics; others are ignored.
-func (ms *migrations) apply(env events.Envelope, p events.Payload, pos logPos) {
+// Apply folds one event of the migration topics; others are ignored.
+func (ms *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) {
 	switch e := p.(type) {
 	case events.SettingsChanged:
 		// One key, one partition: the last read is the last written.
@@ -97,7 +99,7 @@ func (ms *migrations) apply(env events.Envelope, p events.Payload, pos logPos) {
 		ms.applied[env.ID] = true
 		m := ms.get(e.Migration)
 		m.commands = append(m.commands, env)
-		if m.created == nil || pos.compare(m.createdPos) < 0 {
+		if m.created == nil || pos.Compare(m.createdPos) < 0 {
 			m.created, m.createdPos = &env, pos
 			ms.unsorted = true
 		}
@@ -136,11 +138,11 @@ func (ms *migrations) apply(env events.Envelope, p events.Payload, pos logPos) {
 	}
 }
 
-// sorted returns migration ids, oldest creation first.
-func (ms *migrations) sorted() []string {
+// Sorted returns migration ids, oldest creation first.
+func (ms *State) Sorted() []string {
 	if ms.unsorted {
 		slices.SortStableFunc(ms.order, func(a, b string) int {
-			return ms.byID[a].createdPos.compare(ms.byID[b].createdPos)
+			return ms.byID[a].createdPos.Compare(ms.byID[b].createdPos)
 		})
 		ms.unsorted = false
 	}
@@ -235,7 +237,7 @@ func (m *mig) holdsSlot() bool {
 }
 
 // activeOn returns the active migration of instance, if any.
-func (ms *migrations) activeOn(instance string) *mig {
+func (ms *State) activeOn(instance string) *mig {
 	for _, id := range ms.order {
 		if m := ms.byID[id]; m.rec != nil && m.rec.Instance == instance && m.active() {
 			return m
@@ -245,7 +247,7 @@ func (ms *migrations) activeOn(instance string) *mig {
 }
 
 // slotsUsed counts the migrations holding a slot on node.
-func (ms *migrations) slotsUsed(node string) int {
+func (ms *State) slotsUsed(node string) int {
 	n := 0
 	for _, m := range ms.byID {
 		if m.holdsSlot() && m.rec.Source == node {
@@ -253,4 +255,12 @@ func (ms *migrations) slotsUsed(node string) int {
 		}
 	}
 	return n
+}
+
+// Record is migration id's latest record, nil if none was written.
+func (ms *State) Record(id string) *events.MigrationStateChanged {
+	if m, ok := ms.byID[id]; ok {
+		return m.rec
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package service
+package jobs
 
 import (
 	"reflect"
@@ -41,10 +41,10 @@ func planEvent(request string, p *planner.Plan) events.PlanComputed {
 	return out
 }
 
-// samePlan compares what a plan decides (moves, failures, jobs), not its
+// SamePlan compares what a plan decides (moves, failures, jobs), not its
 // scores: an approval re-plans and appends a new plan only when a decision
 // changed.
-func samePlan(a, b *events.PlanComputed) bool {
+func SamePlan(a, b *events.PlanComputed) bool {
 	return reflect.DeepEqual(normPlan(a), normPlan(b))
 }
 

@@ -1,4 +1,4 @@
-package service
+package migration
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 )
 
 // The settings in force are the last SettingsChanged on drove.settings
-// (events.DefaultSettings before any); migrations.apply folds them. They
+// (events.DefaultSettings before any); State.Apply folds them. They
 // are read at each decision, so a change applies to running migrations at
 // their next step: the re-sync rule at the next sync's end, the slot limit
 // at the next start, the progress timeout at the next tick. The send rate

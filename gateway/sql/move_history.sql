@@ -1,4 +1,4 @@
--- The progress history of one migration: the progress and end events of
+-- The progress history of one move: the progress and end events of
 -- instance $1 from the opcode ($2 request, $3 job, $4 index) that is the
 -- move, by seq.
 SELECT seq, time, type, payload
