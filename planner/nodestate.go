@@ -20,7 +20,10 @@ const (
 	failRedundancy
 	failSecMem
 	failTags
-	failKinds // number of kinds
+	failPolicy    // outside the group's instance policy; tag holds why
+	failCapacity  // the cluster would lose N+1 redundancy; tag holds why
+	failMigration // migration tags forbid the move; tag holds why
+	failKinds     // number of kinds
 )
 
 // failure is one refusal, with the figures an operator needs to act on it.

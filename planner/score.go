@@ -57,6 +57,22 @@ type groupStats struct {
 	off [offCount]float64
 }
 
+// merge adds another group's sums: the cluster score is computed over all
+// nodes together, and sums add.
+func (g *groupStats) merge(o *groupStats) {
+	g.n += o.n
+	for i := range g.sum {
+		g.sum[i] += o.sum[i]
+		g.sq[i] += o.sq[i]
+	}
+	for i := range g.on {
+		g.on[i] += o.on[i]
+	}
+	for i := range g.off {
+		g.off[i] += o.off[i]
+	}
+}
+
 // contrib is one node's share of its group's sums, kept per node so that
 // taking a node out of the sums costs no recomputation.
 type contrib struct {

@@ -37,6 +37,25 @@ type search struct {
 	result instState // the instance after the best candidate
 }
 
+// wholeCluster, as a search's group, scores moves with the cluster score
+// of all nodes together, as hail does for allocations.
+const wholeCluster int32 = -1
+
+// scores reports whether nodes of group g count in the search's score.
+func (x *search) scores(g int32) bool { return x.group == wholeCluster || g == x.group }
+
+// scopeStats returns the score sums of group g, or of the whole cluster.
+func (s *state) scopeStats(g int32) groupStats {
+	if g != wholeCluster {
+		return s.groups[g]
+	}
+	var t groupStats
+	for i := range s.groups {
+		t.merge(&s.groups[i])
+	}
+	return t
+}
+
 func newSearch(s *state, in instState, group int32) *search {
 	return &search{s: s, in: in, group: group, force: s.opts.IgnoreSoftErrors}
 }
@@ -51,10 +70,10 @@ func (x *search) eval(c candidate) (float64, instState, failure) {
 			return 0, in, f
 		}
 	}
-	g := x.s.groups[x.group]
+	g := x.s.scopeStats(x.group)
 	for k := 0; k < x.ov.n; k++ {
 		i := x.ov.idx[k]
-		if x.s.nodes[i].group != x.group {
+		if !x.scores(x.s.nodes[i].group) {
 			continue
 		}
 		g.addContrib(&x.s.contribs[i], -1)
@@ -187,7 +206,9 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 	}
 	cur := *in
 	for _, mv := range c.list() {
-		prof.sender(cur.pri)
+		if cur.pri != NoNode {
+			prof.sender(cur.pri)
+		}
 		if mv.kind == mvFailoverAndReplace {
 			prof.sender(cur.sec) // it sends the new replica after the failover
 		}
@@ -207,7 +228,9 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 		g.addContrib(&s.contribs[i], 1)
 	}
 	if cur.pri != in.pri {
-		commitPriTags(&s.nodes[in.pri], in, false)
+		if in.pri != NoNode {
+			commitPriTags(&s.nodes[in.pri], in, false)
+		}
 		commitPriTags(&s.nodes[cur.pri], in, true)
 	}
 	*in = cur
@@ -272,9 +295,9 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 	default:
 		panic("planner: no fast path for this move")
 	}
-	g := s.groups[x.group]
+	g := s.scopeStats(x.group)
 	for k := 0; k < x.ov.n; k++ {
-		if i := x.ov.idx[k]; s.nodes[i].group == x.group {
+		if i := x.ov.idx[k]; x.scores(s.nodes[i].group) {
 			g.addContrib(&s.contribs[i], -1)
 			g.add(&x.ov.ns[k], 1)
 		}
@@ -288,7 +311,7 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 			continue
 		}
 		gt := g
-		if base.group == x.group {
+		if x.scores(base.group) {
 			gt.addContrib(&s.contribs[t], -1)
 			gt.add(&n, 1)
 		}

@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +19,79 @@ type state struct {
 	instIdx    map[string]int32
 	nodeIdx    map[string]int32
 	contribs   []contrib // each node's current share of its group's score sums
+	prefixes   []string  // exclusion tag prefixes
+	// extra are instances the request creates (allocations, and the
+	// copies the capacity check recreates); their indices follow the
+	// snapshot's.
+	extra []Instance
+	// capacity caches each group's N+1 verdict for allocations
+	// (capacity.go); "" means redundant.
+	capacity map[int32]string
+}
+
+// spec returns the description of instance i, from the snapshot or the
+// request.
+func (s *state) spec(i int32) *Instance {
+	if int(i) < len(s.c.Instances) {
+		return &s.c.Instances[i]
+	}
+	return &s.extra[int(i)-len(s.c.Instances)]
+}
+
+// newInstState builds the books' view of an instance, placed nowhere.
+func (s *state) newInstState(in *Instance, idx int32) instState {
+	st := instState{
+		idx:        idx,
+		mem:        in.Memory,
+		dsk:        in.DiskSpace,
+		vcpus:      in.VCPUs,
+		spindleUse: in.SpindleUse,
+		spindles:   totalSpindles(in.Disks),
+		usesMem:    in.State == Up,
+		online:     in.State != Offline,
+		usesSecMem: in.State != Offline,
+		localDisk:  in.Storage.usesLocalDisk(),
+		kind:       in.Storage,
+		mirror:     in.Storage.Mirroring(),
+		pri:        NoNode,
+		sec:        NoNode,
+	}
+	for _, t := range in.Tags {
+		for _, p := range s.prefixes {
+			if strings.HasPrefix(t, p) {
+				st.exclTags = append(st.exclTags, t)
+				break
+			}
+		}
+	}
+	return st
+}
+
+// addInstance registers an instance the request creates and returns its
+// books, placed nowhere.
+func (s *state) addInstance(in Instance) *instState {
+	idx := int32(len(s.insts))
+	s.extra = append(s.extra, in)
+	s.insts = append(s.insts, s.newInstState(&s.extra[len(s.extra)-1], idx))
+	return &s.insts[idx]
+}
+
+// clone returns a deep copy whose books can be changed without touching
+// s: the capacity check simulates emptying nodes on it.
+func (s *state) clone() *state {
+	t := *s
+	t.nodes = make([]nodeState, len(s.nodes))
+	for i, n := range s.nodes {
+		n.peers = maps.Clone(n.peers)
+		n.tags = maps.Clone(n.tags)
+		t.nodes[i] = n
+	}
+	t.insts = slices.Clone(s.insts)
+	t.groups = slices.Clone(s.groups)
+	t.contribs = slices.Clone(s.contribs)
+	t.extra = slices.Clip(s.extra)
+	t.capacity = nil
+	return &t
 }
 
 // instance returns the index of the named instance, or -1.
@@ -85,36 +160,14 @@ func newState(c *Cluster, o Options) (*state, error) {
 		s.nodes[i] = ns
 		s.groupNodes[n.Group] = append(s.groupNodes[n.Group], int32(i))
 	}
-	prefixes := c.exclusionPrefixes()
+	s.prefixes = c.exclusionPrefixes()
 	s.insts = make([]instState, len(c.Instances))
 	for i := range c.Instances {
 		in := &c.Instances[i]
-		st := instState{
-			idx:        int32(i),
-			mem:        in.Memory,
-			dsk:        in.DiskSpace,
-			vcpus:      in.VCPUs,
-			spindleUse: in.SpindleUse,
-			spindles:   totalSpindles(in.Disks),
-			usesMem:    in.State == Up,
-			online:     in.State != Offline,
-			usesSecMem: in.State != Offline,
-			localDisk:  in.Storage.usesLocalDisk(),
-			kind:       in.Storage,
-			mirror:     in.Storage.Mirroring(),
-			pri:        int32(in.Primary),
-			sec:        NoNode,
-		}
+		st := s.newInstState(in, int32(i))
+		st.pri = int32(in.Primary)
 		if st.mirror == MirroredInternally {
 			st.sec = int32(in.Secondary)
-		}
-		for _, t := range in.Tags {
-			for _, p := range prefixes {
-				if strings.HasPrefix(t, p) {
-					st.exclTags = append(st.exclTags, t)
-					break
-				}
-			}
 		}
 		s.insts[i] = st
 		s.placeLoaded(&st)
