@@ -62,6 +62,16 @@ func (s *state) apply(o *overlay, in *instState, mv move, force bool) failure {
 	pOff := P != NoNode && s.nodes[P].offline
 	var f failure
 	switch mv.kind {
+	case mvFailover, mvFailoverAndReplace:
+		if f = s.migrationRefusal(P, S); !f.ok() {
+			return f
+		}
+	case mvFailoverToAny, mvReplaceAndFailover:
+		if f = s.migrationRefusal(P, mv.node); !f.ok() {
+			return f
+		}
+	}
+	switch mv.kind {
 	case mvFailover:
 		p, q := o.node(s, P), o.node(s, S)
 		intP := removePri(*p, in)
@@ -130,6 +140,7 @@ func (s *state) apply(o *overlay, in *instState, mv move, force bool) failure {
 		}
 		in.sec = mv.node
 	}
+	s.refreshLocation(o, in)
 	return failure{}
 }
 

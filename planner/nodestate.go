@@ -50,6 +50,8 @@ type instState struct {
 	usesSecMem bool  // its secondary must be able to run it (N+1)
 	localDisk  bool
 	exclTags   []string
+	dsrd       []string // desired location tags
+	locScore   int32    // location tags its primary and secondary share
 	kind       StorageKind
 	mirror     Mirroring
 	pri, sec   int32
@@ -88,6 +90,8 @@ type nodeState struct {
 	nPri      int32
 	nSec      int32
 	conflicts int32 // Ganeti's conflictingPrimaries: sum(tag counts) - distinct tags
+	loc       []string // location tags, sorted; shared, never written
+	locScore  int32    // sum over primaries of location and desired-location scores
 
 	peers map[int32]int64 // memory reserved per primary peer
 	tags  map[string]int32
@@ -292,6 +296,7 @@ func addPri(n nodeState, in *instState, strict bool) (nodeState, failure) {
 	n.fMemForth = memForth
 	n.nPri++
 	n.conflicts += n.tagDelta(in, true)
+	n.locScore += in.locScore + dsrdScore(&n, in)
 	return n, failure{}
 }
 
@@ -311,6 +316,7 @@ func removePri(n nodeState, in *instState) nodeState {
 	n.fMemForth += in.mem
 	n.nPri--
 	n.conflicts += n.tagDelta(in, false)
+	n.locScore -= in.locScore + dsrdScore(&n, in)
 	return n
 }
 

@@ -35,10 +35,11 @@ const (
 	onN1     = iota // n1_cnt
 	onTags          // pri_tags_score
 	onRtotal        // reserved_mem_rtotal
+	onLocation      // location_score
 	onCount
 )
 
-var onWeights = [onCount]float64{1, 2, 0.25}
+var onWeights = [onCount]float64{1, 2, 0.25, 1}
 
 const (
 	offAll = iota // offline_all_cnt
@@ -55,6 +56,10 @@ type groupStats struct {
 	sq  [sdCount]float64
 	on  [onCount]float64
 	off [offCount]float64
+	// locExcl is location_exclusion_score (weight 1): it counts pairs over
+	// the group's nodes together, so it is kept apart from the per-node
+	// sums (location.go).
+	locExcl float64
 }
 
 // merge adds another group's sums: the cluster score is computed over all
@@ -71,6 +76,7 @@ func (g *groupStats) merge(o *groupStats) {
 	for i := range g.off {
 		g.off[i] += o.off[i]
 	}
+	g.locExcl += o.locExcl
 }
 
 // contrib is one node's share of its group's sums, kept per node so that
@@ -121,6 +127,7 @@ func contribOf(n *nodeState) contrib {
 	}
 	c.on[onTags] = float64(n.conflicts)
 	c.on[onRtotal] = pRem
+	c.on[onLocation] = float64(n.locScore)
 	return c
 }
 
@@ -147,7 +154,7 @@ func (g *groupStats) score() float64 {
 	for i := 0; i < offCount; i++ {
 		s += offWeights[i] * g.off[i]
 	}
-	return s
+	return s + g.locExcl
 }
 
 // exactGroupScore recomputes a group's score from its nodes with two-pass
@@ -184,7 +191,7 @@ func (s *state) exactGroupScore(g int) float64 {
 	for k := range off {
 		score += offWeights[k] * off[k]
 	}
-	return score
+	return score + s.groups[g].locExcl
 }
 
 func stdDev(xs []float64) float64 {

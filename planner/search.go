@@ -53,6 +53,7 @@ func (s *state) scopeStats(g int32) groupStats {
 	for i := range s.groups {
 		t.merge(&s.groups[i])
 	}
+	t.locExcl = s.lxSpread
 	return t
 }
 
@@ -78,6 +79,9 @@ func (x *search) eval(c candidate) (float64, instState, failure) {
 		}
 		g.addContrib(&x.s.contribs[i], -1)
 		g.add(&x.ov.ns[k], 1)
+	}
+	if in.pri != x.in.pri {
+		g.locExcl += x.s.locExclDelta(&in, x.s.books(x.in.pri), x.s.books(in.pri), x.group)
 	}
 	return g.score(), in, failure{}
 }
@@ -230,8 +234,10 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 	if cur.pri != in.pri {
 		if in.pri != NoNode {
 			commitPriTags(&s.nodes[in.pri], in, false)
+			s.locExclAdd(&s.nodes[in.pri], in, -1)
 		}
 		commitPriTags(&s.nodes[cur.pri], in, true)
+		s.locExclAdd(&s.nodes[cur.pri], &cur, 1)
 	}
 	*in = cur
 	s.insts[in.idx] = cur
@@ -265,6 +271,20 @@ func (x *search) fast(kind moveKind, targets []int32) {
 // refusals become reasons.
 func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score float64, in instState)) {
 	s := x.s
+	if s.locActive {
+		// A new node changes the instance's location score on its
+		// primary, which the split below does not see: try each target
+		// whole.
+		for _, t := range targets {
+			score, in, f := x.eval(mk(move{kind, t}))
+			if !f.ok() {
+				x.why.add(f)
+				continue
+			}
+			fn(t, score, in)
+		}
+		return
+	}
 	x.ov.reset()
 	in := x.in
 	P, S := in.pri, in.sec
@@ -275,13 +295,22 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 	case mvFailoverToAny:
 		p := x.ov.node(s, P)
 		*p = removePri(*p, &in)
-		target = func(n nodeState) (nodeState, failure) { return addPri(n, &in, strictP) }
+		target = func(n nodeState) (nodeState, failure) {
+			if f := s.migrationRefusal(P, n.idx); !f.ok() {
+				return n, f
+			}
+			return addPri(n, &in, strictP)
+		}
 	case mvReplaceSecondary:
 		strictS := !(s.nodes[S].offline || x.force)
 		q := x.ov.node(s, S)
 		*q = removeSec(*q, &in, P)
 		target = func(n nodeState) (nodeState, failure) { return addSec(n, &in, P, strictS, false) }
 	case mvFailoverAndReplace:
+		if f := s.migrationRefusal(P, S); !f.ok() {
+			x.why.add(f)
+			return
+		}
 		p, q := x.ov.node(s, P), x.ov.node(s, S)
 		*p = removePri(*p, &in)
 		intS := removeSec(*q, &in, P)

@@ -27,6 +27,12 @@ type state struct {
 	// capacity caches each group's N+1 verdict for allocations
 	// (capacity.go); "" means redundant.
 	capacity map[int32]string
+
+	// Location and migration tags (location.go).
+	locActive, migActive bool
+	mig, rmig            [][]string       // per node: migration tags it has, and accepts
+	lx                   map[lxKey]int32  // (location, exclusion tag) pair counts
+	lxSpread             float64          // the pairs' component over the whole cluster
 }
 
 // spec returns the description of instance i, from the snapshot or the
@@ -55,6 +61,7 @@ func (s *state) newInstState(in *Instance, idx int32) instState {
 		mirror:     in.Storage.Mirroring(),
 		pri:        NoNode,
 		sec:        NoNode,
+		dsrd:       desiredLocations(s.c.Tags, in.Tags),
 	}
 	for _, t := range in.Tags {
 		for _, p := range s.prefixes {
@@ -91,6 +98,7 @@ func (s *state) clone() *state {
 	t.contribs = slices.Clone(s.contribs)
 	t.extra = slices.Clip(s.extra)
 	t.capacity = nil
+	t.lx = maps.Clone(s.lx)
 	return &t
 }
 
@@ -160,6 +168,7 @@ func newState(c *Cluster, o Options) (*state, error) {
 		s.nodes[i] = ns
 		s.groupNodes[n.Group] = append(s.groupNodes[n.Group], int32(i))
 	}
+	s.loadTags()
 	s.prefixes = c.exclusionPrefixes()
 	s.insts = make([]instState, len(c.Instances))
 	for i := range c.Instances {
@@ -169,6 +178,7 @@ func newState(c *Cluster, o Options) (*state, error) {
 		if st.mirror == MirroredInternally {
 			st.sec = int32(in.Secondary)
 		}
+		st.locScore = s.pairScore(st.pri, st.sec)
 		s.insts[i] = st
 		s.placeLoaded(&st)
 	}
@@ -187,6 +197,10 @@ func newState(c *Cluster, o Options) (*state, error) {
 		n.failN1 = reported < n.rMem
 	}
 	s.groups = make([]groupStats, len(c.Groups))
+	s.lx = map[lxKey]int32{}
+	for i := range s.insts {
+		s.locExclAdd(&s.nodes[s.insts[i].pri], &s.insts[i], 1)
+	}
 	s.contribs = make([]contrib, len(s.nodes))
 	for i := range s.nodes {
 		s.contribs[i] = contribOf(&s.nodes[i])
@@ -211,6 +225,7 @@ func (s *state) placeLoaded(in *instState) {
 	_, p.instSp = p.spindleDelta(in, true)
 	p.nPri++
 	p.conflicts += p.tagDelta(in, true)
+	p.locScore += in.locScore + dsrdScore(p, in)
 	commitPriTags(p, in, true)
 	if in.sec == NoNode {
 		return
