@@ -89,7 +89,7 @@ type nodeState struct {
 
 	nPri      int32
 	nSec      int32
-	conflicts int32 // Ganeti's conflictingPrimaries: sum(tag counts) - distinct tags
+	conflicts int32    // Ganeti's conflictingPrimaries: sum(tag counts) - distinct tags
 	loc       []string // location tags, sorted; shared, never written
 	locScore  int32    // sum over primaries of location and desired-location scores
 

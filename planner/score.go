@@ -32,10 +32,10 @@ var sdWeights = [sdCount]float64{0.5, 1, 1, 1, 3, 1, 1, 0.5}
 
 // Sum components over online nodes, and over offline nodes.
 const (
-	onN1     = iota // n1_cnt
-	onTags          // pri_tags_score
-	onRtotal        // reserved_mem_rtotal
-	onLocation      // location_score
+	onN1       = iota // n1_cnt
+	onTags            // pri_tags_score
+	onRtotal          // reserved_mem_rtotal
+	onLocation        // location_score
 	onCount
 )
 

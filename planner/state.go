@@ -30,9 +30,9 @@ type state struct {
 
 	// Location and migration tags (location.go).
 	locActive, migActive bool
-	mig, rmig            [][]string       // per node: migration tags it has, and accepts
-	lx                   map[lxKey]int32  // (location, exclusion tag) pair counts
-	lxSpread             float64          // the pairs' component over the whole cluster
+	mig, rmig            [][]string      // per node: migration tags it has, and accepts
+	lx                   map[lxKey]int32 // (location, exclusion tag) pair counts
+	lxSpread             float64         // the pairs' component over the whole cluster
 }
 
 // spec returns the description of instance i, from the snapshot or the
