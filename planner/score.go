@@ -161,10 +161,16 @@ func (g *groupStats) score() float64 {
 // standard deviations, free of the rounding a long run of incremental
 // updates collects. Reported scores use it.
 func (s *state) exactGroupScore(g int) float64 {
+	return s.exactScore(s.groupNodes[g]) + s.groups[g].locExcl
+}
+
+// exactScore is the score of the nodes listed, as one population, without
+// the location-exclusion component (kept per group and per cluster).
+func (s *state) exactScore(nodes []int32) float64 {
 	var vals [sdCount][]float64
 	var on [onCount]float64
 	var off [offCount]float64
-	for _, i := range s.groupNodes[g] {
+	for _, i := range nodes {
 		n := &s.nodes[i]
 		var one groupStats
 		one.add(n, 1)
@@ -191,7 +197,7 @@ func (s *state) exactGroupScore(g int) float64 {
 	for k := range off {
 		score += offWeights[k] * off[k]
 	}
-	return score + s.groups[g].locExcl
+	return score
 }
 
 func stdDev(xs []float64) float64 {
@@ -223,4 +229,18 @@ func Score(c *Cluster) (total float64, groups []GroupScore, err error) {
 		groups = append(groups, GroupScore{Group: c.Groups[g].Name, Before: v, After: v})
 	}
 	return total, groups, nil
+}
+
+// ClusterScore is Ganeti's cluster score of all nodes of c taken together,
+// whatever their group: what hail minimises when it places a new instance.
+func ClusterScore(c *Cluster) (float64, error) {
+	s, err := newState(c, DefaultOptions())
+	if err != nil {
+		return 0, err
+	}
+	var all []int32
+	for i := range s.nodes {
+		all = append(all, int32(i))
+	}
+	return s.exactScore(all) + s.lxSpread, nil
 }
