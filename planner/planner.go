@@ -172,8 +172,9 @@ func (s *state) checkAllocation(r *Request) error {
 			return fmt.Errorf("%w: new instance %d has no name", ErrBadRequest, i)
 		case seen[name]:
 			return fmt.Errorf("%w: new instance %q is listed twice", ErrBadRequest, name)
-		case ni.RequiredNodes != 1 && ni.RequiredNodes != 2:
-			return fmt.Errorf("%w: %q: required nodes must be 1 or 2, got %d", ErrBadRequest, name, ni.RequiredNodes)
+		case ni.RequiredNodes != NodesFor(ni.Instance.Storage):
+			return fmt.Errorf("%w: %q: storage kind %q needs %d node(s), got %d", ErrBadRequest, name,
+				ni.Instance.Storage, NodesFor(ni.Instance.Storage), ni.RequiredNodes)
 		case ni.Group != "" && s.c.GroupIndex(ni.Group) < 0:
 			return fmt.Errorf("%w: %q: group %q", ErrUnknownGroup, name, ni.Group)
 		case !ni.Instance.Storage.Known():
@@ -184,4 +185,14 @@ func (s *state) checkAllocation(r *Request) error {
 		seen[name] = true
 	}
 	return nil
+}
+
+// NodesFor is how many nodes a new instance of kind k needs: a primary and
+// a secondary for internally mirrored storage, a primary otherwise. Ganeti
+// always asks for that many; a request that asks otherwise is refused.
+func NodesFor(k StorageKind) int {
+	if k.Mirroring() == MirroredInternally {
+		return 2
+	}
+	return 1
 }

@@ -110,6 +110,9 @@ func decodeNewInstance(obj *object, group string) (planner.NewInstance, error) {
 	if !in.Storage.Known() {
 		return ni, fieldErr(obj.sub("disk_template"), fmt.Sprintf("unknown storage kind %q", kind))
 	}
+	if want := planner.NodesFor(in.Storage); ni.RequiredNodes != want {
+		return ni, fieldErr(obj.sub("required_nodes"), fmt.Sprintf("storage kind %q needs %d node(s), got %d", kind, want, ni.RequiredNodes))
+	}
 	if err := decodeNewDisks(obj, in); err != nil {
 		return ni, err
 	}
