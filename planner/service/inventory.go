@@ -122,11 +122,12 @@ func diskTotal(s events.Size) int64 {
 // freeOf derives a node's free memory and disk from its totals and the
 // instances placed on it now. Nodes report free space only when they
 // announce themselves; deriving it keeps the snapshot consistent while
-// instances move, and matches the planner's books exactly (reserved memory
-// is zero, so nothing is "missing" against the records).
+// instances move, and matches the planner's books exactly: free memory is
+// total - reserved - running primaries, so nothing is "missing" against
+// the records.
 func (inv *inventory) freeOf(node string) (mem, disk int64) {
 	n := inv.nodes[node]
-	mem, disk = n.Total.MemoryMiB, n.Total.DiskMiB
+	mem, disk = n.Total.MemoryMiB-n.ReservedMemoryMiB, n.Total.DiskMiB
 	for _, name := range inv.instanceOrder {
 		in := inv.instances[name]
 		if in.PrimaryNode == node && in.RunState == events.RunRunning {
@@ -165,7 +166,7 @@ func (inv *inventory) cluster() *planner.Cluster {
 		groupIdx[name] = len(c.Groups)
 		c.Groups = append(c.Groups, planner.Group{
 			UUID: g.Name, Name: g.Name, AllocPolicy: planner.AllocPolicy(g.AllocPolicy),
-			Policy: planner.DefaultIPolicy(), Tags: g.Tags,
+			Policy: groupPolicy(g.Policy), Tags: g.Tags,
 		})
 	}
 	nodeIdx := map[string]int{}
@@ -179,7 +180,7 @@ func (inv *inventory) cluster() *planner.Cluster {
 		nodeIdx[name] = len(c.Nodes)
 		c.Nodes = append(c.Nodes, planner.Node{
 			Name: n.Name, Group: g,
-			TotalMemory: n.Total.MemoryMiB, FreeMemory: freeMem,
+			TotalMemory: n.Total.MemoryMiB, FreeMemory: freeMem, ReservedMemory: n.ReservedMemoryMiB,
 			TotalDisk: n.Total.DiskMiB, FreeDisk: freeDisk,
 			TotalCPUs: int64(n.Total.CPUs), TotalSpindles: int64(n.Total.Spindles),
 			FreeSpindles: int64(n.Free.Spindles),
@@ -215,8 +216,9 @@ func (inv *inventory) cluster() *planner.Cluster {
 // InventoryEvents states a cluster as inventory events: GroupDeclared for
 // every group, NodeAnnounced for every node, InstanceDeclared for every
 // instance, in the cluster's order. It is the reverse of the service's fold
-// (up to what events carry: group instance policies and cluster tags are
-// not in the schema, so the service plans with Ganeti's default policy),
+// (up to what events carry: groups' instance policies and nodes' reserved
+// memory are; cluster tags, and so exclusion, location and migration tags'
+// meaning, are not in the schema yet),
 // and is how `drove seed` imports a cluster, a Ganeti IAllocator file
 // included (planner/iallocator.DecodeCluster).
 //
@@ -233,6 +235,7 @@ func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope
 	for _, g := range c.Groups {
 		out = append(out, events.New(events.GroupDeclared{
 			Name: g.Name, AllocPolicy: events.AllocPolicy(g.AllocPolicy), Tags: g.Tags,
+			Policy: policyEvent(g.Policy),
 		}, opts()...))
 	}
 	for _, n := range c.Nodes {
@@ -246,7 +249,8 @@ func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope
 				CPUs: int(n.TotalCPUs), Spindles: int(n.TotalSpindles)},
 			Free: events.Resources{MemoryMiB: max(n.FreeMemory, 0), DiskMiB: max(n.FreeDisk, 0),
 				CPUs: int(max(n.TotalCPUs-n.ReservedCPUs, 0)), Spindles: int(max(n.FreeSpindles, 0))},
-			Offline: n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
+			ReservedMemoryMiB: max(n.ReservedMemory, 0),
+			Offline:           n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
 		}, opts()...))
 	}
 	states := map[planner.RunState]events.RunState{

@@ -1,0 +1,50 @@
+package service
+
+import (
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
+)
+
+// The inventory carries each group's instance policy (GroupDeclared.Policy)
+// and each node's reserved memory; the fold turns them into the planner's
+// values, and InventoryEvents turns an imported cluster's back into events.
+// Every request the service plans, evacuations, group changes and
+// per-instance migrations alike, reads them through inventory.cluster.
+
+// groupPolicy is the planner's policy for a declared group: its own, or
+// Ganeti's default when the group states none.
+func groupPolicy(p *events.InstancePolicy) planner.IPolicy {
+	if p == nil {
+		return planner.DefaultIPolicy()
+	}
+	out := planner.IPolicy{Std: planSpec(p.Std), VCPURatio: p.VCPURatio, SpindleRatio: p.SpindleRatio}
+	for _, r := range p.MinMax {
+		out.MinMax = append(out.MinMax, planner.MinMax{Min: planSpec(r.Min), Max: planSpec(r.Max)})
+	}
+	for _, k := range p.DiskTemplates {
+		out.DiskTemplates = append(out.DiskTemplates, planner.StorageKind(k))
+	}
+	return out
+}
+
+func planSpec(s events.Spec) planner.ISpec {
+	return planner.ISpec{MemorySize: s.MemoryMiB, CPUCount: s.CPUs, DiskSize: s.DiskMiB,
+		DiskCount: s.Disks, NICCount: s.NICs, SpindleUse: s.SpindleUse}
+}
+
+// policyEvent states a planner policy as the inventory carries it.
+func policyEvent(p planner.IPolicy) *events.InstancePolicy {
+	out := &events.InstancePolicy{Std: eventSpec(p.Std), VCPURatio: p.VCPURatio, SpindleRatio: p.SpindleRatio}
+	for _, r := range p.MinMax {
+		out.MinMax = append(out.MinMax, events.SpecRange{Min: eventSpec(r.Min), Max: eventSpec(r.Max)})
+	}
+	for _, k := range p.DiskTemplates {
+		out.DiskTemplates = append(out.DiskTemplates, events.StorageKind(k))
+	}
+	return out
+}
+
+func eventSpec(s planner.ISpec) events.Spec {
+	return events.Spec{MemoryMiB: s.MemorySize, CPUs: s.CPUCount, DiskMiB: s.DiskSize,
+		Disks: s.DiskCount, NICs: s.NICCount, SpindleUse: s.SpindleUse}
+}
