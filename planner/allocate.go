@@ -151,15 +151,48 @@ func (s *state) allocNodes(g int32, restrict []string) []int32 {
 // allocInGroup finds the best placement of in within group g.
 func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated bool) groupResult {
 	res := groupResult{group: g}
-	gname := s.c.Groups[g].Name
-	head := fmt.Sprintf("group %q (%s)", gname, s.c.Groups[g].AllocPolicy)
+	head := fmt.Sprintf("group %q (%s)", s.c.Groups[g].Name, s.c.Groups[g].AllocPolicy)
 	nodes := s.allocNodes(g, ni.RestrictToNodes)
 	if len(nodes) == 0 || (ni.RequiredNodes == 2 && len(nodes) < 2) {
 		res.log = head + ": not enough online nodes"
 		return res
 	}
 	x := newSearch(s, *in, wholeCluster)
-	spec := s.spec(in.idx)
+	fits := s.placements(x, g, nodes, ni.RequiredNodes == 2, dedicated)
+	for i := range fits {
+		if !dedicated && !s.opts.NoCapacityChecks {
+			if why := s.capacityFailure(in, fits[i].cand, g); why != "" {
+				x.why.add(failure{kind: failCapacity, node: fits[i].cand.moves[0].node, tag: why})
+				continue
+			}
+		}
+		res.best = &fits[i]
+		break
+	}
+	if res.best == nil {
+		res.log = head + ": nothing fits"
+		if !x.why.empty() {
+			res.log += ": " + x.why.describe(s)
+		}
+		return res
+	}
+	var names []string
+	for _, mv := range res.best.cand.list() {
+		names = append(names, s.nodeName(mv.node))
+	}
+	what := fmt.Sprintf("score %.8f", res.best.key.score)
+	if dedicated {
+		what = fmt.Sprintf("lost allocations %v, free disk %d MiB", res.best.key.lost, res.best.key.disk)
+	}
+	res.log = fmt.Sprintf("%s: %s, %d candidates fit, for node(s) %s", head, what, len(fits), strings.Join(names, "/"))
+	return res
+}
+
+// placements tries in on every node of the list (every ordered pair when
+// it needs two) and returns the feasible placements best first; ties put
+// the later candidate first, as hail does. Refusals become x's reasons.
+func (s *state) placements(x *search, g int32, nodes []int32, pair, dedicated bool) []placement {
+	spec := s.spec(x.in.idx)
 	pol := &s.c.Groups[g].Policy
 	var tests []instState
 	if dedicated {
@@ -183,7 +216,7 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 		fits = append(fits, placement{cand: c, key: key, order: len(fits)})
 	}
 	for _, p := range nodes {
-		if ni.RequiredNodes != 2 {
+		if !pair {
 			try(mk(move{mvPlace, p}), p)
 			continue
 		}
@@ -199,32 +232,5 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 		}
 		return b.order - a.order
 	})
-	for i := range fits {
-		if !dedicated && !s.opts.NoCapacityChecks {
-			if why := s.capacityFailure(in, fits[i].cand, g); why != "" {
-				x.why.add(failure{kind: failCapacity, node: fits[i].cand.moves[0].node, tag: why})
-				continue
-			}
-		}
-		res.best = &fits[i]
-		break
-	}
-	if res.best == nil {
-		if x.why.empty() {
-			res.log = head + ": nothing fits"
-		} else {
-			res.log = head + ": nothing fits: " + x.why.describe(s)
-		}
-		return res
-	}
-	var names []string
-	for _, mv := range res.best.cand.list() {
-		names = append(names, s.nodeName(mv.node))
-	}
-	res.log = fmt.Sprintf("%s: score %.8f, %d candidates fit, for node(s) %s", head, res.best.key.score, len(fits), strings.Join(names, "/"))
-	if dedicated {
-		res.log = fmt.Sprintf("%s: lost allocations %v, free disk %d MiB, %d candidates fit, for node(s) %s",
-			head, res.best.key.lost, res.best.key.disk, len(fits), strings.Join(names, "/"))
-	}
-	return res
+	return fits
 }
