@@ -158,7 +158,19 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 		return res
 	}
 	x := newSearch(s, *in, wholeCluster)
-	fits := s.placements(x, g, nodes, ni.RequiredNodes == 2, dedicated)
+	var pairs [][2]int32
+	for _, p := range nodes {
+		if ni.RequiredNodes != 2 {
+			pairs = append(pairs, [2]int32{p, NoNode})
+			continue
+		}
+		for _, sn := range nodes {
+			if sn != p {
+				pairs = append(pairs, [2]int32{p, sn})
+			}
+		}
+	}
+	fits := s.placements(x, s.spec(in.idx), g, pairs, dedicated)
 	for i := range fits {
 		if !dedicated && !s.opts.NoCapacityChecks {
 			if why := s.capacityFailure(in, fits[i].cand, g); why != "" {
@@ -188,11 +200,11 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 	return res
 }
 
-// placements tries in on every node of the list (every ordered pair when
-// it needs two) and returns the feasible placements best first; ties put
-// the later candidate first, as hail does. Refusals become x's reasons.
-func (s *state) placements(x *search, g int32, nodes []int32, pair, dedicated bool) []placement {
-	spec := s.spec(x.in.idx)
+// placements tries x's instance (described by spec) on each primary and
+// secondary (NoNode: none) of the list and returns the feasible placements
+// best first; ties put the later candidate first, as hail does. Refusals
+// become x's reasons.
+func (s *state) placements(x *search, spec *Instance, g int32, pairs [][2]int32, dedicated bool) []placement {
 	pol := &s.c.Groups[g].Policy
 	var tests []instState
 	if dedicated {
@@ -215,15 +227,11 @@ func (s *state) placements(x *search, g int32, nodes []int32, pair, dedicated bo
 		}
 		fits = append(fits, placement{cand: c, key: key, order: len(fits)})
 	}
-	for _, p := range nodes {
-		if !pair {
-			try(mk(move{mvPlace, p}), p)
-			continue
-		}
-		for _, sn := range nodes {
-			if sn != p {
-				try(mk(move{mvPlace, p}, move{mvPlaceSecondary, sn}), p)
-			}
+	for _, ps := range pairs {
+		if ps[1] == NoNode {
+			try(mk(move{mvPlace, ps[0]}), ps[0])
+		} else {
+			try(mk(move{mvPlace, ps[0]}, move{mvPlaceSecondary, ps[1]}), ps[0])
 		}
 	}
 	slices.SortStableFunc(fits, func(a, b placement) int {

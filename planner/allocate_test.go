@@ -236,3 +236,31 @@ func TestDedicatedClusterPacksTightly(t *testing.T) {
 		t.Fatalf("want x packed on small:\n%s", describeAlloc(p))
 	}
 }
+
+func TestAllocateSecondary(t *testing.T) {
+	plan := func(t *testing.T, c *Cluster, r Request, o Options) *Plan {
+		t.Helper()
+		p, err := Compute(c, r, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	b := fourNodes()
+	b.inst("p", Plain, 4, 20, "n4", "")
+	c := b.build()
+	p := plan(t, c, Request{Kind: AllocateSecondary, Instances: []string{"p"}}, DefaultOptions())
+	if len(p.Relocated) != 1 || p.Relocated[0] == "n4" || len(p.Jobs) != 0 {
+		t.Fatalf("want a new secondary for p and no job, got %v:\n%s", p.Relocated, describe(p))
+	}
+	p = plan(t, c, Request{Kind: AllocateSecondary, Instances: []string{"i1"}}, DefaultOptions())
+	if f := failed(p, "i1"); f == nil || !strings.Contains(f.Reason, "already has a secondary node, n2") {
+		t.Fatalf("want i1 refused, it has a secondary:\n%s", describe(p))
+	}
+	tight := DefaultOptions()
+	c.Groups[0].Policy.DiskTemplates = []StorageKind{Plain}
+	p = plan(t, c, Request{Kind: AllocateSecondary, Instances: []string{"p"}}, tight)
+	if f := failed(p, "p"); f == nil || !strings.Contains(f.Reason, `storage kind "drbd" is not allowed`) || p.ScoreAfter != p.ScoreBefore {
+		t.Fatalf("want p refused by the policy, the cluster unchanged:\n%s %v -> %v", describe(p), p.ScoreBefore, p.ScoreAfter)
+	}
+}

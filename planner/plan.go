@@ -101,7 +101,8 @@ type Plan struct {
 	// placed, in request order; the others are in Failed.
 	Allocated []Allocated
 	// Relocated, for a successful Relocate, is the node that replaces the
-	// one the instance left, as Ganeti's result lists it.
+	// one the instance left, as Ganeti's result lists it; for a successful
+	// AllocateSecondary, the new secondary.
 	Relocated []string
 	// Log explains an allocation: the group chosen and, for every group
 	// tried, its best score or why nothing fitted.

@@ -69,6 +69,8 @@ func Compute(c *Cluster, r Request, o Options) (*Plan, error) {
 		s.allocate(&r, &out)
 	case Relocate:
 		s.relocate(&r, &out)
+	case AllocateSecondary:
+		s.allocateSecondary(&r, &out)
 	}
 
 	deps := schedule(initial, out.profiles, o.MaxMovesPerNode)
@@ -111,6 +113,10 @@ func (s *state) checkRequest(r *Request) error {
 	case ChangeGroup:
 	case Allocate, MultiAllocate:
 		return s.checkAllocation(r)
+	case AllocateSecondary:
+		if len(r.Instances) != 1 {
+			return fmt.Errorf("%w: an allocate-secondary request names exactly one instance, got %d", ErrBadRequest, len(r.Instances))
+		}
 	case Relocate:
 		if len(r.Instances) != 1 {
 			return fmt.Errorf("%w: a relocate request names exactly one instance, got %d", ErrBadRequest, len(r.Instances))
@@ -121,7 +127,7 @@ func (s *state) checkRequest(r *Request) error {
 			}
 		}
 	default:
-		return fmt.Errorf("%w: request type %q is not one of node-evacuate, change-group, allocate, multi-allocate, relocate", ErrBadRequest, r.Kind)
+		return fmt.Errorf("%w: request type %q is not one of node-evacuate, change-group, allocate, multi-allocate, relocate, allocate-secondary", ErrBadRequest, r.Kind)
 	}
 	seen := map[string]bool{}
 	for _, name := range r.Instances {

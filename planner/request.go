@@ -19,6 +19,9 @@ const (
 	// storage) or a new primary (external or copied storage) instead of the
 	// node(s) in RelocateFrom (gnt-instance replace-disks -I).
 	Relocate RequestKind = "relocate"
+	// AllocateSecondary finds a secondary for an instance on one node, to
+	// convert its disks to DRBD (gnt-instance modify -t drbd -I).
+	AllocateSecondary RequestKind = "allocate-secondary"
 )
 
 // EvacMode says which role an evacuation empties the nodes of.

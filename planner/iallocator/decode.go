@@ -176,10 +176,18 @@ func decodeRequest(data json.RawMessage, c *planner.Cluster) (planner.Request, e
 		return decodeMultiAllocate(obj, c)
 	case planner.Relocate:
 		return decodeRelocate(obj, c)
-	case "allocate-secondary":
-		return r, fieldErr("request.type", fmt.Sprintf("%q requests are not supported; Drove answers node-evacuate, change-group, allocate, multi-allocate and relocate", kind))
+	case planner.AllocateSecondary:
+		var name string
+		if err := obj.required("name", &name); err != nil {
+			return r, err
+		}
+		if c.InstanceIndex(name) < 0 {
+			return r, fieldErr("request.name", fmt.Sprintf("unknown instance %q", name))
+		}
+		r.Instances = []string{name}
+		return r, nil
 	default:
-		return r, fieldErr("request.type", fmt.Sprintf("unknown request type %q (want node-evacuate, change-group, allocate, multi-allocate or relocate)", kind))
+		return r, fieldErr("request.type", fmt.Sprintf("unknown request type %q (want node-evacuate, change-group, allocate, multi-allocate, relocate or allocate-secondary)", kind))
 	}
 	if err := obj.required("instances", &r.Instances); err != nil {
 		return r, err

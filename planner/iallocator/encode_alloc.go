@@ -12,7 +12,9 @@ import (
 //   - allocate: the chosen nodes, primary first, or success=false with the
 //     reason;
 //   - multi-allocate: [[[name, [nodes]], ...], [[name, reason], ...]];
-//   - relocate: the node that replaces the one left, or success=false.
+//   - relocate: the node that replaces the one left, or success=false;
+//   - allocate-secondary: the new secondary's name (a string), or
+//     success=false.
 func EncodeAnswer(k planner.RequestKind, p *planner.Plan) ([]byte, error) {
 	switch k {
 	case planner.Allocate:
@@ -32,6 +34,12 @@ func EncodeAnswer(k planner.RequestKind, p *planner.Plan) ([]byte, error) {
 		info := fmt.Sprintf("Request successful: %d instances failed to allocate and %d were allocated successfully; %s",
 			len(p.Failed), len(p.Allocated), allocInfo(p))
 		return marshal(response{Success: true, Info: info, Result: []any{done, failed}})
+	case planner.AllocateSecondary:
+		if len(p.Relocated) > 0 {
+			info := fmt.Sprintf("Request successful: %s; cluster score %.8f -> %.8f", strings.Join(p.Log, ", "), p.ScoreBefore, p.ScoreAfter)
+			return marshal(response{Success: true, Info: info, Result: p.Relocated[0]})
+		}
+		return marshal(response{Success: false, Info: "Request failed: " + failReason(p), Result: []any{}})
 	case planner.Relocate:
 		if len(p.Relocated) > 0 {
 			info := fmt.Sprintf("Request successful: relocated to %s; cluster score %.8f -> %.8f",
@@ -68,6 +76,8 @@ func requestFields(c *planner.Cluster, r planner.Request, hv string) map[string]
 			list = append(list, newInstanceFields(ni, hv))
 		}
 		return map[string]any{"type": string(r.Kind), "instances": list}
+	case planner.AllocateSecondary:
+		return map[string]any{"type": string(r.Kind), "name": r.Instances[0]}
 	case planner.Relocate:
 		var dsk int64
 		if len(r.Instances) > 0 {

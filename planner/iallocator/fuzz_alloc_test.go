@@ -24,7 +24,7 @@ const fuzzCluster = `{"cluster_tags": ["htools:nlocation:rack", "htools:migratio
 "request": `
 
 // FuzzDecodeAllocationRequests: any request part of an allocate,
-// multi-allocate or relocate document is either refused with an error that
+// multi-allocate, relocate or allocate-secondary document is either refused with an error that
 // names a field, or decoded into a request the planner answers without
 // panicking, whose answer is JSON, and which encodes back to a document
 // that decodes to the same request.
@@ -36,6 +36,8 @@ func FuzzDecodeAllocationRequests(f *testing.F) {
 		`{"type": "relocate", "name": "d", "required_nodes": 1, "relocate_from": ["n2"]}`,
 		`{"type": "relocate", "name": "r", "required_nodes": 1, "relocate_from": ["n2"]}`,
 		`{"type": "relocate", "name": 0, "required_nodes": "aaa"}`,
+		`{"type": "allocate-secondary", "name": "r"}`,
+		`{"type": "allocate-secondary", "name": "d"}`,
 		`{"type": "allocate", "name": "x", "memory": -1}`,
 		`{"type": "multi-allocate", "instances": [1]}`,
 	} {
@@ -52,7 +54,7 @@ func FuzzDecodeAllocationRequests(f *testing.F) {
 			}
 			return
 		}
-		if r.Kind != planner.Allocate && r.Kind != planner.MultiAllocate && r.Kind != planner.Relocate {
+		if r.Kind != planner.Allocate && r.Kind != planner.MultiAllocate && r.Kind != planner.Relocate && r.Kind != planner.AllocateSecondary {
 			return // the other kinds have their own tests
 		}
 		p, err := planner.Compute(c, r, planner.DefaultOptions())

@@ -73,7 +73,7 @@ func runHailFlags(t *testing.T, input []byte, flags ...string) []byte {
 	return out
 }
 
-// Every allocate, multi-allocate and relocate request in Ganeti's test
+// Every allocate, multi-allocate, relocate and allocate-secondary request in Ganeti's test
 // data, with the hail flags Ganeti's own tests use on it, gets the answer
 // hail gives: the same success or failure and the same nodes. Hail's
 // choice is forced on all of them (its tests assert the nodes), except
@@ -91,6 +91,7 @@ func TestGanetiAllocationRequestsAnsweredAsHail(t *testing.T) {
 		"hail-alloc-plain-tags.json", "hail-alloc-restricted-network.json", "hail-alloc-spindles.json",
 		"hail-alloc-twodisks.json", "hail-alloc-drbd-restricted.json", "hail-alloc-ext.json",
 		"hail-multialloc-dedicated.json", "hail-reloc-drbd.json", "hail-reloc-drbd-crowded.json",
+		"hail-alloc-secondary.json",
 	} {
 		cases = append(cases, flagged{f, nil})
 	}
