@@ -33,7 +33,8 @@ func samples() []Payload {
 			MinMax: []SpecRange{{Min: Spec{MemoryMiB: 128, CPUs: 1, DiskMiB: 1024, Disks: 1, NICs: 1, SpindleUse: 1},
 				Max: Spec{MemoryMiB: 32768, CPUs: 8, DiskMiB: 1 << 20, Disks: 16, NICs: 8, SpindleUse: 8}}},
 			Std:           Spec{MemoryMiB: 128, CPUs: 1, DiskMiB: 1024, Disks: 1, NICs: 1, SpindleUse: 1},
-			DiskTemplates: []StorageKind{StorageDRBD, StorageZFSLocal}, VCPURatio: 4, SpindleRatio: 32}},
+			DiskTemplates: []StorageKind{StorageDRBD, StorageZFSLocal}, VCPURatio: 4, SpindleRatio: 32},
+			ClusterTags: []string{"htools:nlocation:rack", "htools:migration:hv"}},
 		node,
 		drained,
 		InstanceDeclared{

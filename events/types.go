@@ -262,6 +262,12 @@ type GroupDeclared struct {
 	Tags        []string    `json:"tags,omitempty"`
 	// Policy is the group's instance policy; nil means Ganeti's default.
 	Policy *InstancePolicy `json:"ipolicy,omitempty"`
+	// ClusterTags are the tags of the cluster the group is in: Ganeti's
+	// "htools:" cluster tags give node and instance tags their meaning
+	// (exclusion, location, desired-location and migration tags). The
+	// schema has no cluster object, so every group carries them; a seed
+	// writes the same list on each, and the planner uses their union.
+	ClusterTags []string `json:"cluster_tags,omitempty"`
 }
 
 // NodeAnnounced is a node's first statement of itself: its whole state.

@@ -46,6 +46,7 @@ func (g GroupDeclared) check(p *problems) {
 	if g.Policy != nil {
 		g.Policy.check(p, "ipolicy")
 	}
+	noEmpty(p, "cluster_tags", g.ClusterTags)
 }
 
 func (n NodeAnnounced) check(p *problems) {

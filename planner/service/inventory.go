@@ -163,6 +163,7 @@ func (inv *inventory) cluster() *planner.Cluster {
 	groupIdx := map[string]int{}
 	for _, name := range inv.groupOrder {
 		g := inv.groups[name]
+		c.Tags = unionTags(c.Tags, g.ClusterTags)
 		groupIdx[name] = len(c.Groups)
 		c.Groups = append(c.Groups, planner.Group{
 			UUID: g.Name, Name: g.Name, AllocPolicy: planner.AllocPolicy(g.AllocPolicy),
@@ -217,8 +218,7 @@ func (inv *inventory) cluster() *planner.Cluster {
 // every group, NodeAnnounced for every node, InstanceDeclared for every
 // instance, in the cluster's order. It is the reverse of the service's fold
 // (up to what events carry: groups' instance policies and nodes' reserved
-// memory are; cluster tags, and so exclusion, location and migration tags'
-// meaning, are not in the schema yet),
+// memory are, and the cluster's tags ride on every group),
 // and is how `drove seed` imports a cluster, a Ganeti IAllocator file
 // included (planner/iallocator.DecodeCluster).
 //
@@ -235,7 +235,7 @@ func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope
 	for _, g := range c.Groups {
 		out = append(out, events.New(events.GroupDeclared{
 			Name: g.Name, AllocPolicy: events.AllocPolicy(g.AllocPolicy), Tags: g.Tags,
-			Policy: policyEvent(g.Policy),
+			Policy: policyEvent(g.Policy), ClusterTags: c.Tags,
 		}, opts()...))
 	}
 	for _, n := range c.Nodes {

@@ -1,12 +1,14 @@
 package service
 
 import (
+	"slices"
+
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/planner"
 )
 
-// The inventory carries each group's instance policy (GroupDeclared.Policy)
-// and each node's reserved memory; the fold turns them into the planner's
+// The inventory carries each group's instance policy (GroupDeclared.Policy),
+// the cluster's tags (on every group) and each node's reserved memory; the fold turns them into the planner's
 // values, and InventoryEvents turns an imported cluster's back into events.
 // Every request the service plans, evacuations, group changes and
 // per-instance migrations alike, reads them through inventory.cluster.
@@ -47,4 +49,14 @@ func policyEvent(p planner.IPolicy) *events.InstancePolicy {
 func eventSpec(s planner.ISpec) events.Spec {
 	return events.Spec{MemoryMiB: s.MemorySize, CPUs: s.CPUCount, DiskMiB: s.DiskSize,
 		Disks: s.DiskCount, NICs: s.NICCount, SpindleUse: s.SpindleUse}
+}
+
+// unionTags appends to tags those of more it lacks, in order.
+func unionTags(tags, more []string) []string {
+	for _, t := range more {
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	return tags
 }

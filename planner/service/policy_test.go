@@ -67,3 +67,31 @@ func TestGanetiImportKeepsPolicies(t *testing.T) {
 		}
 	}
 }
+
+// The cluster's tags ride on the groups: migration tags the seed carried
+// restrict the folded cluster's plans as they restrict the original's.
+func TestClusterTagsTravelThroughTheLog(t *testing.T) {
+	c := testCluster(200)
+	c.Tags = []string{"htools:migration:hv"}
+	for i := range c.Nodes {
+		c.Nodes[i].Tags = []string{map[bool]string{true: "hv:a", false: "hv:b"}[i < 2]}
+	}
+	got := fold(t, InventoryEvents(c, seedReason)).inv.cluster()
+	if !reflect.DeepEqual(got.Tags, c.Tags) {
+		t.Fatalf("cluster tags %v, want %v", got.Tags, c.Tags)
+	}
+	a, b := evacPlan(t, got), evacPlan(t, c)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("the folded cluster plans differently:\n got %+v\nwant %+v", a, b)
+	}
+	untagged := *c
+	untagged.Tags = nil
+	if reflect.DeepEqual(a.Moved, evacPlan(t, &untagged).Moved) {
+		t.Errorf("migration tags changed nothing: %+v", a.Moved)
+	}
+	for _, m := range a.Moved {
+		if c.Instances[c.InstanceIndex(m.Instance)].Primary == 0 && m.Nodes[0] != "n2" {
+			t.Errorf("%s migrated from n1 (hv:a) to %s, which does not accept hv:a", m.Instance, m.Nodes[0])
+		}
+	}
+}
