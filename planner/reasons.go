@@ -91,6 +91,9 @@ func describeFailure(s *state, f failure) string {
 	case failDiskReserve:
 		return fmt.Sprintf("%s: %d MiB above its reserve, needs %d MiB", name, f.have, f.need)
 	case failSpindles, failSpindleRatio:
+		if f.need < 0 {
+			return fmt.Sprintf("%s: exclusive storage needs the disks' spindle counts, which are unknown", name)
+		}
 		return fmt.Sprintf("%s: room for %d spindles, needs %d", name, f.have, f.need)
 	case failCPU:
 		return fmt.Sprintf("%s: room for %d vCPUs, needs %d", name, f.have, f.need)

@@ -95,6 +95,10 @@ func TestGanetiAllocationRequestsAnsweredAsHail(t *testing.T) {
 	} {
 		cases = append(cases, flagged{f, nil})
 	}
+	for _, f := range []string{"hail-alloc-drbd.json", "hail-reloc-drbd.json", "hail-alloc-twodisks.json",
+		"hail-alloc-invalid-twodisks.json", "hail-alloc-spindles.json"} {
+		cases = append(cases, flagged{f + ".excl-stor", nil}, flagged{f + ".fail-excl-stor", nil})
+	}
 	cases = append(cases,
 		flagged{"hail-reloc-drbd-crowded.json", []string{"--ignore-soft-errors"}},
 		flagged{"hail-alloc-plain-tags.json", []string{"--ignore-soft-errors"}},
@@ -105,10 +109,7 @@ func TestGanetiAllocationRequestsAnsweredAsHail(t *testing.T) {
 	succeeded := 0
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.file, tc.flags), func(t *testing.T) {
-			input, err := os.ReadFile(filepath.Join(dir, tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			input := ganetiRequest(t, dir, tc.file)
 			_, r, err := iallocator.Decode(input)
 			if err != nil {
 				t.Fatal(err)
