@@ -56,6 +56,12 @@ func placedBy(t *testing.T, c *planner.Cluster, r planner.Request, placed map[st
 		}
 		out.Instances = append(out.Instances, in)
 	}
+	if r.Kind == planner.AllocateSecondary {
+		if nodes, ok := placed[r.Instances[0]]; ok {
+			in := &out.Instances[c.InstanceIndex(r.Instances[0])]
+			in.Storage, in.Secondary = planner.DRBD, c.NodeIndex(nodes[0])
+		}
+	}
 	if r.Kind == planner.Relocate {
 		if nodes, ok := placed[r.Instances[0]]; ok {
 			in := &out.Instances[c.InstanceIndex(r.Instances[0])]
@@ -95,6 +101,12 @@ func answerOf(t *testing.T, who string, r planner.Request, out []byte) map[strin
 			_ = json.Unmarshal(a[1], &nodes)
 			placed[name] = nodes
 		}
+	case planner.AllocateSecondary:
+		var node string
+		if err := json.Unmarshal(w.Result, &node); err != nil {
+			t.Fatalf("%s: %s", who, w.Result)
+		}
+		placed[r.Instances[0]] = []string{node}
 	default:
 		var nodes []string
 		if err := json.Unmarshal(w.Result, &nodes); err != nil {
@@ -138,7 +150,7 @@ func checkValid(t *testing.T, label string, after *planner.Cluster, r planner.Re
 }
 
 // On generated clusters with location and exclusion tags, every allocate,
-// multi-allocate and relocate answer is valid, succeeds wherever hail's
+// multi-allocate, relocate and allocate-secondary answer is valid, succeeds wherever hail's
 // does, and leaves a cluster score (all nodes together, hail's measure)
 // no worse than hail's.
 func TestGeneratedAllocationsNoWorseThanHail(t *testing.T) {
@@ -156,6 +168,13 @@ func TestGeneratedAllocationsNoWorseThanHail(t *testing.T) {
 		for k := uint64(0); k < 3; k++ {
 			if r, ok := clustergen.RelocateRequest(c, seed*10+k); ok {
 				reqs = append(reqs, r)
+			}
+		}
+		plain := 0
+		for _, in := range c.Instances {
+			if in.Storage == planner.Plain && plain < 2 {
+				plain++
+				reqs = append(reqs, planner.Request{Kind: planner.AllocateSecondary, Instances: []string{in.Name}})
 			}
 		}
 		for _, r := range reqs {
