@@ -171,7 +171,7 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 		}
 	}
 	fits := s.placements(x, s.spec(in.idx), g, pairs, dedicated)
-	for i := range fits {
+	for _, i := range rankPlacements(fits, dedicated) {
 		if !dedicated && !s.opts.NoCapacityChecks {
 			if why := s.capacityFailure(in, fits[i].cand, g); why != "" {
 				x.why.add(failure{kind: failCapacity, node: fits[i].cand.moves[0].node, tag: why})
@@ -201,9 +201,8 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 }
 
 // placements tries x's instance (described by spec) on each primary and
-// secondary (NoNode: none) of the list and returns the feasible placements
-// best first; ties put the later candidate first, as hail does. Refusals
-// become x's reasons.
+// secondary (NoNode: none) of the list and returns the feasible
+// placements, in the order tried. Refusals become x's reasons.
 func (s *state) placements(x *search, spec *Instance, g int32, pairs [][2]int32, dedicated bool) []placement {
 	pol := &s.c.Groups[g].Policy
 	var tests []instState
@@ -234,11 +233,23 @@ func (s *state) placements(x *search, spec *Instance, g int32, pairs [][2]int32,
 			try(mk(move{mvPlace, ps[0]}, move{mvPlaceSecondary, ps[1]}), ps[0])
 		}
 	}
-	slices.SortStableFunc(fits, func(a, b placement) int {
-		if c := a.key.compare(b.key, dedicated); c != 0 {
+	return fits
+}
+
+// rankPlacements orders placements best first; ties put the later
+// candidate first, as hail does. It sorts indices: a large group has a
+// million pairs, and moving the placements themselves costs more than
+// trying them.
+func rankPlacements(fits []placement, dedicated bool) []int32 {
+	idx := make([]int32, len(fits))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := fits[a].key.compare(fits[b].key, dedicated); c != 0 {
 			return c
 		}
-		return b.order - a.order
+		return int(b - a)
 	})
-	return fits
+	return idx
 }

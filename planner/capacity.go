@@ -54,7 +54,7 @@ func (s *state) capacityChanged(g int32) { delete(s.capacity, g) }
 // redundancyFailure says which node of group g could not be emptied.
 func (s *state) redundancyFailure(g int32) string {
 	for _, n := range s.groupNodes[g] {
-		u := s.clone()
+		u := s.scratchClone()
 		u.opts.IgnoreSoftErrors = true
 		if why := u.emptyNode(n); why != "" {
 			return fmt.Sprintf("%s could not be emptied: %s", s.nodeName(n), why)
@@ -115,10 +115,12 @@ func (s *state) emptyNode(n int32) string {
 	}
 	slices.SortStableFunc(recreate, func(a, b int32) int { return int(s.insts[b].mem - s.insts[a].mem) })
 	for _, i := range recreate {
-		cp := s.addInstance(*s.spec(i))
-		x := newSearch(s, *cp, wholeCluster)
+		// The copy has the original's index: a scratch state does not
+		// record it, and nothing reads the original's record again.
+		cp := s.newInstState(s.spec(i), i)
+		x := newSearch(s, cp, wholeCluster)
 		for _, t := range others {
-			if v := placementPolicyViolation(s.spec(cp.idx), &s.c.Groups[g].Policy, s.nodes[t].excl); v != "" {
+			if v := placementPolicyViolation(s.spec(i), &s.c.Groups[g].Policy, s.nodes[t].excl); v != "" {
 				x.why.add(failure{kind: failPolicy, node: t, tag: v})
 				continue
 			}
@@ -130,7 +132,7 @@ func (s *state) emptyNode(n int32) string {
 			}
 			return fmt.Sprintf("%s cannot be recreated elsewhere: %s", s.spec(i).Name, x.why.describe(s))
 		}
-		s.commit(&s.insts[cp.idx], x.best)
+		s.commit(&cp, x.best)
 	}
 	return ""
 }

@@ -225,7 +225,10 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 		i := o.idx[k]
 		g := &s.groups[s.nodes[i].group]
 		g.addContrib(&s.contribs[i], -1)
+		s.own(i)
 		n := o.ns[k]
+		// The trial copy was taken before own: write the node's own maps.
+		n.peers, n.tags = s.nodes[i].peers, s.nodes[i].tags
 		n.flushPeers()
 		s.nodes[i] = n
 		s.contribs[i] = contribOf(&s.nodes[i])
@@ -233,14 +236,18 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 	}
 	if cur.pri != in.pri {
 		if in.pri != NoNode {
+			s.own(in.pri)
 			commitPriTags(&s.nodes[in.pri], in, false)
 			s.locExclAdd(&s.nodes[in.pri], in, -1)
 		}
+		s.own(cur.pri)
 		commitPriTags(&s.nodes[cur.pri], in, true)
 		s.locExclAdd(&s.nodes[cur.pri], &cur, 1)
 	}
 	*in = cur
-	s.insts[in.idx] = cur
+	if !s.scratch {
+		s.insts[in.idx] = cur
+	}
 	return prof
 }
 

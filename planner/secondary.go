@@ -41,7 +41,7 @@ func (s *state) allocateSecondaryOn(idx int32, out *outcome) bool {
 	}
 	x := newSearch(s, *in, wholeCluster)
 	fits := s.placements(x, &spec, g, pairs, false)
-	for i := range fits {
+	for _, i := range rankPlacements(fits, false) {
 		if !s.opts.NoCapacityChecks {
 			if why := s.capacityFailure(in, fits[i].cand, g); why != "" {
 				x.why.add(failure{kind: failCapacity, node: fits[i].cand.moves[1].node, tag: why})
@@ -68,6 +68,7 @@ func (s *state) unplace(in *instState) {
 	p := &s.nodes[in.pri]
 	g := &s.groups[p.group]
 	g.addContrib(&s.contribs[in.pri], -1)
+	s.own(in.pri)
 	*p = removePri(*p, in)
 	commitPriTags(p, in, false)
 	s.locExclAdd(p, in, -1)

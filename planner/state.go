@@ -27,6 +27,11 @@ type state struct {
 	// capacity caches each group's N+1 verdict for allocations
 	// (capacity.go); "" means redundant.
 	capacity map[int32]string
+	// shared marks the nodes whose maps a clone still shares with the
+	// state it was cloned from (nil: every node owns its maps).
+	shared []bool
+	// scratch states do not record instance moves (scratchClone).
+	scratch bool
 
 	// Location and migration tags (location.go).
 	locActive, migActive bool
@@ -83,17 +88,29 @@ func (s *state) addInstance(in Instance) *instState {
 	return &s.insts[idx]
 }
 
-// clone returns a deep copy whose books can be changed without touching
-// s: the capacity check simulates emptying nodes on it.
+// clone returns a copy whose books can be changed without touching s: the
+// capacity check simulates emptying nodes on it, once per node, so the
+// nodes' peer and tag maps are shared and copied only when the clone first
+// writes them (own). s must not change while the clone is in use.
 func (s *state) clone() *state {
-	t := *s
-	t.nodes = make([]nodeState, len(s.nodes))
-	for i, n := range s.nodes {
-		n.peers = maps.Clone(n.peers)
-		n.tags = maps.Clone(n.tags)
-		t.nodes[i] = n
-	}
+	t := s.scratchClone()
+	t.scratch = false
 	t.insts = slices.Clone(s.insts)
+	return t
+}
+
+// scratchClone is a clone for one simulation pass that reads each
+// instance's record before it moves it and never again: its commits do not
+// record where instances went, so the records are shared with s, not
+// copied (a cluster has ten times more instances than nodes).
+func (s *state) scratchClone() *state {
+	t := *s
+	t.scratch = true
+	t.nodes = slices.Clone(s.nodes)
+	t.shared = make([]bool, len(s.nodes))
+	for i := range t.shared {
+		t.shared[i] = true
+	}
 	t.groups = slices.Clone(s.groups)
 	t.contribs = slices.Clone(s.contribs)
 	t.extra = slices.Clip(s.extra)
@@ -293,3 +310,15 @@ func (s *state) check() error {
 func (s *state) usable(i int32) bool { return !s.nodes[i].offline }
 
 func (s *state) nodeName(i int32) string { return s.c.Nodes[i].Name }
+
+// own gives node i maps of its own before they are written, if it still
+// shares them with the state it was cloned from.
+func (s *state) own(i int32) {
+	if s.shared == nil || !s.shared[i] {
+		return
+	}
+	n := &s.nodes[i]
+	n.peers = maps.Clone(n.peers)
+	n.tags = maps.Clone(n.tags)
+	s.shared[i] = false
+}
