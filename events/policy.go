@@ -67,7 +67,7 @@ func (ip InstancePolicy) check(p *problems, field string) {
 	if !(ip.VCPURatio > 0) {
 		p.addf(field+".vcpu_ratio", "must be positive, got %v", ip.VCPURatio)
 	}
-	if !(ip.SpindleRatio > 0) {
-		p.addf(field+".spindle_ratio", "must be positive, got %v", ip.SpindleRatio)
+	if !(ip.SpindleRatio >= 0) {
+		p.addf(field+".spindle_ratio", "must not be negative, got %v", ip.SpindleRatio)
 	}
 }

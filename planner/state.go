@@ -106,6 +106,7 @@ func (s *state) clone() *state {
 func (s *state) scratchClone() *state {
 	t := *s
 	t.scratch = true
+	t.insts = slices.Clip(s.insts) // an append must not write s's records
 	t.nodes = slices.Clone(s.nodes)
 	t.shared = make([]bool, len(s.nodes))
 	for i := range t.shared {
