@@ -264,3 +264,32 @@ func TestAllocateSecondary(t *testing.T) {
 		t.Fatalf("want p refused by the policy, the cluster unchanged:\n%s %v -> %v", describe(p), p.ScoreBefore, p.ScoreAfter)
 	}
 }
+
+// A target a person chose obeys the planner's rules: migration tags, the
+// policy's vCPU ratio, memory.
+func TestCheckTarget(t *testing.T) {
+	b := fourNodes()
+	b.inst("r", RBD, 4, 20, "n1", "")
+	b.c.Tags = []string{"htools:migration:hv"}
+	b.c.Nodes[0].Tags = []string{"hv:new"}
+	b.c.Nodes[1].Tags = []string{"hv:old"}
+	b.c.Nodes[2].Tags = []string{"hv:new"}
+	b.c.Nodes[3].Tags = []string{"hv:new"}
+	b.inst("huge", RBD, 60, 20, "n3", "")
+	c := b.build()
+	for _, tc := range []struct{ inst, node, want string }{
+		{"r", "n3", "not enough memory"},
+		{"r", "n4", ""},
+		{"r", "n2", "n1 has migration tags [hv:new] but n2 accepts only [hv:old]"},
+		{"i1", "n2", "migration not allowed"},
+		{"i4", "n1", ""},
+	} {
+		got, err := CheckTarget(c, tc.inst, tc.node)
+		if err != nil || (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s to %s: %q, %v; want %q", tc.inst, tc.node, got, err, tc.want)
+		}
+	}
+	if _, err := CheckTarget(c, "nope", "n1"); err == nil {
+		t.Error("an unknown instance is an error")
+	}
+}

@@ -271,3 +271,41 @@ func (s *state) books(i int32) *nodeState {
 	}
 	return &s.nodes[i]
 }
+
+// CheckTarget says why instance may not move its primary to node, or ""
+// when it may: the move the planner would make for it (a failover to its
+// secondary, a new replica there then a failover, or a migration to a node
+// of shared or copied storage) is tried against every node check, the
+// group's instance policy ratios and the migration tags, as a planned move
+// is. It lets a move whose target a person chose obey the same rules.
+func CheckTarget(c *Cluster, instance, node string) (string, error) {
+	s, err := newState(c, DefaultOptions())
+	if err != nil {
+		return "", err
+	}
+	i, t := s.instance(instance), s.node(node)
+	switch {
+	case i < 0:
+		return "", fmt.Errorf("%w: %q", ErrUnknownInstance, instance)
+	case t < 0:
+		return "", fmt.Errorf("%w: %q", ErrUnknownNode, node)
+	}
+	in := s.insts[i]
+	var c1 candidate
+	switch {
+	case in.mirror == NotMirrored:
+		return fmt.Sprintf("storage kind %q is not mirrored: it cannot leave %s", in.kind, s.nodeName(in.pri)), nil
+	case in.mirror == MirroredInternally && t == in.sec:
+		c1 = mk(move{mvFailover, 0})
+	case in.mirror == MirroredInternally:
+		c1 = mk(move{mvReplaceAndFailover, t})
+	default:
+		c1 = mk(move{mvFailoverToAny, t})
+	}
+	x := newSearch(s, in, s.nodes[t].group)
+	if _, _, f := x.eval(c1); !f.ok() {
+		x.why.add(f)
+		return x.why.describe(s), nil
+	}
+	return "", nil
+}

@@ -227,6 +227,13 @@ func (p *mpass) pickTarget(in *events.InstanceDeclared, want string) (string, st
 		case usesLocalDisk(in.Storage) && disk < diskTotal(in.Size):
 			return "", fmt.Sprintf("node %s has %d MiB of disk free, the instance needs %d", want, disk, diskTotal(in.Size))
 		}
+		// The planner's own rules too: policy ratios, migration tags.
+		if why, err := planner.CheckTarget(inv.cluster(), in.Name, want); err != nil || why != "" {
+			if err != nil {
+				why = err.Error()
+			}
+			return "", why
+		}
 		return want, ""
 	}
 	req := planner.Request{Kind: planner.NodeEvacuate, Mode: planner.PrimaryOnly,
