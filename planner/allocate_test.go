@@ -284,12 +284,12 @@ func TestCheckTarget(t *testing.T) {
 		{"i1", "n2", "migration not allowed"},
 		{"i4", "n1", ""},
 	} {
-		got, err := CheckTarget(c, tc.inst, tc.node)
+		got, err := CheckTarget(c, tc.inst, tc.node, DefaultOptions())
 		if err != nil || (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s to %s: %q, %v; want %q", tc.inst, tc.node, got, err, tc.want)
 		}
 	}
-	if _, err := CheckTarget(c, "nope", "n1"); err == nil {
+	if _, err := CheckTarget(c, "nope", "n1", DefaultOptions()); err == nil {
 		t.Error("an unknown instance is an error")
 	}
 }

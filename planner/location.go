@@ -277,9 +277,10 @@ func (s *state) books(i int32) *nodeState {
 // secondary, a new replica there then a failover, or a migration to a node
 // of shared or copied storage) is tried against every node check, the
 // group's instance policy ratios and the migration tags, as a planned move
-// is. It lets a move whose target a person chose obey the same rules.
-func CheckTarget(c *Cluster, instance, node string) (string, error) {
-	s, err := newState(c, DefaultOptions())
+// is. It lets a move whose target a person chose obey the same rules; o's
+// IgnoreSoftErrors lets it break the soft ones.
+func CheckTarget(c *Cluster, instance, node string, o Options) (string, error) {
+	s, err := newState(c, o)
 	if err != nil {
 		return "", err
 	}

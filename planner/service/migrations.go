@@ -228,7 +228,7 @@ func (p *mpass) pickTarget(in *events.InstanceDeclared, want string) (string, st
 			return "", fmt.Sprintf("node %s has %d MiB of disk free, the instance needs %d", want, disk, diskTotal(in.Size))
 		}
 		// The planner's own rules too: policy ratios, migration tags.
-		if why, err := planner.CheckTarget(inv.cluster(), in.Name, want); err != nil || why != "" {
+		if why, err := planner.CheckTarget(inv.cluster(), in.Name, want, p.svc.cfg.Options); err != nil || why != "" {
 			if err != nil {
 				why = err.Error()
 			}
