@@ -114,12 +114,13 @@ func DiskTotal(s events.Size) int64 {
 // FreeOf derives a node's free memory and disk from its totals and the
 // instances placed on it now. Nodes report free space only when they
 // announce themselves; deriving it keeps the snapshot consistent while
-// instances move, and matches the planner's books exactly (reserved memory
-// is zero, so nothing is "missing" against the records).
+// instances move, and matches the planner's books exactly: free memory is
+// total - reserved - running primaries, so nothing is "missing" against
+// the records.
 func (inv *Inventory) FreeOf(node string) (mem, disk int64) {
 	n := inv.Nodes[node]
 	u := inv.used(func(name string) bool { return name == node })[node]
-	return n.Total.MemoryMiB - u.mem, n.Total.DiskMiB - u.disk
+	return n.Total.MemoryMiB - n.ReservedMemoryMiB - u.mem, n.Total.DiskMiB - u.disk
 }
 
 // usage is what the instances placed on a node take of it.
@@ -175,10 +176,11 @@ func (inv *Inventory) Cluster() *planner.Cluster {
 	groupIdx := map[string]int{}
 	for _, name := range inv.groupOrder {
 		g := inv.groups[name]
+		c.Tags = unionTags(c.Tags, g.ClusterTags)
 		groupIdx[name] = len(c.Groups)
 		c.Groups = append(c.Groups, planner.Group{
 			UUID: g.Name, Name: g.Name, AllocPolicy: planner.AllocPolicy(g.AllocPolicy),
-			Policy: planner.DefaultIPolicy(), Tags: g.Tags,
+			Policy: groupPolicy(g.Policy), Tags: g.Tags,
 		})
 	}
 	nodeIdx := map[string]int{}
@@ -189,11 +191,11 @@ func (inv *Inventory) Cluster() *planner.Cluster {
 		if !ok {
 			g = -1
 		}
-		freeMem, freeDisk := n.Total.MemoryMiB-used[name].mem, n.Total.DiskMiB-used[name].disk
+		freeMem, freeDisk := n.Total.MemoryMiB-n.ReservedMemoryMiB-used[name].mem, n.Total.DiskMiB-used[name].disk
 		nodeIdx[name] = len(c.Nodes)
 		c.Nodes = append(c.Nodes, planner.Node{
 			Name: n.Name, Group: g,
-			TotalMemory: n.Total.MemoryMiB, FreeMemory: freeMem,
+			TotalMemory: n.Total.MemoryMiB, FreeMemory: freeMem, ReservedMemory: n.ReservedMemoryMiB,
 			TotalDisk: n.Total.DiskMiB, FreeDisk: freeDisk,
 			TotalCPUs: int64(n.Total.CPUs), TotalSpindles: int64(n.Total.Spindles),
 			FreeSpindles: int64(n.Free.Spindles),

@@ -78,6 +78,14 @@ func (p *pass) pickTarget(in *events.InstanceDeclared, want string) (string, str
 		case in.Storage.UsesLocalDisk() && disk < inventory.DiskTotal(in.Size):
 			return "", fmt.Sprintf("node %s has %d MiB of disk free, the instance needs %d", want, disk, inventory.DiskTotal(in.Size))
 		}
+		// The planner's own rules too: CPU and spindle ratios, N+1,
+		// exclusion and migration tags, the instance policy.
+		if why, err := planner.CheckTarget(inv.Cluster(), in.Name, want, p.env.Options); err != nil || why != "" {
+			if err != nil {
+				why = err.Error()
+			}
+			return "", why
+		}
 		return want, ""
 	}
 	req := planner.Request{Kind: planner.NodeEvacuate, Mode: planner.PrimaryOnly,

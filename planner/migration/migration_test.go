@@ -114,3 +114,19 @@ func TestBeginDispatchesToTheSourceOrRefuses(t *testing.T) {
 		t.Errorf("a second pass with nothing new decided %d events", len(evs))
 	}
 }
+
+// A target an operator names is checked with the planner's own rules, not
+// only for free memory and disk: here the group's vCPU ratio, which n2's
+// 8 CPUs cannot meet for a 16-vCPU instance though memory and disk fit.
+// The refusal gives the planner's reason.
+func TestBeginChecksTheTargetWithThePlannersRules(t *testing.T) {
+	w := newWorld(t)
+	w.read(events.InstanceDeclared{Name: "wide", Owner: "acct", Storage: events.StorageZFSLocal, RunState: events.RunRunning,
+		PrimaryNode: "n1", Size: events.Size{MemoryMiB: 1024, VCPUs: 40, DisksMiB: []int64{1024}}})
+	w.read(events.MigrationActionRequested{Migration: "m1", Instance: "wide", Action: events.ActionBegin,
+		Target: "n2", Account: "acct", Role: events.RoleOperator})
+	r := record(t, Decide(w.env, w.st, "m1"))
+	if r.State != events.MigrationFailed || !strings.Contains(r.Error, "no target") || !strings.Contains(strings.ToLower(r.Error), "cpu") {
+		t.Fatalf("record %s %q; want failed with the planner's CPU reason", r.State, r.Error)
+	}
+}
