@@ -154,6 +154,10 @@ const (
 	PhaseBegin  = "begin"
 	PhaseSync   = "sync"
 	PhaseSwitch = "switch"
+	// PhasePause is dispatched to a migration's source to stop its running
+	// sync at once (it supersedes the sync); the executor ends it without
+	// the driver, whose cancelled sync kept its last complete snapshot.
+	PhasePause = "pause"
 )
 
 // NodeMoveStatus is what a node reports for an instance during and after a

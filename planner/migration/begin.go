@@ -114,9 +114,17 @@ func (p *pass) start(r events.MigrationStateChanged, cause events.Envelope) {
 
 // dispatch sends phase to the source node's executor and records r.
 func (p *pass) dispatch(r *events.MigrationStateChanged, phase string, sync int, cause events.Envelope) {
+	if p.emitPhase(r, phase, sync, cause) {
+		r.Phase = phase
+	}
+	p.record(*r, cause)
+}
+
+// emitPhase dispatches phase to the source, or fails r when the source is
+// offline; it reports whether it dispatched.
+func (p *pass) emitPhase(r *events.MigrationStateChanged, phase string, sync int, cause events.Envelope) bool {
 	if p.sourceGone(r, phase+" cannot run") {
-		p.record(*r, cause)
-		return
+		return false
 	}
 	_, seq := p.m.latest()
 	seq++
@@ -124,8 +132,7 @@ func (p *pass) dispatch(r *events.MigrationStateChanged, phase string, sync int,
 		Migration: r.Migration, Instance: r.Instance, Node: r.Source, Seq: seq, Phase: phase,
 		Source: r.Source, Target: r.Target, Sync: sync, SendMbps: p.settings().SendMbpsLimit,
 	}, fmt.Sprintf("dispatch %s (phase %d) of migration %s to %s", phase, seq, r.Migration, r.Source), cause)
-	r.Phase = phase
-	p.record(*r, cause)
+	return true
 }
 
 // sourceGone fails r when its source node is offline: every phase runs

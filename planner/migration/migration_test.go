@@ -130,3 +130,46 @@ func TestBeginChecksTheTargetWithThePlannersRules(t *testing.T) {
 		t.Fatalf("record %s %q; want failed with the planner's CPU reason", r.State, r.Error)
 	}
 }
+
+// Pause stops the running sync at once: a pause phase supersedes it on
+// the source, the record says paused and keeps phase sync, and when the
+// pause has ended the record counts only the syncs that completed and one
+// End says paused.
+func TestPauseStopsTheRunningSync(t *testing.T) {
+	w := newWorld(t)
+	act := func(a events.MigrationAction) []events.Envelope {
+		w.read(events.MigrationActionRequested{Migration: "m1", Instance: "vm", Action: a, Target: "n2",
+			Account: "acct", Role: events.RoleOperator})
+		return Decide(w.env, w.st, "m1")
+	}
+	ended := func(seq int, phase string, status events.JobStatus) []events.Envelope {
+		w.read(events.MigrationPhaseEnded{Migration: "m1", Instance: "vm", Node: "n1", Seq: seq, Phase: phase, Status: status})
+		return Decide(w.env, w.st, "m1")
+	}
+	act(events.ActionBegin)
+	ended(0, events.PhaseBegin, events.JobSuccess)
+	act(events.ActionSync)
+	evs := act(events.ActionPause)
+	d, err := events.As[events.MigrationPhaseDispatched](evs[0])
+	if err != nil || d.Phase != events.PhasePause || d.Seq != 2 || d.Node != "n1" {
+		t.Fatalf("pause decided %+v (%v), want a pause phase (seq 2) on n1", evs[0], err)
+	}
+	if r := record(t, evs); r.State != events.MigrationPaused || r.Phase != events.PhaseSync {
+		t.Fatalf("record %s in phase %s, want paused in sync", r.State, r.Phase)
+	}
+	ended(1, events.PhaseSync, events.JobCanceled) // the superseded sync
+	evs = ended(2, events.PhasePause, events.JobSuccess)
+	r := record(t, evs)
+	if r.State != events.MigrationPaused || r.Syncs != 0 || !strings.Contains(r.Message, "sync 1 stopped") {
+		t.Fatalf("after the pause: %s, %d syncs, %q", r.State, r.Syncs, r.Message)
+	}
+	var ends []events.End
+	for _, e := range evs {
+		if end, err := events.As[events.End](e); err == nil {
+			ends = append(ends, end)
+		}
+	}
+	if len(ends) != 1 || ends[0].State != events.EndPaused || ends[0].Phase != events.PhaseSync {
+		t.Fatalf("ends %+v, want one paused end of the sync", ends)
+	}
+}
