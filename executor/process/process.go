@@ -140,6 +140,12 @@ func (d *Driver) base(instance string) string {
 // Start runs instance's process here. It fails when the process exits
 // within Settle.
 func (d *Driver) Start(ctx context.Context, instance string) error {
+	return d.StartEnv(ctx, instance)
+}
+
+// StartEnv is Start with extra environment variables ("KEY=value") for
+// the process, such as where its data is (ZFSRuntime).
+func (d *Driver) StartEnv(ctx context.Context, instance string, env ...string) error {
 	if p := d.lookup(instance); p != nil {
 		return fmt.Errorf("%w: %s (pid %d)", ErrAlreadyRunning, instance, p.pid)
 	}
@@ -156,6 +162,7 @@ func (d *Driver) Start(ctx context.Context, instance string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Env = append(os.Environ(), "DROVE_INSTANCE="+instance, "DROVE_NODE="+d.cfg.Node)
+	cmd.Env = append(cmd.Env, env...)
 	// Its own process group: it outlives the executor, and stopping it
 	// stops its children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
