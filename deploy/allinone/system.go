@@ -117,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	s := &System{cfg: cfg, log: cfg.Logger, parts: map[string]*part{}, sims: map[string]*sim.Driver{},
 		drivers: map[string]executor.Driver{},
-		kcfg: kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-dev"}}
+		kcfg:    kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-dev"}}
 	s.Registry = prometheus.NewRegistry()
 	s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
