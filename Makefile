@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/drove
 
-.PHONY: help build run test test-deps vet fuzz bench clean
+.PHONY: help build run run-zfs test test-deps vet fuzz bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -12,6 +12,9 @@ build: ## build bin/drove
 
 run: ## the whole system on this machine (embedded broker, Postgres, demo cluster, API on localhost:8080)
 	$(GO) run ./cmd/drove dev
+
+run-zfs: test-deps ## the same on real parts: one zfs-fuse pool per node, instances as datasets with writing processes (in .drove-zfs)
+	$(GO) run ./cmd/drove dev --driver zfs --dir .drove-zfs
 
 test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL)
 	@bash test/tools/deps.sh
