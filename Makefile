@@ -23,10 +23,11 @@ vet: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# The ZFS driver's tests run last and apart, through a script that runs
-# them once more if the zfs-fuse daemon deadlocked (test/zfsenv/watchdog.go).
+# The tests on zfs-fuse (executor/zfs, and test/e2e's TestZfs*) run last
+# and apart, through a script that runs them once more if the zfs-fuse
+# daemon deadlocked (test/zfsenv/watchdog.go).
 test: test-deps vet ## every test, with the race detector
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/executor/zfs$$')
+	$(GO) test -race -count=1 -skip '^TestZfs' $$($(GO) list ./... | grep -v '/executor/zfs$$')
 	@GO=$(GO) bash test/tools/zfs-tests.sh
 
 fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
