@@ -184,3 +184,108 @@ func TestMigrationSwitchThenRollback(t *testing.T) {
 		t.Fatalf("left after the rollback: %v", left)
 	}
 }
+
+// settings appends drove.settings with the send cap given (Mbit/s).
+func (w *world) settings(mbps float64) {
+	w.t.Helper()
+	w.append(events.TopicSettings, w.event(events.SettingsChanged{MaxRunningMigrationsPerNode: 2, SendMbpsLimit: mbps,
+		ResyncMaxBytes: 50 << 20, ResyncMaxSyncs: 10, ResyncShrinkWindow: 3, ProgressTimeoutSeconds: 150}))
+}
+
+// TestMigrationPauseRateAbort: a sync capped at 1 MB/s is superseded by
+// a new dispatch (a pause) and stops within 5 s; the next sync's cap is
+// lifted by drove.settings while it runs and it finishes at once; an
+// abort superseding a further sync leaves the source as it was, running,
+// and no target dataset or migration snapshot anywhere.
+func TestMigrationPauseRateAbort(t *testing.T) {
+	const size = 64 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 512), zfsenv.Pool(t, "b", 512)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm2", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm2")
+	src := "/" + poolA + "/vm2"
+	fill(t, src, size)
+	wr := startWriter(src, 1<<20)
+	defer wr.stop()
+	rtA := zfs.NewMemRuntime("vm2")
+	w.node("na", poolA, rtA, nil)
+	w.node("nb", poolB, zfs.NewMemRuntime(), nil)
+
+	m := w.migration("m2", "vm2", "na", "nb")
+	m.mbps = 8 // 1 MB/s
+	m.must(events.PhaseBegin)
+	first := m.dispatch(events.PhaseSync)
+	m.sending(first, 4<<20)
+	m.syncs-- // the pass starts again
+	second := m.dispatch(events.PhaseSync)
+	e := m.ended(first)
+	paused := time.Since(m.dispatchedAt[second])
+	t.Logf("a sync superseded after 4 MiB sent ended %s within %s: %s", e.Status, paused, e.Error)
+	if e.Status != events.JobCanceled || paused > 5*time.Second {
+		t.Fatalf("superseded sync ended %s after %s, want canceled within 5s", e.Status, paused)
+	}
+	m.sending(second, 2<<20)
+	w.settings(0) // no cap: the running sync speeds up
+	lifted := time.Now()
+	if e := m.ended(second); e.Status != events.JobSuccess || e.Bytes < size {
+		t.Fatalf("sync after the pause ended %s with %d bytes: %s", e.Status, e.Bytes, e.Error)
+	}
+	if took := time.Since(lifted); took > 30*time.Second {
+		t.Fatalf("the sync took %s after the cap was lifted; at 1 MB/s it needs a minute", took)
+	}
+	w.settings(0.4) // 50 kB/s: the next incremental crawls
+	third := m.dispatch(events.PhaseSync)
+	m.sending(third, 64<<10)
+	abort := m.dispatch("abort")
+	if e := m.ended(third); e.Status != events.JobCanceled || time.Since(m.dispatchedAt[abort]) > 5*time.Second {
+		t.Fatalf("the sync an abort superseded ended %s: %s", e.Status, e.Error)
+	}
+	if e := m.ended(abort); e.Status != events.JobSuccess {
+		t.Fatalf("abort ended %s: %s", e.Status, e.Error)
+	}
+	if !rtA.IsRunning("vm2") {
+		t.Fatal("the source does not run after the abort")
+	}
+	wr.stop()
+	wantBase, wantLog := expected(size, wr.bytes())
+	if fileSum(t, filepath.Join(src, "base")) != wantBase || fileSum(t, filepath.Join(src, "log")) != wantLog {
+		t.Fatalf("the source's content changed")
+	}
+	if left := append(datasets(t, poolB, "vm2"), datasets(t, poolA, "vm2@")...); len(left) > 0 {
+		t.Fatalf("left after the abort: %v", left)
+	}
+}
+
+// TestMigrationFinalize: begin, sync, switch, finalize of a stopped
+// instance: the source copy and every migration snapshot are gone, the
+// target holds the data and the instance stays stopped.
+func TestMigrationFinalize(t *testing.T) {
+	const size = 16 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 256), zfsenv.Pool(t, "b", 256)
+	in := instance("vm3", events.StorageZFSLocal, "na", "")
+	in.RunState = events.RunStopped
+	w := newWorld(t, []string{"na", "nb"}, in)
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm3")
+	fill(t, "/"+poolA+"/vm3", size)
+	rtB := zfs.NewMemRuntime()
+	w.node("na", poolA, zfs.NewMemRuntime(), nil)
+	w.node("nb", poolB, rtB, nil)
+
+	m := w.migration("m3", "vm3", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.must(events.PhaseSync)
+	if sw := m.must(events.PhaseSwitch); sw.DowntimeMS != 0 {
+		t.Errorf("a stopped instance's switch reports %d ms down", sw.DowntimeMS)
+	}
+	w.placed("vm3", "nb", "na", "m3")
+	m.must("finalize")
+	if rtB.IsRunning("vm3") {
+		t.Error("a stopped instance was started on the target")
+	}
+	wantBase, _ := expected(size, 0)
+	if fileSum(t, "/"+poolB+"/vm3/base") != wantBase {
+		t.Fatal("the target's content differs")
+	}
+	if left := append(datasets(t, poolA, "vm3"), datasets(t, poolB, "vm3@")...); len(left) > 0 {
+		t.Fatalf("left after finalize: %v", left)
+	}
+}
