@@ -101,9 +101,12 @@ func snapshot(ctx context.Context, name string) error {
 	return err
 }
 
+// rollback rolls a dataset back to snap, destroying later snapshots.
+// Through exec: go-zfs refuses a Dataset it did not list as a snapshot
+// ("can only rollback snapshots"), and listing it is what old ZFS fails.
 func rollback(ctx context.Context, snap string) error {
-	_ = ctx
-	return translate((&gozfs.Dataset{Name: snap}).Rollback(true))
+	_, err := run(ctx, "rollback", "-r", snap)
+	return err
 }
 
 // destroy removes a dataset or snapshot with its children, unmounting by

@@ -328,7 +328,12 @@ func (m *move) estimate(ctx context.Context, base, next int) int64 {
 // instance still runs, then syncs what it wrote meanwhile, so that the
 // switch's checksum re-reads only the files changed since (checksum.go).
 func (m *move) verifyAhead(ctx context.Context) error {
-	last := m.rep.Syncs[len(m.rep.Syncs)-1].Snapshot
+	return m.verifyAheadOf(ctx, m.rep.Syncs[len(m.rep.Syncs)-1].Snapshot)
+}
+
+// verifyAheadOf is verifyAhead from snapshot last, which both sides hold
+// (a migration's switch phase starts from the last sync's snapshot).
+func (m *move) verifyAheadOf(ctx context.Context, last int) error {
 	began := time.Now()
 	if _, err := m.verify(ctx, last, 0); err != nil {
 		return err

@@ -84,6 +84,9 @@ func (d *Driver) lockDataset(ds string) *sync.Mutex {
 // shutdown keeps it, so the next receiver continues from the last
 // received snapshot.
 func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
+	if _, ok := op.MigrationPhaseOf(); ok {
+		return d.receiveMigration(ctx, op, listening, report) // migrate_target.go
+	}
 	addr := op.ListenAddr
 	if addr == "" {
 		addr = d.cfg.ListenAddr
