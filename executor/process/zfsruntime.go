@@ -26,6 +26,16 @@ func (r ZFSRuntime) Start(ctx context.Context, in zfs.Instance) error {
 	if r.Driver.lookup(in.Name) != nil {
 		return nil
 	}
+	if mounted(in) {
+		// zfs-fuse does not invalidate the kernel's page cache when a
+		// receive or rollback changes a mounted dataset: pages read
+		// before it (a checksum, the process's own run here before a
+		// migration and its rollback) would be read, and partly
+		// rewritten, as they were.
+		if err := dropCached(in.Mountpoint); err != nil {
+			return fmt.Errorf("process: dropping the cached pages of %s before starting %s: %w", in.Mountpoint, in.Name, err)
+		}
+	}
 	return r.Driver.StartEnv(ctx, in.Name, "DROVE_MOUNTPOINT="+in.Mountpoint, "DROVE_DATASET="+in.Dataset)
 }
 
@@ -38,7 +48,7 @@ func (r ZFSRuntime) Stop(ctx context.Context, in zfs.Instance) error {
 	if err := r.Driver.Stop(ctx, in.Name); err != nil {
 		return err
 	}
-	if in.Mountpoint == "" || in.Mountpoint == "-" || in.Mountpoint == "none" {
+	if !mounted(in) {
 		return nil
 	}
 	if err := syncFS(in.Mountpoint); err != nil {
@@ -50,4 +60,9 @@ func (r ZFSRuntime) Stop(ctx context.Context, in zfs.Instance) error {
 // Running says whether the instance's process runs here.
 func (r ZFSRuntime) Running(_ context.Context, in zfs.Instance) (bool, error) {
 	return r.Driver.lookup(in.Name) != nil, nil
+}
+
+// mounted says whether in names a mountpoint to act on.
+func mounted(in zfs.Instance) bool {
+	return in.Mountpoint != "" && in.Mountpoint != "-" && in.Mountpoint != "none" && in.Mountpoint != "legacy"
 }

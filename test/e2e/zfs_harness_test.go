@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/planner"
@@ -169,6 +171,11 @@ func treeHash(dir string) (string, error) {
 			return err
 		}
 		defer f.Close()
+		// What ZFS holds, not what the kernel cached before a receive
+		// changed the dataset under zfs-fuse.
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return err
+		}
 		fh := sha256.New()
 		if _, err := io.Copy(fh, f); err != nil {
 			return err
