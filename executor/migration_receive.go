@@ -16,9 +16,11 @@ import (
 // progress events), the receiver announces itself with ReceiverReady, and
 // the source's Migrator learns the address through
 // MigrationPhase.AwaitReceiver. The receiver is stopped when the phase's
-// MigrationPhaseEnded arrives; a phase's end, whatever its status, never
-// rolls anything back on the target by itself: pausing keeps the last
-// snapshot received, and an abort is a phase of its own.
+// MigrationPhaseEnded arrives. Only a driver that is a Migrator too gets
+// these Ops: another's Receive would take them for opcodes. A phase's
+// end, whatever its status, never rolls anything back on the target by
+// itself: pausing keeps the last snapshot received, and an abort is a
+// phase of its own.
 
 // MigrationModePrefix starts Op.Mode of the Op a Receiver gets for a phase
 // of a per-instance migration; the phase's name follows it.
@@ -43,8 +45,8 @@ func migrationReceive(d events.MigrationPhaseDispatched) events.OpcodeDispatched
 func (e *Executor) observePhase(env events.Envelope, p events.Payload, replay bool) {
 	switch v := p.(type) {
 	case events.MigrationPhaseDispatched:
-		if v.Target == "" || v.Target == v.Node {
-			return
+		if _, ok := e.driver.(Migrator); !ok || v.Target == "" || v.Target == v.Node {
+			return // a driver that runs no migration phase has no target side for them
 		}
 		e.observeOpcode(env, migrationReceive(v), replay)
 	case events.MigrationPhaseEnded:

@@ -97,11 +97,11 @@ func (w Workload) withDefaults() Workload {
 	return w
 }
 
-// Command is the workload's command line; the process runtime gives it
-// its dataset's mountpoint in DROVE_MOUNTPOINT.
+// Command is the workload's command line; the process runtime runs it in
+// its dataset's mountpoint, also given in DROVE_DATA.
 func (w Workload) Command() []string {
 	w = w.withDefaults()
-	script := fmt.Sprintf(`cd "$DROVE_MOUNTPOINT" || exit 1
+	script := fmt.Sprintf(`cd "$DROVE_DATA" || exit 1
 i=$(cat pos 2>/dev/null || echo 0)
 while :; do
   dd if=/dev/urandom of=ring bs=%d count=1 seek=$i conv=notrunc 2>/dev/null || exit 1

@@ -50,13 +50,13 @@ func RunMigrations(t *testing.T, storage []events.StorageKind, newDriver func(t 
 	}{
 		{"switch-finalize", func(r *migRun) {
 			est, err := r.d.Estimate(r.ctx, r.mp("begin"))
-			if err != nil || est.Bytes <= 0 || est.TotalSeconds <= 0 || est.How == "" {
+			if err != nil || est.Bytes < 0 || est.TotalSeconds < 0 || est.How == "" {
 				r.t.Fatalf("Estimate = %+v, %v; want real figures", est, err)
 			}
 			r.must("begin", nil)
 			first := r.must(events.PhaseSync, nil)
-			if first.Bytes <= 0 {
-				r.t.Fatalf("the first sync sent %d bytes", first.Bytes)
+			if (first.Bytes > 0) != (est.Bytes > 0) {
+				r.t.Fatalf("the first sync sent %d bytes, the estimate said %d: a driver that copies data estimates it, one that does not says 0", first.Bytes, est.Bytes)
 			}
 			r.must(events.PhaseSync, nil)
 			sw := r.must(events.PhaseSwitch, nil)
@@ -201,6 +201,11 @@ func (r *migRun) cut(phase string) {
 		}
 	}}
 	_, err := r.d.Phase(ctx, mp, rec.report)
+	if ps := rec.all(); err == nil && phase == events.PhaseSync && len(ps) > 0 && ps[len(ps)-1].Total <= 1 {
+		r.syncs++
+		r.t.Logf("sync %d had nothing to send, so nothing to cut", mp.Sync)
+		return
+	}
 	took := time.Duration(0)
 	if t := at.Load(); t > 0 {
 		took = time.Since(time.Unix(0, t))

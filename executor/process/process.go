@@ -140,12 +140,12 @@ func (d *Driver) base(instance string) string {
 // Start runs instance's process here. It fails when the process exits
 // within Settle.
 func (d *Driver) Start(ctx context.Context, instance string) error {
-	return d.StartEnv(ctx, instance)
+	return d.start(ctx, instance, "")
 }
 
-// StartEnv is Start with extra environment variables ("KEY=value") for
-// the process, such as where its data is (ZFSRuntime).
-func (d *Driver) StartEnv(ctx context.Context, instance string, env ...string) error {
+// start is Start with the instance's data directory (zfsruntime.go): the
+// process's working directory and $DROVE_DATA; "" for none.
+func (d *Driver) start(ctx context.Context, instance, data string) error {
 	if p := d.lookup(instance); p != nil {
 		return fmt.Errorf("%w: %s (pid %d)", ErrAlreadyRunning, instance, p.pid)
 	}
@@ -162,7 +162,9 @@ func (d *Driver) StartEnv(ctx context.Context, instance string, env ...string) e
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Env = append(os.Environ(), "DROVE_INSTANCE="+instance, "DROVE_NODE="+d.cfg.Node)
-	cmd.Env = append(cmd.Env, env...)
+	if data != "" {
+		cmd.Dir, cmd.Env = data, append(cmd.Env, "DROVE_DATA="+data)
+	}
 	// Its own process group: it outlives the executor, and stopping it
 	// stops its children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -4,26 +4,26 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor/zfs"
 )
 
 // ZFSRuntime lets the ZFS storage driver start and stop this node's
-// processes (zfs.Config.Runtime): each instance's process runs with its
-// dataset's mountpoint in DROVE_MOUNTPOINT and the dataset's name in
-// DROVE_DATASET, so it keeps its data there and the data moves with the
-// dataset. The move is then the storage driver's: re-syncs while the
-// process runs, the process stopped on the source for the final delta,
-// started on the target from the received dataset.
+// processes (zfs.Config.Runtime): each instance's process runs in its
+// mounted dataset, which is its working directory and $DROVE_DATA. With
+// it a zfs-local instance moves as RFD 34 migrates: syncs while the
+// process runs and writes, then it stops on the source, the final delta
+// goes, and it starts on the target over the received data.
 type ZFSRuntime struct {
 	Driver *Driver
 }
 
 var _ zfs.Runtime = ZFSRuntime{}
 
-// Start runs the instance's process; one already running is left alone
-// (the storage driver wants Start idempotent).
+// Start runs the instance's process in its dataset; one already running
+// is left alone (the storage driver wants Start idempotent).
 func (r ZFSRuntime) Start(ctx context.Context, in zfs.Instance) error {
-	if r.Driver.lookup(in.Name) != nil {
+	if run, _ := r.Running(ctx, in); run {
 		return nil
 	}
 	if mounted(in) {
@@ -36,14 +36,14 @@ func (r ZFSRuntime) Start(ctx context.Context, in zfs.Instance) error {
 			return fmt.Errorf("process: dropping the cached pages of %s before starting %s: %w", in.Mountpoint, in.Name, err)
 		}
 	}
-	return r.Driver.StartEnv(ctx, in.Name, "DROVE_MOUNTPOINT="+in.Mountpoint, "DROVE_DATASET="+in.Dataset)
+	return r.Driver.start(ctx, in.Name, in.Mountpoint)
 }
 
-// Stop ends the instance's process, then writes back what it left in
-// the page cache: the storage driver snapshots the dataset next, and a
-// snapshot holds only what reached ZFS (with zfs-fuse, the FUSE cache can
-// still hold the process's last writes after it exits). Stopping what
-// does not run is not an error.
+// Stop ends the process, then writes back what it left in the page
+// cache: the storage driver snapshots the dataset next, and a snapshot
+// holds only what reached ZFS (with zfs-fuse, the FUSE cache can still
+// hold the process's last writes after it exits). Stopping what does not
+// run is not an error.
 func (r ZFSRuntime) Stop(ctx context.Context, in zfs.Instance) error {
 	if err := r.Driver.Stop(ctx, in.Name); err != nil {
 		return err
@@ -57,9 +57,13 @@ func (r ZFSRuntime) Stop(ctx context.Context, in zfs.Instance) error {
 	return nil
 }
 
-// Running says whether the instance's process runs here.
-func (r ZFSRuntime) Running(_ context.Context, in zfs.Instance) (bool, error) {
-	return r.Driver.lookup(in.Name) != nil, nil
+// Running says whether the process runs here.
+func (r ZFSRuntime) Running(ctx context.Context, in zfs.Instance) (bool, error) {
+	st, err := r.Driver.Status(ctx, in.Name)
+	if err != nil {
+		return false, err
+	}
+	return st.Status == events.StatusUp, nil
 }
 
 // mounted says whether in names a mountpoint to act on.

@@ -13,11 +13,12 @@ import (
 )
 
 // The ZFS runtime runs an instance's process with its dataset's
-// mountpoint and name, starts and stops idempotently.
+// mountpoint as its working directory and $DROVE_DATA, and starts and
+// stops idempotently.
 func TestZFSRuntimeRunsTheProcessOnItsData(t *testing.T) {
 	ctx := context.Background()
 	d := newNode(t, "n1", func(string) ([]string, error) {
-		return []string{"sh", "-c", `echo "$DROVE_DATASET" > "$DROVE_MOUNTPOINT/dataset"; while :; do date +%s%N >> "$DROVE_MOUNTPOINT/log"; sleep 0.01; done`}, nil
+		return []string{"sh", "-c", `pwd > "$DROVE_DATA/cwd"; while :; do date +%s%N >> log; sleep 0.01; done`}, nil
 	})
 	rt := process.ZFSRuntime{Driver: d}
 	in := zfs.Instance{Name: "web-1", Node: "n1", Dataset: "tank/drove/web-1", Mountpoint: t.TempDir()}
@@ -47,9 +48,9 @@ func TestZFSRuntimeRunsTheProcessOnItsData(t *testing.T) {
 	if run, _ := rt.Running(ctx, in); run {
 		t.Fatalf("running after Stop (pid %d)", st.Pid)
 	}
-	b, err := os.ReadFile(filepath.Join(in.Mountpoint, "dataset"))
-	if err != nil || strings.TrimSpace(string(b)) != in.Dataset {
-		t.Fatalf("the process saw dataset %q (%v), want %q", b, err, in.Dataset)
+	b, err := os.ReadFile(filepath.Join(in.Mountpoint, "cwd"))
+	if want, _ := filepath.EvalSymlinks(in.Mountpoint); err != nil || strings.TrimSpace(string(b)) != want {
+		t.Fatalf("the process ran in %q (%v), want %q", b, err, want)
 	}
 	if err := rt.Stop(ctx, in); err != nil {
 		t.Fatalf("a second Stop: %v", err)

@@ -72,11 +72,18 @@ func (d *Driver) serveMigration(ctx context.Context, s *transfer.Stream, op exec
 		need, _ := strconv.ParseInt(s.Meta["need"], 10, 64)
 		reply(d.reserve(ctx, op, ds, need))
 	case kindCommit:
-		err := d.commitTarget(ctx, op, ds, s.Meta)
-		for _, p := range []string{propMigrating, propPrior} {
-			_ = inherit(ctx, ds, p)
-		}
+		// The instance runs here once the commit is in; tidying up comes
+		// after the reply, out of the switch's downtime.
+		tidy, err := d.commitTarget(ctx, op, ds, s.Meta)
 		reply(nil, err)
+		if err == nil {
+			if err := tidy(); err != nil {
+				d.log.Warn("tidying up after the commit failed", "dataset", ds, "err", err)
+			}
+			for _, p := range []string{propMigrating, propPrior} {
+				_ = inherit(ctx, ds, p)
+			}
+		}
 	case kindAbort:
 		reply(nil, d.rollbackTarget(ctx, ds, op.Key()))
 	case kindRuntime:

@@ -1,9 +1,12 @@
 package zfs_test
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,5 +290,53 @@ func TestMigrationFinalize(t *testing.T) {
 	}
 	if left := append(datasets(t, poolA, "vm3"), datasets(t, poolB, "vm3@")...); len(left) > 0 {
 		t.Fatalf("left after finalize: %v", left)
+	}
+}
+
+// refusing is a runtime that cannot start anything: the target of a
+// switch that fails at its last step.
+type refusing struct{ *zfs.MemRuntime }
+
+func (refusing) Start(context.Context, zfs.Instance) error {
+	return errors.New("no room to start the instance on this node")
+}
+
+// TestSwitchFaultRestoresTheSource: the target cannot start the instance,
+// so every attempt of the switch fails at the commit; each restarts the
+// source, the phase ends in error with the instance running on the source
+// as it was, the target's copy not committed; an abort then clears it.
+func TestSwitchFaultRestoresTheSource(t *testing.T) {
+	const size = 16 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 256), zfsenv.Pool(t, "b", 256)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm7", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm7")
+	fill(t, "/"+poolA+"/vm7", size)
+	rtA := zfs.NewMemRuntime("vm7")
+	var stops atomic.Int64
+	rtA.OnStop = func(zfs.Instance) { stops.Add(1) }
+	w.node("na", poolA, rtA, nil)
+	w.nodeWith("nb", poolB, refusing{zfs.NewMemRuntime()})
+
+	m := w.migration("m7", "vm7", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.must(events.PhaseSync)
+	e := m.ended(m.dispatch(events.PhaseSwitch))
+	t.Logf("switch ended %s after %d stops of the source: %s", e.Status, stops.Load(), e.Error)
+	if e.Status != events.JobError || !strings.Contains(e.Error, "no room") {
+		t.Fatalf("switch ended %s: %s; want an error from the target's start", e.Status, e.Error)
+	}
+	if !rtA.IsRunning("vm7") || stops.Load() == 0 {
+		t.Fatalf("after the failed switch the source runs: %v (stopped %d times)", rtA.IsRunning("vm7"), stops.Load())
+	}
+	if c := zfsenv.Run(t, "zfs", "get", "-H", "-o", "value", "drove:committed", poolB+"/vm7"); strings.Contains(c, "m7") {
+		t.Fatalf("the target's copy is marked committed: %s", c)
+	}
+	wantBase, _ := expected(size, 0)
+	if fileSum(t, "/"+poolA+"/vm7/base") != wantBase {
+		t.Fatal("the source's content changed")
+	}
+	m.must("abort")
+	if left := append(datasets(t, poolB, "vm7"), datasets(t, poolA, "vm7@")...); len(left) > 0 {
+		t.Fatalf("left after the abort: %v", left)
 	}
 }

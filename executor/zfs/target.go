@@ -150,7 +150,10 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 		ts, err := d.contentSum(ctx, op, n, prev)
 		reply(map[string]string{"sum": ts.Sum}, err)
 	case kindCommit:
-		err := d.commitTarget(ctx, op, ds, s.Meta)
+		tidy, err := d.commitTarget(ctx, op, ds, s.Meta)
+		if err == nil {
+			err = tidy() // before the reply: the source's end is the move's
+		}
 		reply(nil, err)
 		if err == nil {
 			d.log.Info("move committed on the target", "opcode", op.Key(), "dataset", ds)
@@ -271,33 +274,44 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 	return got, nil
 }
 
-// commitTarget ends a successful move on the target: only the snapshot
-// the source keeps as replication base stays (none for zfs-local), the
-// move's marks are replaced by the committed key (a second Run of the
-// opcode sees the move done), and the instance starts if it ran before.
-func (d *Driver) commitTarget(ctx context.Context, op executor.Op, ds string, meta map[string]string) error {
+// commitTarget ends a successful move on the target: the move's key is
+// marked committed (a second Run of the opcode sees the move done) and
+// the instance starts if it ran before. A start that fails takes the
+// mark back, so the move is not done and its marks still say what it
+// created. The returned tidy then drops every snapshot but the one the
+// source keeps as replication base (none for zfs-local) and the move's
+// marks: outside the downtime where the caller can run it after replying.
+func (d *Driver) commitTarget(ctx context.Context, op executor.Op, ds string, meta map[string]string) (func() error, error) {
 	keep, _ := strconv.Atoi(meta["keep"])
-	ns, err := snapNumbers(ctx, ds)
-	if err != nil {
-		return err
-	}
-	for _, k := range ns {
-		if k != keep {
-			if err := destroy(ctx, ds+"@"+snapName(k)); err != nil {
-				return err
-			}
-		}
-	}
-	for _, p := range []string{propMigration, propCreated, propBase} {
-		_ = inherit(ctx, ds, p)
-	}
 	if err := setProp(ctx, ds, propCommitted, op.Key()); err != nil {
-		return err
+		return nil, err
 	}
 	if meta["start"] == "true" {
-		return d.cfg.Runtime.Start(ctx, d.instance(ctx, op.Instance))
+		if err := d.cfg.Runtime.Start(ctx, d.instance(ctx, op.Instance)); err != nil {
+			if ierr := inherit(context.WithoutCancel(ctx), ds, propCommitted); ierr != nil {
+				err = errors.Join(err, ierr)
+			}
+			return nil, err
+		}
 	}
-	return nil
+	return func() error {
+		ctx := context.WithoutCancel(ctx) // the receiver may be stopping
+		ns, err := snapNumbers(ctx, ds)
+		if err != nil {
+			return err
+		}
+		for _, k := range ns {
+			if k != keep {
+				if err := destroy(ctx, ds+"@"+snapName(k)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range []string{propMigration, propCreated, propBase} {
+			_ = inherit(ctx, ds, p)
+		}
+		return nil
+	}, nil
 }
 
 // rollbackTarget undoes what the move with key received: the dataset if
