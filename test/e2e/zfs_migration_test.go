@@ -44,15 +44,23 @@ func (l *moveLog) tune(node string, cfg *zfs.Config) {
 	}
 }
 
-// of returns the reports of migration id's phases, in order of their seq.
+// of returns the reports of migration id's phases, in order of their
+// seq, the last attempt of each (the executor retries transient faults).
 func (l *moveLog) of(id string) []timedReport {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []timedReport
+	at := map[string]int{}
 	for _, r := range l.reps {
-		if strings.HasPrefix(r.rep.Key, id+"#") {
-			out = append(out, r)
+		if !strings.HasPrefix(r.rep.Key, id+"#") {
+			continue
 		}
+		if i, seen := at[r.rep.Key]; seen {
+			out[i] = r
+			continue
+		}
+		at[r.rep.Key] = len(out)
+		out = append(out, r)
 	}
 	slices.SortStableFunc(out, func(a, b timedReport) int { return seqOf(a.rep.Key) - seqOf(b.rep.Key) })
 	return out
