@@ -126,5 +126,7 @@ func (z *zfsDev) describe(w io.Writer) {
 rewriting the file "ring" in it. See them with:
   zfs list -r -t all %s        # one node's instances and migration snapshots
   zfs list -o name,used,mountpoint -r | grep /drove/  # every instance, on every node
+and migrate one zfs-local instance on its own (RFD 34), its data synced while it writes:
+  go run ./cmd/drove migrate local-1 --automatic --watch
 `, z.pools[0].Name)
 }
