@@ -25,4 +25,4 @@ run() {
 }
 
 run ./executor/zfs/ || exit $?
-run ./test/e2e/ -run '^TestZfs' || exit $?
+run ./test/e2e/ -run '^TestZfs' -timeout 15m || exit $?
