@@ -159,8 +159,10 @@ func (z *ZFSDemo) node(node string) (*zfsNode, error) {
 	}
 	argv := z.Workload.Command()
 	p, err := process.New(process.Config{Node: node, Dir: filepath.Join(z.StateDir, node), Logger: z.logger(),
-		StopTimeout: 2 * time.Second,
-		Command:     func(string) ([]string, error) { return argv, nil }})
+		// The workload is up once its shell runs; every millisecond of
+		// settling is downtime at a switch.
+		StopTimeout: 2 * time.Second, Settle: 20 * time.Millisecond,
+		Command: func(string) ([]string, error) { return argv, nil }})
 	if err != nil {
 		return nil, err
 	}
