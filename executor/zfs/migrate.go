@@ -298,19 +298,27 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 			return executor.PhaseResult{}, m.switchFailed(ctx, executor.Transient(err), true, prior)
 		}
 	}
-	final, err := m.send(ctx, true)
+	// The target holds the last snapshot sent: no need to ask it again.
+	last := base
+	if n := len(m.rep.Syncs); n > 0 {
+		last = m.rep.Syncs[n-1].Snapshot
+	}
+	final, err := m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)})
 	if err != nil {
 		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
 	}
 	began := time.Now()
+	sendTime := m.rep.Syncs[len(m.rep.Syncs)-1].Duration
 	sum, err := m.verify(ctx, final, m.verified)
 	m.rep.ChecksumTime = time.Since(began)
 	if err != nil {
 		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
 	}
+	began = time.Now()
 	if err := m.commit(ctx, final, prior); err != nil {
 		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
 	}
+	commitTime := time.Since(began)
 	if !down.IsZero() {
 		m.rep.Downtime = time.Since(down)
 	}
@@ -321,9 +329,10 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
 	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime,
-		Message: fmt.Sprintf("switched %s to %s: %d syncs in the switch, %d bytes, final delta %d bytes, downtime %s, checksum %s (ahead %s, at the switch %s)",
-			op.Instance, op.To, len(m.rep.Syncs), m.sent, m.rep.FinalDelta, m.rep.Downtime.Round(time.Millisecond), sum,
-			m.rep.AheadTime.Round(time.Millisecond), m.rep.ChecksumTime.Round(time.Millisecond))}, nil
+		Message: fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, downtime %s (final send %s, checksum %s reading %d bytes, commit and start %s); checksum %s, %s ahead of the switch",
+			op.Instance, op.To, len(m.rep.Syncs), m.sent, m.rep.FinalDelta, m.rep.Downtime.Round(time.Millisecond),
+			sendTime.Round(time.Millisecond), m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead,
+			commitTime.Round(time.Millisecond), sum, m.rep.AheadTime.Round(time.Millisecond))}, nil
 }
 
 // commit asks the target to commit and start the instance. A lost reply

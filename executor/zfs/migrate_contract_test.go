@@ -7,10 +7,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/drivertest"
+	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/test/zfsenv"
 )
 
@@ -108,3 +110,68 @@ var (
 	_ executor.Migrator    = (*contractWorld)(nil)
 	_ drivertest.Leftovers = (*contractWorld)(nil)
 )
+
+// restart replaces every node's driver with a new one over the same
+// datasets and runtime: an executor that crashed and started again.
+func (w *contractWorld) restart(t *testing.T) {
+	t.Helper()
+	for _, n := range w.nodes {
+		d, err := zfs.New(t.Context(), zfs.Config{Node: n.name, Parent: n.parent, Runtime: n.rt,
+			ReportInterval: 20 * time.Millisecond, ReceiverWait: 20 * time.Second, Logger: testLogger()})
+		if err != nil {
+			t.Fatalf("zfs.New(%s): %v", n.name, err)
+		}
+		n.d = d
+	}
+}
+
+// TestMigrationPhasesAfterACrash: phases run again by drivers that know
+// nothing of the migration but what the datasets say. A switch already
+// committed succeeds without moving anything; begin's note of the prior
+// run state survives, so a rollback restarts the instance on the source.
+func TestMigrationPhasesAfterACrash(t *testing.T) {
+	nodes := []string{drivertest.Node1, drivertest.Node2, drivertest.Node3}
+	pools := map[string]string{}
+	for i, n := range nodes {
+		pools[n] = zfsenv.Pool(t, fmt.Sprintf("cr%d", i+1), 128)
+	}
+	w := newContractWorld(t, nodes, pools, "crash")
+	in := drivertest.FixtureFor(zfsStorage)
+	var local drivertest.Instance
+	for _, i := range in {
+		if i.Storage == events.StorageZFSLocal {
+			local = i
+		}
+	}
+	phase := func(seq int, name string) (executor.PhaseResult, error) {
+		return w.Phase(t.Context(), executor.MigrationPhase{Migration: "mc", Seq: seq, Phase: name, Sync: 1,
+			Instance: local.Name, Size: local.Size, Storage: local.Storage, RunState: events.RunStopped,
+			Source: drivertest.Node1, Target: drivertest.Node3}, func(executor.Progress) {})
+	}
+	for seq, name := range []string{"begin", "sync", "switch"} {
+		if _, err := phase(seq+1, name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	src, dst := w.nodes[drivertest.Node1], w.nodes[drivertest.Node3]
+	w.restart(t)
+	res, err := phase(3, "switch")
+	if err != nil || !strings.Contains(res.Message, "already switched") {
+		t.Fatalf("the switch run again after a crash = %+v, %v", res, err)
+	}
+	if src.rt.IsRunning(local.Name) || !dst.rt.IsRunning(local.Name) {
+		t.Fatal("after the switch run again the instance must run on the target only")
+	}
+	// The dispatch says stopped (RunState above): only begin's note on
+	// the dataset can tell the rollback the instance ran.
+	w.restart(t)
+	if _, err := phase(4, "rollback"); err != nil {
+		t.Fatalf("rollback after a crash: %v", err)
+	}
+	if !src.rt.IsRunning(local.Name) || dst.rt.IsRunning(local.Name) {
+		t.Fatal("after the rollback the instance must run on the source only")
+	}
+	if left, err := w.Leftovers(t.Context(), local.Name, drivertest.Node1); err != nil || len(left) > 0 {
+		t.Fatalf("left after the rollback: %v %v", left, err)
+	}
+}

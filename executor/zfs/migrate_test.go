@@ -98,6 +98,21 @@ func (m *migration) sending(seq int, n int64) {
 	}
 }
 
+// endMessage is the message of phase seq's End event.
+func (m *migration) endMessage(seq int) string {
+	m.w.t.Helper()
+	recs, err := kafka.ReadAll(m.w.ctx, m.w.kcfg, events.TopicProgress)
+	if err != nil {
+		m.w.t.Fatalf("read progress: %v", err)
+	}
+	for _, r := range recs {
+		if e, err := events.As[events.End](r.Event); err == nil && e.Request == m.id && e.Index == seq {
+			return e.Message
+		}
+	}
+	return ""
+}
+
 // placed records instance's move from → to in the inventory.
 func (w *world) placed(instance, to, from, request string) {
 	w.t.Helper()
@@ -145,6 +160,7 @@ func TestMigrationSwitchThenRollback(t *testing.T) {
 	m.must(events.PhaseBegin)
 	s1, s2 := m.must(events.PhaseSync), m.must(events.PhaseSync)
 	sw := m.must(events.PhaseSwitch)
+	t.Logf("switch: %s", m.endMessage(sw.Seq))
 	rep := a.driver.Reports()[len(a.driver.Reports())-1]
 	t.Logf("sync 1: %d bytes; sync 2: %d bytes; switch: %d bytes, final delta %d bytes, downtime %d ms (checksum ahead %s, at the switch %s: %d bytes read, %d reused)",
 		s1.Bytes, s2.Bytes, sw.Bytes, rep.FinalDelta, sw.DowntimeMS, rep.AheadTime, rep.ChecksumTime, rep.ChecksumRead, rep.ChecksumReused)
@@ -225,6 +241,28 @@ func TestMigrationPauseRateAbort(t *testing.T) {
 	t.Logf("a sync superseded after 4 MiB sent ended %s within %s: %s", e.Status, paused, e.Error)
 	if e.Status != events.JobCanceled || paused > 5*time.Second {
 		t.Fatalf("superseded sync ended %s after %s, want canceled within 5s", e.Status, paused)
+	}
+	// The capped sync reported bytes, a rate near its cap and an ETA, and
+	// never went backwards.
+	var last events.Progress
+	var rated int
+	for _, p := range w.progress("na") {
+		if p.Request != "m2" || p.Index != first {
+			continue
+		}
+		if p.Current < last.Current || p.Total < last.Total {
+			t.Errorf("progress went backwards: %d/%d after %d/%d", p.Current, p.Total, last.Current, last.Total)
+		}
+		if p.BytesPerSecond > 0 && p.ETASeconds > 0 {
+			rated++
+			if p.BytesPerSecond > 2e6 {
+				t.Errorf("a sync capped at 1 MB/s reported %d bytes/s", p.BytesPerSecond)
+			}
+		}
+		last = p
+	}
+	if rated == 0 {
+		t.Error("no progress of the capped sync had a rate and an ETA")
 	}
 	m.sending(second, 2<<20)
 	w.settings(0) // no cap: the running sync speeds up

@@ -43,12 +43,11 @@ type recvState struct {
 
 func (d *Driver) loadState(ctx context.Context, ds, key string) recvState {
 	st := recvState{key: key}
-	if m, _ := prop(ctx, ds, propMigration); m == key {
+	ps, _ := props(ctx, ds, propMigration, propCreated, propBase)
+	if ps[propMigration] == key {
 		st.known = true
-		c, _ := prop(ctx, ds, propCreated)
-		st.created = c == "yes"
-		b, _ := prop(ctx, ds, propBase)
-		st.base, _ = strconv.Atoi(b)
+		st.created = ps[propCreated] == "yes"
+		st.base, _ = strconv.Atoi(ps[propBase])
 	}
 	return st
 }
@@ -205,6 +204,10 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 		return 0, fmt.Errorf("recv: bad snapshot %q", s.Meta["snap"])
 	}
 	st := d.loadState(ctx, ds, op.Key())
+	saved := st // as the dataset's marks say: saved again only if changed
+	if !st.known {
+		saved = recvState{}
+	}
 	had, err := exists(ctx, ds)
 	if err != nil {
 		return 0, err
@@ -254,8 +257,13 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 		}
 		return got, rerr
 	}
-	if err := d.saveState(ctx, ds, st); err != nil {
-		return got, err
+	if st != saved {
+		if err := d.saveState(ctx, ds, st); err != nil {
+			return got, err
+		}
+	}
+	if s.Meta["final"] == "true" {
+		return got, nil // the commit tidies up, out of the downtime
 	}
 	// The newer snapshot is in: the older ones of this move are not needed
 	// any more. The base the dataset had before the move stays until the
@@ -354,17 +362,20 @@ func (d *Driver) rollbackTarget(ctx context.Context, ds, key string) error {
 // about need bytes runs, when they would leave less than that (RFD 34,
 // Snapshot quotas), and returns what puts them back.
 func (d *Driver) quotaHeadroom(ctx context.Context, ds string, need int64) (func(), error) {
-	ok, err := exists(ctx, ds)
-	if err != nil || !ok {
-		return func() {}, err
+	ps, err := props(ctx, ds, "used", "quota", "refquota")
+	if errors.Is(err, ErrNotFound) {
+		return func() {}, nil
 	}
-	used, err := propInt(ctx, ds, "used")
+	if err != nil {
+		return nil, err
+	}
+	used, err := num(ps["used"])
 	if err != nil {
 		return nil, err
 	}
 	var undo []func()
 	for _, q := range []string{"quota", "refquota"} {
-		limit, err := propInt(ctx, ds, q)
+		limit, err := num(ps[q])
 		if err != nil {
 			return nil, err
 		}
