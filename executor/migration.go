@@ -259,6 +259,7 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		Source: t.d.Source, Target: t.d.Target,
 		SendBytesPerSecond: e.currentRate(t.d),
 		CurrentRate:        func() int64 { return e.currentRate(t.d) },
+		AwaitReceiver:      e.awaitReceiver(opKey{t.d.Migration, 0, t.d.Seq}), // migration_receive.go
 	}
 	var res PhaseResult
 	err = e.retryTransient(t.ctx, p, log, func(int) error {
