@@ -1,6 +1,11 @@
 // Package events is the one schema of Drove: every topic, every event type,
 // the envelope that carries them, and the codec that turns them into bytes
-// and back. No other package names a topic or an event type.
+// and back. No other Go package names a topic or an event type: they use
+// the constants here. The one exception is SQL, which cannot: the
+// projector's views store each event's type string in event_log, and the
+// gateway's queries (gateway/sql) filter on a few of them ('move.progress',
+// 'move.end', 'instance.declared'). Those strings are part of the schema:
+// a type is never renamed under the same version.
 //
 // The event log is Drove's source of truth — views are rebuilt from it and
 // past states are explained by it — so this package is deliberately small,

@@ -47,20 +47,13 @@ func Topics() []string {
 
 // Consumer groups. A group's committed offsets are its memory of what it has
 // already applied: renaming a group replays everything. Change a name only
-// when a full replay is what you want.
+// when a full replay is what you want. Only the executors read through
+// consumer groups; the planner service reads whole topics from the start and
+// the projector keeps its offsets in Postgres, with its views.
 const (
-	// GroupPlanner turns requests into plans.
-	GroupPlanner = "drove-planner"
-	// GroupDispatcher releases jobs whose dependencies are met and
-	// dispatches their opcodes to nodes.
-	GroupDispatcher = "drove-dispatcher"
 	// GroupExecutorPrefix + node name is each node executor's group: every
 	// node reads the opcodes topic on its own.
 	GroupExecutorPrefix = "drove-executor-"
-	// GroupProjector builds the Postgres views.
-	GroupProjector = "drove-projector"
-	// GroupGateway follows progress for watchers of the API.
-	GroupGateway = "drove-gateway"
 )
 
 // ExecutorGroup is the consumer group of the executor on node. Renaming a

@@ -43,6 +43,10 @@ func (r Resources) check(p *problems, field string) {
 func (g GroupDeclared) check(p *problems) {
 	p.require("name", g.Name)
 	oneOf(p, "alloc_policy", g.AllocPolicy, AllocPreferred, AllocLastResort, AllocUnallocable)
+	if g.Policy != nil {
+		g.Policy.check(p, "ipolicy")
+	}
+	noEmpty(p, "cluster_tags", g.ClusterTags)
 }
 
 func (n NodeAnnounced) check(p *problems) {
@@ -50,6 +54,7 @@ func (n NodeAnnounced) check(p *problems) {
 	p.require("group", n.Group)
 	n.Total.check(p, "total")
 	n.Free.check(p, "free")
+	nonNegative(p, "reserved_memory_mib", n.ReservedMemoryMiB)
 }
 
 func (n NodeUpdated) check(p *problems) { NodeAnnounced(n).check(p) }
@@ -64,9 +69,7 @@ func (in InstanceDeclared) check(p *problems) {
 	for i, d := range in.Size.DisksMiB {
 		nonNegative(p, fmt.Sprintf("size.disks_mib[%d]", i), d)
 	}
-	oneOf(p, "storage", in.Storage,
-		StorageDRBD, StorageZFSReplicated, StorageRBD, StorageSharedFile, StorageExt,
-		StorageGluster, StorageBlockdev, StoragePlain, StorageFile, StorageDiskless, StorageZFSLocal)
+	oneOf(p, "storage", in.Storage, StorageKinds()...)
 	oneOf(p, "run_state", in.RunState, RunRunning, RunStopped, RunOffline)
 	// The planner decides how an instance can move from its storage kind
 	// and secondary together; one without the other is a lie it would act on.

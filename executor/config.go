@@ -155,11 +155,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// backoff is the wait before attempt n (n ≥ 2).
-func (r Retry) backoff(n int) time.Duration {
-	d := r.Initial
-	for i := 2; i < n && d < r.Max; i++ {
-		d *= 2
-	}
-	return min(d, r.Max)
+// policy is r as the shared backoff: every retry of the executor (driver
+// steps, appends, the target side's listening) goes through it.
+func (r Retry) policy() kafka.Backoff {
+	return kafka.Backoff{Tries: r.Attempts, Initial: r.Initial, Max: r.Max}
 }

@@ -1,6 +1,28 @@
 // Package executor is the agent on each node: it runs the opcodes the
-// planner dispatches to its node through a Driver (sim now, ZFS and QEMU
-// later) and reports them on the log, as DESIGN.md's protocol says.
+// planner service dispatches to its node, and the phases of per-instance
+// migrations (RFD 34) its coordinator dispatches, through a Driver — the
+// simulator (executor/sim), ZFS storage (executor/zfs), the QEMU and
+// process runtimes (executor/qemu, executor/process) — and reports them on
+// the log, as DESIGN.md's protocol says.
+//
+// # Where a task goes
+//
+// One Executor, one file per stage of a task's path:
+//
+//   - executor.go: New, Run (start-up recovery, then the consumer), and
+//     handle, which routes each record: a dispatch to submit, a cancel to
+//     cancel, a migration phase to migration.go, a settings change;
+//   - slots.go: the Concurrency slots, granted in dispatch order;
+//   - task.go: one opcode from its start events through the driver (with
+//     retries of transient faults) to its end events, and the progress and
+//     status appends of the running opcode;
+//   - progress.go: the pump that turns a driver's reports into Progress
+//     events, at most one per ProgressInterval;
+//   - inventory.go, placement.go: the placement an opcode starts from and
+//     the one its success leaves;
+//   - receive.go: the target side of a move (Receiver) and its rendezvous
+//     with the source, and dropping replicas a node no longer holds;
+//   - migration.go: the phases of per-instance migrations.
 //
 // # What it writes
 //
@@ -22,8 +44,9 @@
 //
 // # Delivery, restarts and idempotence
 //
-// The executor follows drove.opcodes and drove.inventory as consumer
-// group events.ExecutorGroup(node). Its handler never waits for an opcode:
+// The executor follows drove.opcodes, drove.inventory and drove.settings
+// (the send rate cap of migration phases) as consumer group
+// events.ExecutorGroup(node). Its handler never waits for an opcode:
 // an OpcodeCancelled arrives on the same partition after the dispatch it
 // cancels, so a handler blocked on the dispatch would never read it, and
 // Concurrency opcodes could never run at once. The handler queues the

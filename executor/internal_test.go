@@ -137,7 +137,7 @@ func TestConfigValidateReportsEverything(t *testing.T) {
 	r := Config{}.withDefaults().Retry
 	var waits []time.Duration
 	for n := 2; n <= 8; n++ {
-		waits = append(waits, r.backoff(n))
+		waits = append(waits, r.policy().Wait(n))
 	}
 	want := []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
 		1600 * time.Millisecond, 3200 * time.Millisecond, 5 * time.Second, 5 * time.Second}

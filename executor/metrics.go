@@ -1,6 +1,12 @@
 package executor
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events/promreg"
+)
 
 // metrics are the executor's drove_executor_* series. One executor runs per
 // node, so no node label: the scrape target says which node it is.
@@ -51,11 +57,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Dispatches ignored because the opcode already ran or is running (redelivery).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.started, m.ended, m.duration, m.retries,
-		m.running, m.queued, m.progress, m.duplicates} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := errors.Join(promreg.Register(reg, &m.started), promreg.Register(reg, &m.ended),
+		promreg.Register(reg, &m.duration), promreg.Register(reg, &m.retries), promreg.Register(reg, &m.running),
+		promreg.Register(reg, &m.queued), promreg.Register(reg, &m.progress), promreg.Register(reg, &m.duplicates)); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -149,10 +148,10 @@ func (p *pump) normalize(r Progress) events.Progress {
 	msg := r.Message
 	cur, total := max(r.Current, p.cur, 0), max(r.Total, p.total, 0)
 	if r.Current < p.cur {
-		msg = join(msg, fmt.Sprintf("resending %s already counted", bytesText(p.cur-r.Current)))
+		msg = join(msg, fmt.Sprintf("resending %s already counted", events.FormatBytes(p.cur-r.Current)))
 	}
 	if total > p.total && p.total > 0 && p.cur > 0 {
-		msg = join(msg, fmt.Sprintf("total grew from %s to %s", bytesText(p.total), bytesText(total)))
+		msg = join(msg, fmt.Sprintf("total grew from %s to %s", events.FormatBytes(p.total), events.FormatBytes(total)))
 	}
 	total = max(total, cur)
 	p.cur, p.total = cur, total
@@ -189,53 +188,4 @@ func join(a, b string) string {
 		return b
 	}
 	return a + "; " + b
-}
-
-// bytesText renders a byte count for operators.
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// progressAppendTimeout bounds one progress append, so a stalled broker
-// delays a move's end by seconds, not forever.
-const progressAppendTimeout = 5 * time.Second
-
-// sendProgress is the pump's send: a failed progress append is logged, not
-// fatal, because progress is advice to watchers; the end events are what
-// the protocol depends on.
-// reportStatus is the driver's Op.Status: a node's status in the middle of
-// a move (a post-copy source "paused"), appended at once rather than
-// through the pump — it is rare and a view must not miss it.
-func (e *Executor) reportStatus(t *task) func(node string, status events.NodeMoveStatus) {
-	return func(node string, status events.NodeMoveStatus) {
-		env := e.effect(t, events.MoveStatusReported{Request: t.d.Request, Instance: t.d.Opcode.Instance,
-			Node: node, Status: status}, fmt.Sprintf("%s reports %s during %s", node, status, t.what()))
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), progressAppendTimeout)
-		defer cancel()
-		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
-			e.log.Warn("move status not appended", "opcode", t.key, "node", node, "status", status, "err", err)
-		}
-	}
-}
-
-func (e *Executor) sendProgress(ctx context.Context, t *task) func(events.Progress) {
-	return func(ev events.Progress) {
-		env := e.effect(t, ev, "progress of "+t.what())
-		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
-		defer cancel()
-		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
-			e.log.Warn("progress event not appended", "opcode", t.key, "err", err)
-			return
-		}
-		e.m.progress.Inc()
-	}
 }

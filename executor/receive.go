@@ -117,6 +117,8 @@ func (e *Executor) observeOpcode(env events.Envelope, p events.Payload, replay b
 		e.stopReceiver(opKey{v.Request, v.Job, v.Index}, v.Node, &sourceEnded{v.Status})
 	case events.OpcodeCancelled:
 		e.stopReceiver(opKey{v.Request, v.Job, v.Index}, v.Node, &cancelRequest{v.Reason})
+	case events.MigrationPhaseDispatched, events.MigrationPhaseEnded:
+		e.observePhase(env, p, replay) // migration_receive.go
 	}
 }
 
@@ -185,33 +187,25 @@ func (e *Executor) runReceiver(ctx context.Context, cancel context.CancelCauseFu
 		e.rv.mu.Unlock()
 	}
 	op := e.receiveOp(d)
-	for attempt := 1; ; attempt++ {
-		op.Attempt = attempt
-		err := e.receiver().Receive(e.link(ctx, d.Node), op, func(addr string) { e.announce(ctx, env, d, addr, log) },
+	pol := e.cfg.Retry.policy()
+	pol.Tries = 0 // the target listens again until it is told to stop
+	err := pol.Do(ctx, IsTransient, func(n int) error {
+		op.Attempt = n
+		return e.receiver().Receive(e.link(ctx, d.Node), op, func(addr string) { e.announce(ctx, env, d, addr, log) },
 			func(p Progress) { log.Debug("receive progress", "current", p.Current, "message", p.Message) })
-		switch {
-		case err == nil:
-			log.Info("target side done")
-			finish(true)
-			return
-		case ctx.Err() != nil:
-			log.Info("target side stopped", "cause", context.Cause(ctx), "err", err)
-			finish(!errors.Is(context.Cause(ctx), errShutdown))
-			return
-		case IsTransient(err):
-			wait := e.cfg.Retry.backoff(min(attempt+1, 10))
-			log.Warn("target side failed; listening again", "err", err, "backoff", wait)
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
-		default:
-			log.Warn("target side ended", "err", err)
-			finish(true)
-			return
-		}
+	}, func(_ int, err error, wait time.Duration) {
+		log.Warn("target side failed; listening again", "err", err, "backoff", wait)
+	})
+	switch {
+	case err == nil:
+		log.Info("target side done")
+		finish(true)
+	case ctx.Err() != nil:
+		log.Info("target side stopped", "cause", context.Cause(ctx), "err", err)
+		finish(!errors.Is(context.Cause(ctx), errShutdown))
+	default:
+		log.Warn("target side ended", "err", err)
+		finish(true)
 	}
 }
 

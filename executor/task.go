@@ -110,36 +110,38 @@ func (e *Executor) execute(t *task, log *slog.Logger) (outcome, *pump) {
 		return outcome{status: events.JobError, err: err, started: true}, p
 	}
 	out := outcome{started: true, moves: mv}
-	for attempt := 1; ; attempt++ {
-		dop.Attempt = attempt
-		res, err := e.driver.Run(e.link(t.ctx, dop.To), dop, p.report)
-		switch {
-		case err == nil:
-			out.status, out.result = events.JobSuccess, res
-			return out, p
-		case t.ctx.Err() != nil:
-			out.err = err
-			return e.interrupted(t, out), p
-		case IsTransient(err) && attempt < e.cfg.Retry.Attempts:
-			wait := e.cfg.Retry.backoff(attempt + 1)
-			e.m.retries.WithLabelValues(dop.ShortKind()).Inc()
-			msg := fmt.Sprintf("retrying (attempt %d/%d) after transient fault: %v",
-				attempt+1, e.cfg.Retry.Attempts, err)
-			log.Info(msg, "backoff", wait)
-			p.notice(msg, err.Error())
-			timer := time.NewTimer(wait)
-			select {
-			case <-timer.C:
-			case <-t.ctx.Done():
-				timer.Stop()
-				out.err = err
-				return e.interrupted(t, out), p
-			}
-		default:
-			out.status, out.err = events.JobError, err
-			return out, p
-		}
+	var res Result
+	err = e.retryTransient(t.ctx, p, log, func(n int) error {
+		dop.Attempt = n
+		var err error
+		res, err = e.driver.Run(e.link(t.ctx, dop.To), dop, p.report)
+		return err
+	}, func() { e.m.retries.WithLabelValues(dop.ShortKind()).Inc() })
+	switch {
+	case err == nil:
+		out.status, out.result = events.JobSuccess, res
+		return out, p
+	case t.ctx.Err() != nil:
+		out.err = err
+		return e.interrupted(t, out), p
 	}
+	out.status, out.err = events.JobError, err
+	return out, p
+}
+
+// retryTransient runs a driver step through the configured backoff,
+// trying again only after transient faults, and tells the watchers of p
+// about each retry. counted, if not nil, is called once a retry.
+func (e *Executor) retryTransient(ctx context.Context, p *pump, log interface{ Info(string, ...any) },
+	try func(attempt int) error, counted func()) error {
+	return e.cfg.Retry.policy().Do(ctx, IsTransient, try, func(next int, err error, wait time.Duration) {
+		if counted != nil {
+			counted()
+		}
+		msg := fmt.Sprintf("retrying (attempt %d/%d) after transient fault: %v", next, e.cfg.Retry.Attempts, err)
+		log.Info(msg, "backoff", wait)
+		p.notice(msg, err.Error())
+	})
 }
 
 // interrupted turns a done task context into its outcome: canceled when
@@ -194,24 +196,19 @@ func (e *Executor) prepare(t *task) (Op, moves, error) {
 // done: without its start or end events an opcode must not be considered
 // run, so there is no giving up short of shutdown.
 func (e *Executor) appendHard(ctx context.Context, msgs []kafka.Message) error {
-	for attempt := 1; ; attempt++ {
-		err := e.prod.AppendBatch(ctx, msgs...)
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, kafka.ErrFenced) || errors.Is(err, kafka.ErrClosed) {
-			return err // another executor took over this node, or we are closing
-		}
-		wait := e.cfg.Retry.backoff(attempt + 1)
-		e.log.Warn("append failed; retrying", "err", err, "backoff", wait)
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return errors.Join(err, ctx.Err())
-		}
+	pol := e.cfg.Retry.policy()
+	pol.Tries = 0
+	err := pol.Do(ctx, func(err error) bool {
+		// another executor took over this node, or we are closing
+		return !errors.Is(err, kafka.ErrFenced) && !errors.Is(err, kafka.ErrClosed)
+	}, func(int) error { return e.prod.AppendBatch(ctx, msgs...) },
+		func(_ int, err error, wait time.Duration) {
+			e.log.Warn("append failed; retrying", "err", err, "backoff", wait)
+		})
+	if err != nil && ctx.Err() != nil {
+		return errors.Join(err, ctx.Err())
 	}
+	return err
 }
 
 // writeEnd flushes progress and appends the end events in one
@@ -270,4 +267,39 @@ func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
 	}
 	log.Info("opcode ended", "status", out.status, "err", errText)
 	e.finish(t, true)
+}
+
+// progressAppendTimeout bounds one progress append, so a stalled broker
+// delays a move's end by seconds, not forever.
+const progressAppendTimeout = 5 * time.Second
+
+// reportStatus is the driver's Op.Status: a node's status in the middle of
+// a move (a post-copy source "paused"), appended at once rather than
+// through the pump — it is rare and a view must not miss it.
+func (e *Executor) reportStatus(t *task) func(node string, status events.NodeMoveStatus) {
+	return func(node string, status events.NodeMoveStatus) {
+		env := e.effect(t, events.MoveStatusReported{Request: t.d.Request, Instance: t.d.Opcode.Instance,
+			Node: node, Status: status}, fmt.Sprintf("%s reports %s during %s", node, status, t.what()))
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), progressAppendTimeout)
+		defer cancel()
+		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+			e.log.Warn("move status not appended", "opcode", t.key, "node", node, "status", status, "err", err)
+		}
+	}
+}
+
+// sendProgress is the pump's send: a failed progress append is logged, not
+// fatal, because progress is advice to watchers; the end events are what
+// the protocol depends on.
+func (e *Executor) sendProgress(ctx context.Context, t *task) func(events.Progress) {
+	return func(ev events.Progress) {
+		env := e.effect(t, ev, "progress of "+t.what())
+		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
+		defer cancel()
+		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+			e.log.Warn("progress event not appended", "opcode", t.key, "err", err)
+			return
+		}
+		e.m.progress.Inc()
+	}
 }

@@ -15,7 +15,7 @@ type (
 	Request        = request
 	Job            = job
 	Plan           = plan
-	Migration      = migration
+	Migration      = moveRecord // a move, as /v1/migrations shows it
 	PlanSummary    = planSummary
 	JobState       = jobState
 	ProgressRecord = progressRecord

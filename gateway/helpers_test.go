@@ -48,7 +48,7 @@ func newEnv(t *testing.T, tune ...func(*gateway.Config)) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	pool := testenv.Postgres(t).Pool(ctx)
-	if err := projector.Migrate(ctx, pool, testSchema); err != nil {
+	if err := projector.ApplySchema(ctx, pool, testSchema); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	k, kcfg := testenv.Events(t, ctx)

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events/promreg"
 )
 
 // metrics are the gateway's collectors, all named drove_gateway_*.
@@ -49,11 +52,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Callers refused (and audited), by code: unauthorized (401) or forbidden (403).",
 		}, []string{"code"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.watches, m.watchCut, m.appended, m.tailerPolls, m.denied} {
-		if err := reg.Register(c); err != nil {
-			// Most likely a second gateway on the same registry.
-			return nil, fmt.Errorf("%w: Metrics: %w", ErrInvalidConfig, err)
-		}
+	if err := errors.Join(promreg.Register(reg, &m.requests), promreg.Register(reg, &m.duration),
+		promreg.Register(reg, &m.watches), promreg.Register(reg, &m.watchCut), promreg.Register(reg, &m.appended),
+		promreg.Register(reg, &m.tailerPolls), promreg.Register(reg, &m.denied)); err != nil {
+		return nil, fmt.Errorf("%w: Metrics: %w", ErrInvalidConfig, err)
 	}
 	return m, nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/planner"
 )
 
 // Per-instance migrations (RFD 34): POST /v1/instances/{name}/migrate
@@ -169,37 +168,10 @@ func migrationLinks(instance, id string) links {
 func (g *Gateway) postMigrate(c *gin.Context) error {
 	name := c.Param("name")
 	who := callerOf(c)
-	action := c.Query("action")
-	if !slices.Contains(migrateActions, action) {
-		msg := "action: missing (want one of " + strings.Join(migrateActions, ", ") + ")"
-		if action != "" {
-			msg = fmt.Sprintf("action: unknown value %q (want one of %s)", action, strings.Join(migrateActions, ", "))
-		}
-		return badRequest("action", msg)
-	}
-	var b migrateBody
-	if err := decodeBody(c, &b, true); err != nil {
+	action, b, at, err := parseMigrate(c)
+	if err != nil {
 		return err
 	}
-	if v := c.Query("target"); v != "" {
-		b.Target = v
-	}
-	if v := c.QueryArray("affinity"); len(v) > 0 {
-		b.Affinity = v
-	}
-	if v := c.Query("scheduled_at"); v != "" {
-		b.ScheduledAt = v
-	}
-	var at *time.Time
-	if b.ScheduledAt != "" {
-		t, err := time.Parse(time.RFC3339, b.ScheduledAt)
-		if err != nil {
-			return badRequest("scheduled_at", "scheduled_at: "+strconv.Quote(b.ScheduledAt)+" is not an RFC 3339 time (such as 2030-01-02T15:04:05Z)")
-		}
-		t = t.UTC()
-		at = &t
-	}
-
 	// One command per gateway at a time: the check and the append are one
 	// step, as for the bulk requests.
 	g.commandMu.Lock()
@@ -247,13 +219,51 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 		g.pending.set(name, id)
 	}
 	g.log.Info("migration action accepted", "migration", id, "instance", name, "action", action, "account", who.Name, "role", who.Role)
-	ans := migrateAnswer{Migration: id, Instance: name, Action: action, Status: "accepted", Links: migrationLinks(name, id)}
 	if action != "schedule" {
-		c.JSON(http.StatusAccepted, ans)
+		c.JSON(http.StatusAccepted, migrateAnswer{Migration: id, Instance: name, Action: action, Status: "accepted",
+			Links: migrationLinks(name, id)})
 		return nil
 	}
-	// Schedule answers with the record, as RFD 34 says, once the
-	// coordinator wrote it (or as asked, if it is slow).
+	return g.answerSchedule(c, id, in, who, b.Target, at)
+}
+
+// parseMigrate reads a migrate command: the action, the body, and the
+// query parameters that override the body's fields.
+func parseMigrate(c *gin.Context) (action string, b migrateBody, at *time.Time, err error) {
+	action = c.Query("action")
+	if !slices.Contains(migrateActions, action) {
+		msg := "action: missing (want one of " + strings.Join(migrateActions, ", ") + ")"
+		if action != "" {
+			msg = fmt.Sprintf("action: unknown value %q (want one of %s)", action, strings.Join(migrateActions, ", "))
+		}
+		return "", b, nil, badRequest("action", msg)
+	}
+	if err := decodeBody(c, &b, true); err != nil {
+		return "", b, nil, err
+	}
+	if v := c.Query("target"); v != "" {
+		b.Target = v
+	}
+	if v := c.QueryArray("affinity"); len(v) > 0 {
+		b.Affinity = v
+	}
+	if v := c.Query("scheduled_at"); v != "" {
+		b.ScheduledAt = v
+	}
+	if b.ScheduledAt != "" {
+		t, err := time.Parse(time.RFC3339, b.ScheduledAt)
+		if err != nil {
+			return "", b, nil, badRequest("scheduled_at", "scheduled_at: "+strconv.Quote(b.ScheduledAt)+" is not an RFC 3339 time (such as 2030-01-02T15:04:05Z)")
+		}
+		t = t.UTC()
+		at = &t
+	}
+	return action, b, at, nil
+}
+
+// answerSchedule answers a schedule with the record, as RFD 34 says, once
+// the coordinator wrote it (or as asked, if it is slow).
+func (g *Gateway) answerSchedule(c *gin.Context, id string, in instance, who caller, target string, at *time.Time) error {
 	m, err := g.awaitMigration(c, id, func(m instanceMigration) bool {
 		return m.ScheduledAt != nil && m.ScheduledAt.Equal(*at) || m.State == string(events.MigrationFailed)
 	})
@@ -262,8 +272,8 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 	}
 	if m == nil {
 		now := time.Now().UTC()
-		m = &instanceMigration{ID: id, Kind: "instance", Instance: name, Account: who.Name, Role: string(who.Role),
-			Owner: in.Owner, Source: in.Primary, Target: b.Target, State: string(events.MigrationScheduled),
+		m = &instanceMigration{ID: id, Kind: "instance", Instance: in.Name, Account: who.Name, Role: string(who.Role),
+			Owner: in.Owner, Source: in.Primary, Target: target, State: string(events.MigrationScheduled),
 			Phase: events.PhaseBegin, ScheduledAt: at, CreatedAt: &now, UpdatedAt: &now,
 			Message: "accepted; the coordinator has not recorded it yet"}
 	}
@@ -318,111 +328,141 @@ const codeMigrating = "migrating"
 // migration is cur (nil for none), and returns the migration id the
 // action is for: a new one for begin, automatic and schedule.
 func (g *Gateway) checkAction(ctx context.Context, in instance, cur *instanceMigration, action, target string, at *time.Time) (string, error) {
-	busy := func(verb string) error {
-		e := conflict(codeMigrating, "name", fmt.Sprintf("instance %q is migrating (migration %s, %s in phase %s); %s",
-			in.Name, cur.ID, cur.State, cur.Phase, verb))
-		e.Instance, e.Migration = in.Name, cur.ID
-		return e
-	}
-	refuse := func(format string, args ...any) error {
-		e := conflict(codeConflict, "action", fmt.Sprintf(format, args...))
-		e.Instance = in.Name
-		if cur != nil {
-			e.Migration = cur.ID
-		}
-		return e
-	}
+	k := actionCheck{in: in, cur: cur}
 	active := cur != nil && cur.active()
-	if action == "schedule" && active {
+	switch {
+	case action == "schedule" && active:
 		// A scheduled migration's time can be changed until it switches.
-		switch {
-		case cur.Switched:
-			return "", refuse("migration %s has already switched; there is nothing left to schedule", cur.ID)
-		case at == nil:
-			return "", badRequest("scheduled_at", "scheduled_at: missing (an RFC 3339 time: when the switch runs)")
-		case !at.After(time.Now()):
-			return "", badRequest("scheduled_at", "scheduled_at: "+at.Format(time.RFC3339)+" is not in the future")
+		if cur.Switched {
+			return "", k.refuse("migration %s has already switched; there is nothing left to schedule", cur.ID)
 		}
-		return cur.ID, nil
-	}
-	switch action {
-	case "begin", "automatic", "schedule":
-		if active {
-			return "", busy("it gets no second migration until this one ends (abort it, or finalize or roll back a switched one)")
-		}
-		if err := g.checkNoRequest(ctx, in.Name); err != nil {
+		if err := checkScheduledAt(at); err != nil {
 			return "", err
 		}
-		switch planner.StorageKind(in.Storage).Mirroring() {
-		case planner.CopiedOnMove, planner.MirroredExternally:
-		case planner.MirroredInternally:
-			return "", refuse("instance %q has %s storage, mirrored to a secondary: move it with an evacuation or a failover instead", in.Name, in.Storage)
-		default:
-			return "", refuse("instance %q has %s storage, which cannot be sent to another node", in.Name, in.Storage)
+		return cur.ID, nil
+	case action == "begin" || action == "automatic" || action == "schedule":
+		if active {
+			return "", k.busy("it gets no second migration until this one ends (abort it, or finalize or roll back a switched one)")
 		}
-		if target != "" {
-			if target == in.Primary {
-				return "", badRequest("target", fmt.Sprintf("target: %q is where %s runs now", target, in.Name))
-			}
-			known, err := g.db.column(ctx, "nodes_known", []string{target})
-			if err != nil {
-				return "", err
-			}
-			if len(known) == 0 {
-				return "", notFound("target", "unknown node "+strconv.Quote(target))
-			}
+		if err := g.checkNew(ctx, k, target); err != nil {
+			return "", err
 		}
 		if action == "schedule" {
-			if at == nil {
-				return "", badRequest("scheduled_at", "scheduled_at: missing (an RFC 3339 time: when the switch runs)")
-			}
-			if !at.After(time.Now()) {
-				return "", badRequest("scheduled_at", "scheduled_at: "+at.Format(time.RFC3339)+" is not in the future")
+			if err := checkScheduledAt(at); err != nil {
+				return "", err
 			}
 		}
 		return events.NewID(), nil
-	}
-
-	if !active {
+	case !active:
 		if cur != nil && cur.Switched && action == "rollback" && cur.Finalized {
-			return "", refuse("migration %s of %q was finalized: the source copy is gone, there is nothing to roll back to", cur.ID, in.Name)
+			return "", k.refuse("migration %s of %q was finalized: the source copy is gone, there is nothing to roll back to", cur.ID, in.Name)
 		}
-		return "", refuse("instance %q has no migration in progress; %s needs one begun with action=begin (or automatic or schedule)", in.Name, action)
+		return "", k.refuse("instance %q has no migration in progress; %s needs one begun with action=begin (or automatic or schedule)", in.Name, action)
 	}
+	if err := k.checkStep(action); err != nil {
+		return "", err
+	}
+	return cur.ID, nil
+}
+
+// actionCheck is the instance and latest migration an action is checked
+// against, and the conflicts it answers with.
+type actionCheck struct {
+	in  instance
+	cur *instanceMigration
+}
+
+func (k actionCheck) busy(verb string) error {
+	e := conflict(codeMigrating, "name", fmt.Sprintf("instance %q is migrating (migration %s, %s in phase %s); %s",
+		k.in.Name, k.cur.ID, k.cur.State, k.cur.Phase, verb))
+	e.Instance, e.Migration = k.in.Name, k.cur.ID
+	return e
+}
+
+func (k actionCheck) refuse(format string, args ...any) error {
+	e := conflict(codeConflict, "action", fmt.Sprintf(format, args...))
+	e.Instance = k.in.Name
+	if k.cur != nil {
+		e.Migration = k.cur.ID
+	}
+	return e
+}
+
+func checkScheduledAt(at *time.Time) error {
+	switch {
+	case at == nil:
+		return badRequest("scheduled_at", "scheduled_at: missing (an RFC 3339 time: when the switch runs)")
+	case !at.After(time.Now()):
+		return badRequest("scheduled_at", "scheduled_at: "+at.Format(time.RFC3339)+" is not in the future")
+	}
+	return nil
+}
+
+// checkNew checks a new migration of k.in: no bulk request holds it, its
+// storage can migrate, and the target asked for is another known node.
+func (g *Gateway) checkNew(ctx context.Context, k actionCheck, target string) error {
+	in := k.in
+	if err := g.checkNoRequest(ctx, in.Name); err != nil {
+		return err
+	}
+	if why := events.StorageKind(in.Storage).MigrationRefusal(); why != "" {
+		return k.refuse("instance %q has %s storage, which %s", in.Name, in.Storage, why)
+	}
+	if target == "" {
+		return nil
+	}
+	if target == in.Primary {
+		return badRequest("target", fmt.Sprintf("target: %q is where %s runs now", target, in.Name))
+	}
+	known, err := g.db.column(ctx, "nodes_known", []string{target})
+	if err != nil {
+		return err
+	}
+	if len(known) == 0 {
+		return notFound("target", "unknown node "+strconv.Quote(target))
+	}
+	return nil
+}
+
+// checkStep checks an action on the active migration k.cur against its
+// state: sync and switch between phases, pause during a sync, abort before
+// the switch, rollback and finalize after it.
+func (k actionCheck) checkStep(action string) error {
+	cur := k.cur
 	state := events.MigrationState(cur.State)
 	switch action {
 	case "sync", "switch":
 		if cur.Switched {
-			return "", refuse("migration %s has already switched; finalize it or roll it back", cur.ID)
+			return k.refuse("migration %s has already switched; finalize it or roll it back", cur.ID)
 		}
 		switch state {
 		case events.MigrationRunning:
-			return "", refuse("migration %s is running (phase %s); %s once its phase ended (or pause a sync first)", cur.ID, cur.Phase, action)
+			return k.refuse("migration %s is running (phase %s); %s once its phase ended (or pause a sync first)", cur.ID, cur.Phase, action)
 		case events.MigrationQueued:
-			return "", refuse("migration %s is queued, waiting for a free slot on %s; %s once it has begun", cur.ID, cur.Source, action)
+			return k.refuse("migration %s is queued, waiting for a free slot on %s; %s once it has begun", cur.ID, cur.Source, action)
 		case events.MigrationScheduled:
-			return "", refuse("migration %s is scheduled to switch at %s; reschedule it (action=schedule) or abort it", cur.ID, fmtTime(cur.ScheduledAt))
+			return k.refuse("migration %s is scheduled to switch at %s; reschedule it (action=schedule) or abort it", cur.ID, fmtTime(cur.ScheduledAt))
 		}
 		if action == "switch" && cur.Syncs < 1 {
-			return "", refuse("switch needs at least one completed sync; migration %s has none: run action=sync first", cur.ID)
+			return k.refuse("switch needs at least one completed sync; migration %s has none: run action=sync first", cur.ID)
 		}
 	case "pause":
 		if state != events.MigrationRunning || cur.Phase != events.PhaseSync {
-			return "", refuse("pause is only possible during a sync; migration %s is %s in phase %s", cur.ID, state, cur.Phase)
+			return k.refuse("pause is only possible during a sync; migration %s is %s in phase %s", cur.ID, state, cur.Phase)
 		}
 	case "abort":
 		if cur.Switched {
-			return "", refuse("the switch of migration %s has committed; abort is no longer possible: use action=rollback", cur.ID)
+			return k.refuse("the switch of migration %s has committed; abort is no longer possible: use action=rollback", cur.ID)
 		}
 	case "rollback", "finalize":
 		if !cur.Switched {
-			return "", refuse("migration %s has not switched yet; %s applies after a successful switch (abort it instead)", cur.ID, action)
+			return k.refuse("migration %s has not switched yet; %s applies after a successful switch (abort it instead)", cur.ID, action)
 		}
 		if state != events.MigrationSuccessful {
-			return "", refuse("migration %s is %s; %s once its switch has ended", cur.ID, state, action)
+			return k.refuse("migration %s is %s; %s once its switch has ended", cur.ID, state, action)
 		}
 	}
-	return cur.ID, nil
+	return nil
 }
 
 // checkNoRequest refuses a migration of an instance an active bulk

@@ -56,7 +56,7 @@ func (e *env) record(r events.MigrationStateChanged) {
 	if r.Source == "" {
 		r.Source = "node-a1"
 	}
-	e.exec(`INSERT INTO migrations (id, request, job, idx, kind, instance, account, role, source_node, target_node,
+	e.exec(`INSERT INTO moves (id, request, job, idx, kind, instance, account, role, source_node, target_node,
   automatic, record_state, queued, phase, syncs, switched, finalized, created_at, updated_at)
   VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12, now(), now())`,
 		r.Migration, r.Instance, r.Account, string(r.Role), r.Source, r.Target, r.Automatic, string(r.State),

@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -116,39 +115,87 @@ func finalEnd(e events.End) bool {
 
 func (g *Gateway) watchMigration(c *gin.Context) error {
 	name := c.Param("name")
-	who := callerOf(c)
-	if _, err := g.instanceFor(c, who, name); err != nil {
+	if _, err := g.instanceFor(c, callerOf(c), name); err != nil {
 		return err
 	}
-	var m *instanceMigration
-	if id := c.Query("migration"); id != "" {
-		ms, err := g.db.instanceMigrations(c, imigFilter{id: id, instance: name}, "", 1)
-		if err != nil {
-			return err
-		}
-		switch p, ok := g.pending.get(name); {
-		case len(ms) > 0:
-			m = &ms[0]
-		case ok && p.id == id: // just accepted here; the views lag
-			m = &instanceMigration{ID: id, Instance: name, State: string(events.MigrationQueued)}
-		default:
-			return notFound("migration", "instance "+strconv.Quote(name)+" has no migration "+strconv.Quote(id))
-		}
-	} else {
-		var err error
-		if m, err = g.db.currentMigration(c, name); err != nil {
-			return err
-		}
-		if m == nil {
-			if p, ok := g.pending.get(name); ok {
-				m = &instanceMigration{ID: p.id, Instance: name, State: string(events.MigrationQueued)}
-			} else {
-				return notFound("name", "instance "+strconv.Quote(name)+" has no migration")
-			}
-		}
+	m, err := g.watchedMigration(c, name)
+	if err != nil {
+		return err
 	}
 	id := m.ID
-	match := func(r logRow) bool {
+	release, err := g.admitWatcher()
+	if err != nil {
+		return err
+	}
+	defer release()
+	sub, err := g.tail.subscribe(c, migRows(name, id), g.cfg.WatchBuffer)
+	if err != nil {
+		return err
+	}
+	defer sub.close()
+	hist := g.history("imig_history", 0, name, id)
+	rows, err := hist.next(c) // the first page before the status, so a failure is a 5xx
+	if err != nil {
+		return err
+	}
+	s, done := g.startStream(c, map[string]string{"X-Drove-Migration": id})
+	defer done()
+
+	// The stream ends on an end event that is final by itself (finalEnd),
+	// or once the phase that ran has ended and the record says nothing
+	// runs now (paused, scheduled, or ended): then it waits settleWait for
+	// a last end event the coordinator may still write (a pause's).
+	ws := &migStream{g: g, c: c, s: s, id: id, watchState: watchState{state: m.State}, recheck: time.NewTicker(time.Second)}
+	defer ws.recheck.Stop()
+	sent := map[int64]bool{}
+	for ; len(rows) > 0; rows, err = hist.next(c) {
+		if !ws.history(rows, sent) {
+			return nil
+		}
+	}
+	if err != nil {
+		g.historyFailed(c, s, err)
+		return nil
+	}
+	if ws.final || ws.closed && ws.idle() {
+		return nil
+	}
+	g.follow(c, s, sub, sent, min(g.cfg.KeepAlive, 60*time.Second), ws)
+	return nil
+}
+
+// watchedMigration is the migration a watch follows: the one named by
+// ?migration=, else the instance's current or latest one; one accepted
+// here a moment ago counts even before the views show it.
+func (g *Gateway) watchedMigration(c *gin.Context, name string) (*instanceMigration, error) {
+	id := c.Query("migration")
+	if id == "" {
+		m, err := g.db.currentMigration(c, name)
+		if err != nil || m != nil {
+			return m, err
+		}
+		if p, ok := g.pending.get(name); ok {
+			return &instanceMigration{ID: p.id, Instance: name, State: string(events.MigrationQueued)}, nil
+		}
+		return nil, notFound("name", "instance "+strconv.Quote(name)+" has no migration")
+	}
+	ms, err := g.db.instanceMigrations(c, imigFilter{id: id, instance: name}, "", 1)
+	if err != nil {
+		return nil, err
+	}
+	switch p, ok := g.pending.get(name); {
+	case len(ms) > 0:
+		return &ms[0], nil
+	case ok && p.id == id: // just accepted here; the views lag
+		return &instanceMigration{ID: id, Instance: name, State: string(events.MigrationQueued)}, nil
+	}
+	return nil, notFound("migration", "instance "+strconv.Quote(name)+" has no migration "+strconv.Quote(id))
+}
+
+// migRows matches the log rows of migration id of instance name: its
+// progress and end events, and its record's state changes.
+func migRows(name, id string) func(logRow) bool {
+	return func(r logRow) bool {
 		switch r.Type {
 		case events.TypeMigrationStateChanged:
 			// Followed for its state (the stream's end); its instance
@@ -166,113 +213,65 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 		}
 		return json.Unmarshal(r.Payload, &ref) == nil && (ref.Request == id || ref.Migration == id)
 	}
-	sub, err := g.tail.subscribe(c, match, g.cfg.WatchBuffer)
-	if err != nil {
-		return err
-	}
-	defer sub.close()
-	rows, err := many[logRow](c, g.db, "imig_history", name, id)
-	if err != nil {
-		return err
-	}
+}
 
-	g.metrics.watches.Inc()
-	defer g.metrics.watches.Dec()
-	w := c.Writer
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.Header().Set("X-Drove-Migration", id)
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	enc := json.NewEncoder(w)
-	write := func(v any) bool {
-		if err := enc.Encode(v); err != nil {
+// migStream is the live part of a migration's stream.
+type migStream struct {
+	g       *Gateway
+	c       *gin.Context
+	s       *ndjson
+	id      string
+	recheck *time.Ticker
+	settle  <-chan time.Time // set once the migration stopped running
+	watchState
+}
+
+func (ws *migStream) row(r logRow) bool {
+	if r.Type == events.TypeMigrationStateChanged {
+		var rec events.MigrationStateChanged
+		if json.Unmarshal(r.Payload, &rec) == nil {
+			ws.state = string(rec.State)
+		}
+	} else {
+		l, final, err := ws.pc.line(r, ws.id)
+		if err != nil {
 			return false
 		}
-		w.Flush()
-		return true
+		if !ws.s.write(l) || final {
+			return true
+		}
+		ws.closed = l.Type == "end"
 	}
+	if ws.settle == nil && ws.closed && ws.idle() {
+		ws.settle = time.After(settleWait)
+	}
+	return false
+}
 
-	// The stream ends on an end event that is final by itself (finalEnd),
-	// or once the phase that ran has ended and the record says nothing
-	// runs now (paused, scheduled, or ended): then it waits settleWait for
-	// a last end event the coordinator may still write (a pause's).
-	ws := watchState{state: m.State}
-	sent := make(map[int64]bool, len(rows))
-	for _, r := range rows {
-		l, final, err := ws.pc.line(r, id)
-		if err != nil {
-			g.log.Warn("migration watch: undecodable row", "seq", r.Seq, "err", err)
-			continue
-		}
-		if !write(l) {
-			return nil
-		}
-		sent[r.Seq] = true
-		ws.closed, ws.final = l.Type == "end", final
+// timer: the settle wait once it runs; else, after an end line, a
+// recheck of the record every second (its state change may come late).
+func (ws *migStream) timer() <-chan time.Time {
+	switch {
+	case ws.settle != nil:
+		return ws.settle
+	case ws.closed:
+		return ws.recheck.C
 	}
-	if ws.final || ws.closed && ws.idle() {
-		return nil
+	return nil
+}
+
+func (ws *migStream) wake() bool {
+	if ws.settle != nil {
+		return true // settled: no end event is on its way any more
 	}
-	keepalive := time.NewTicker(min(g.cfg.KeepAlive, 60*time.Second))
-	defer keepalive.Stop()
-	recheck := time.NewTicker(time.Second)
-	defer recheck.Stop()
-	var settle <-chan time.Time
-	for {
-		select {
-		case r := <-sub.ch:
-			if sent[r.Seq] {
-				continue
-			}
-			sent[r.Seq] = true
-			if r.Type == events.TypeMigrationStateChanged {
-				var rec events.MigrationStateChanged
-				if json.Unmarshal(r.Payload, &rec) == nil {
-					ws.state = string(rec.State)
-				}
-			} else {
-				l, final, err := ws.pc.line(r, id)
-				if err != nil {
-					continue
-				}
-				if !write(l) || final {
-					return nil
-				}
-				ws.closed = l.Type == "end"
-			}
-			if settle == nil && ws.closed && ws.idle() {
-				settle = time.After(settleWait)
-			}
-		case <-recheck.C:
-			if settle != nil || !ws.closed {
-				continue
-			}
-			ms, err := g.db.instanceMigrations(c, imigFilter{id: id}, "", 1)
-			if err == nil && len(ms) > 0 {
-				ws.state = ms[0].State
-				if ws.idle() {
-					settle = time.After(settleWait)
-				}
-			}
-		case <-settle:
-			return nil
-		case <-sub.cut:
-			g.metrics.watchCut.Inc()
-			write(g.tooSlowLine())
-			return nil
-		case <-keepalive.C:
-			if !write(controlLine{Type: "keepalive"}) {
-				return nil
-			}
-		case <-g.closing:
-			write(shuttingDownLine)
-			return nil
-		case <-c.Done():
-			return nil
+	ms, err := ws.g.db.instanceMigrations(ws.c, imigFilter{id: ws.id}, "", 1)
+	if err == nil && len(ms) > 0 {
+		ws.state = ms[0].State
+		if ws.idle() {
+			ws.settle = time.After(settleWait)
 		}
 	}
+	return false
 }
 
 // settleWait is how long a watch stream waits, once its migration stopped
@@ -291,4 +290,22 @@ type watchState struct {
 // phase it followed has ended.
 func (ws watchState) idle() bool {
 	return ws.state != string(events.MigrationRunning) && ws.state != string(events.MigrationQueued)
+}
+
+// history sends a page of the migration's history; false means the
+// watcher is gone.
+func (ws *migStream) history(rows []logRow, sent map[int64]bool) bool {
+	for _, r := range rows {
+		l, final, err := ws.pc.line(r, ws.id)
+		if err != nil {
+			ws.g.log.Warn("migration watch: undecodable row", "seq", r.Seq, "err", err)
+			continue
+		}
+		if !ws.s.write(l) {
+			return false
+		}
+		sent[r.Seq] = true
+		ws.closed, ws.final = l.Type == "end", final
+	}
+	return true
 }

@@ -260,9 +260,10 @@ func (g *Gateway) listJobs(c *gin.Context) error {
 	return pageOf(c, jobs, p, func(j job) string { return j.Request + "/" + strconv.Itoa(j.Index) })
 }
 
-// listMigrations lists both kinds of migration by id: the moves of bulk
-// requests (kind opcode, id request/job/index) and per-instance
-// migrations (kind instance). Owners see only their instances'.
+// listMigrations lists what the API calls migrations (RFD 34's
+// /migrations), by id: the moves of bulk requests (kind opcode, id
+// request/job/index) and per-instance migrations (kind instance). Owners
+// see only their instances'.
 func (g *Gateway) listMigrations(c *gin.Context) error {
 	p, err := parsePage(c)
 	if err != nil {
@@ -285,7 +286,7 @@ func (g *Gateway) listMigrations(c *gin.Context) error {
 	}
 	var items []migrationItem
 	if kind != "instance" {
-		ms, err := many[migration](c, g.db, "migrations_list", c.Query("instance"), state, c.Query("node"), p.after, p.limit+1, owner)
+		ms, err := many[moveRecord](c, g.db, "moves_list", c.Query("instance"), state, c.Query("node"), p.after, p.limit+1, owner)
 		if err != nil {
 			return err
 		}
@@ -335,7 +336,7 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 		if !who.operator() && m.Owner != who.Name {
 			return g.deny(c, who, http.StatusForbidden, "migration "+id+" is of an instance that is not yours")
 		}
-		rows, err := many[logRow](c, g.db, "imig_history", m.Instance, id)
+		rows, err := g.history("imig_history", 0, m.Instance, id).all(c)
 		if err != nil {
 			return err
 		}
@@ -350,7 +351,7 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 	if c.Param("job") != "" {
 		id += "/" + c.Param("job") + "/" + c.Param("idx")
 	}
-	m, err := g.db.migration(c, id)
+	m, err := g.db.move(c, id)
 	if errors.Is(err, ErrNotFound) {
 		return notFound("id", "unknown migration "+strconv.Quote(id))
 	}

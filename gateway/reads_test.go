@@ -29,7 +29,7 @@ INSERT INTO jobs (request, idx, instance, released_at, ended_at, status, cancell
   ('r1', 0, 'i1', now(), now(), 'success', NULL, ''),
   ('r1', 1, 'i2', NULL, NULL, '', now(), 'dependency failed'),
   ('r3', 0, 'i2', NULL, NULL, '', NULL, '');
-INSERT INTO migrations (id, request, job, idx, instance, source_node, target_node, op_id, created_at, started_at,
+INSERT INTO moves (id, request, job, idx, instance, source_node, target_node, op_id, created_at, started_at,
   finished_at, end_state, phase, syncs, last_sync_bytes) VALUES
   ('r1/0/0', 'r1', 0, 0, 'i1', 'node-a1', 'node-a2', 'OP_INSTANCE_MIGRATE', now(), now(), now(), 'success', 'switch', 2, 1024);`)
 	e.logEvent("evacuation.requested", "r1", "", map[string]any{"request": "r1"})

@@ -105,8 +105,9 @@ type job struct {
 	Error        string          `db:"error" json:"error,omitempty"`
 }
 
-// migration is RFD 34's migration record.
-type migration struct {
+// moveRecord is the RFD 34 record of a move of a bulk request, as the API
+// shows it among /v1/migrations (kind opcode).
+type moveRecord struct {
 	ID               string           `db:"id" json:"id"`
 	Kind             string           `db:"-" json:"kind"` // opcode: a move of a bulk request
 	Request          string           `db:"request" json:"request"`
@@ -276,12 +277,12 @@ func (s *store) plan(ctx context.Context, id string) (plan, error) {
 	return one[plan](ctx, s, "plan_get", id)
 }
 
-func (s *store) migration(ctx context.Context, id string) (migration, error) {
-	m, err := one[migration](ctx, s, "migration_get", id)
+func (s *store) move(ctx context.Context, id string) (moveRecord, error) {
+	m, err := one[moveRecord](ctx, s, "move_get", id)
 	if err != nil {
 		return m, err
 	}
-	m.History, err = many[progressRecord](ctx, s, "migration_history", m.Instance, m.Request, m.Job, m.Index)
+	m.History, err = many[progressRecord](ctx, s, "move_history", m.Instance, m.Request, m.Job, m.Index)
 	return m, err
 }
 

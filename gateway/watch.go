@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -64,8 +63,8 @@ func (g *Gateway) watchInstance(c *gin.Context) error {
 	return g.watch(c, "history_instance", name, match, func(logRow) bool { return false })
 }
 
-// watch streams NDJSON: the history (query history with key, by seq), then,
-// unless ?follow=false, live rows from the shared tailer until ends says a
+// watch streams NDJSON: the history (query history with key, by seq, a page
+// at a time, after ?after= when given), then, unless ?follow=false, live rows from the shared tailer until ends says a
 // row was the last, the client leaves, the watcher falls behind, or the
 // gateway shuts down.
 func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(logRow) bool) error {
@@ -77,90 +76,73 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 	default:
 		return badRequest("follow", "follow: unknown value "+strconv.Quote(f)+" (want true or false)")
 	}
+	after, err := afterParam(c)
+	if err != nil {
+		return err
+	}
+	release, err := g.admitWatcher()
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Subscribe before reading the history, so nothing committed in
 	// between is lost; rows seen in both are skipped by seq.
 	var sub *subscription
 	if follow {
-		var err error
 		if sub, err = g.tail.subscribe(c, match, g.cfg.WatchBuffer); err != nil {
 			return err
 		}
 		defer sub.close()
 	}
-	rows, err := many[logRow](c, g.db, history, key)
+	hist := g.history(history, after, key)
+	rows, err := hist.next(c) // the first page before the status, so a failure is a 5xx
 	if err != nil {
 		return err
 	}
 
-	g.metrics.watches.Inc()
-	defer g.metrics.watches.Dec()
-	w := c.Writer
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold lines back
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	enc := json.NewEncoder(w)
-	write := func(v any) bool {
-		if err := enc.Encode(v); err != nil {
-			return false
-		}
-		w.Flush()
-		return true
-	}
+	s, done := g.startStream(c, nil)
+	defer done()
 	line := func(r logRow) watchLine {
 		return watchLine{Seq: r.Seq, Time: r.Time.UTC(), Type: r.Type, Request: r.request(), Instance: r.Instance, Payload: r.Payload}
 	}
-
-	sent := make(map[int64]bool, len(rows))
-	for _, r := range rows {
-		if !write(line(r)) {
-			return nil
-		}
-		sent[r.Seq] = true
-		if ends(r) {
-			return nil
-		}
-	}
-	if !follow {
-		return nil
-	}
-	keepalive := time.NewTicker(g.cfg.KeepAlive)
-	defer keepalive.Stop()
-	for {
-		select {
-		case r := <-sub.ch:
-			if sent[r.Seq] {
-				continue
-			}
-			if !write(line(r)) {
+	sent := map[int64]bool{}
+	for ; len(rows) > 0; rows, err = hist.next(c) {
+		for _, r := range rows {
+			if !s.write(line(r)) {
 				return nil
 			}
+			sent[r.Seq] = true
 			if ends(r) {
 				return nil
 			}
-		case <-sub.cut:
-			g.metrics.watchCut.Inc()
-			g.log.Warn("watch stream cut: the watcher fell behind", "path", c.Request.URL.Path, "buffer", g.cfg.WatchBuffer)
-			write(g.tooSlowLine())
-			return nil
-		case <-keepalive.C:
-			if !write(controlLine{Type: "keepalive"}) {
-				return nil
-			}
-		case <-g.closing:
-			write(shuttingDownLine)
-			return nil
-		case <-c.Done():
-			return nil
 		}
 	}
+	if err != nil {
+		g.historyFailed(c, s, err)
+		return nil
+	}
+	if follow {
+		g.follow(c, s, sub, sent, g.cfg.KeepAlive, rowsUntil{s: s, line: line, ends: ends})
+	}
+	return nil
 }
+
+// rowsUntil is the live part of a request's or an instance's stream: every
+// row as it is, until ends says one was the last.
+type rowsUntil struct {
+	s    *ndjson
+	line func(logRow) watchLine
+	ends func(logRow) bool
+}
+
+func (u rowsUntil) row(r logRow) bool     { return !u.s.write(u.line(r)) || u.ends(r) }
+func (rowsUntil) timer() <-chan time.Time { return nil }
+func (rowsUntil) wake() bool              { return false }
 
 // tooSlowLine ends a stream whose watcher fell too far behind.
 func (g *Gateway) tooSlowLine() controlLine {
 	return controlLine{Type: "error", Error: &apiError{Code: codeTooSlow,
-		Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect to get the history again"}}
+		Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect with ?after= the last seq you saw"}}
 }
 
 // shuttingDownLine ends every stream when the gateway stops.

@@ -71,7 +71,7 @@ func (b *builder) build() *Cluster {
 		if in.State == Up {
 			c.Nodes[in.Primary].FreeMemory -= in.Memory
 		}
-		if in.Storage.usesLocalDisk() {
+		if in.Storage.UsesLocalDisk() {
 			c.Nodes[in.Primary].FreeDisk -= in.DiskSpace
 			if in.Secondary != NoNode {
 				c.Nodes[in.Secondary].FreeDisk -= in.DiskSpace

@@ -13,7 +13,7 @@ import (
 func TestPlannerImportsNoIO(t *testing.T) {
 	pkgs := []string{"github.com/drovehq/drove/planner", "github.com/drovehq/drove/planner/iallocator"}
 	allowed := map[string]bool{"bytes": true, "encoding/json": true, "errors": true, "fmt": true,
-		"math": true, "sort": true, "strings": true, "slices": true, "strconv": true, "cmp": true,
+		"maps": true, "math": true, "sort": true, "strings": true, "slices": true, "strconv": true, "cmp": true,
 		"io": true} // io for its error values and interfaces; nothing here opens anything
 	out, err := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}"}, pkgs...)...).Output()
 	if err != nil {
@@ -34,6 +34,38 @@ func TestPlannerImportsNoIO(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if !strings.HasPrefix(dep, "github.com/drovehq/drove/planner") {
 			t.Errorf("the planner depends on %s", dep)
+		}
+	}
+}
+
+// The planner service's decisions (planner/inventory, planner/jobs,
+// planner/migration) are pure too: folds and decisions over events, with
+// the service's loop the only I/O. They may import events and the planner,
+// nothing else of Drove's (no events/kafka), nothing outside the standard
+// library, and nothing of it that reaches the network, files or processes.
+func TestDecisionPackagesDoNoIO(t *testing.T) {
+	pkgs := []string{"github.com/drovehq/drove/planner/inventory", "github.com/drovehq/drove/planner/jobs",
+		"github.com/drovehq/drove/planner/migration"}
+	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, pkgs...)...).Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep != "github.com/drovehq/drove/events" && !strings.HasPrefix(dep, "github.com/drovehq/drove/planner") {
+			t.Errorf("a decision package depends on %s", dep)
+		}
+	}
+	out, err = exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}"}, pkgs...)...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ": ")
+		for _, imp := range strings.Fields(imports) {
+			if imp == "os" || imp == "syscall" || imp == "database/sql" || strings.HasPrefix(imp, "net") ||
+				strings.HasPrefix(imp, "os/") {
+				t.Errorf("%s imports %s", pkg, imp)
+			}
 		}
 	}
 }

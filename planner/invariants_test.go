@@ -152,7 +152,7 @@ func simulate(c *Cluster, p *Plan, maxMoves int, rng *rand.Rand, failures bool) 
 	for j, job := range p.Jobs {
 		in := c.Instances[c.InstanceIndex(job.Instance)]
 		pri, sec := in.Primary, in.Secondary
-		local := in.Storage.usesLocalDisk()
+		local := in.Storage.UsesLocalDisk()
 		var mem int64
 		if in.State == Up {
 			mem = in.Memory

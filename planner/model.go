@@ -92,10 +92,10 @@ func (k StorageKind) Known() bool {
 	return false
 }
 
-// usesLocalDisk reports whether the kind takes space from the node's disk.
+// UsesLocalDisk reports whether the kind takes space from the node's disk.
 // Ganeti counts only LVM-backed templates (plain, drbd); Drove's ZFS kinds
 // live on the node's pool too.
-func (k StorageKind) usesLocalDisk() bool {
+func (k StorageKind) UsesLocalDisk() bool {
 	switch k {
 	case DRBD, Plain, ZFSReplicated, ZFSLocal:
 		return true
@@ -160,6 +160,9 @@ type Group struct {
 	AllocPolicy AllocPolicy
 	Policy      IPolicy
 	Tags        []string
+	// Networks are the networks the group's nodes connect to; a new
+	// instance whose NICs need another network cannot be placed here.
+	Networks []string
 }
 
 // Node is a server as the inventory reports it.

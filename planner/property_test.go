@@ -49,7 +49,7 @@ func randomCluster(rng *rand.Rand) *Cluster {
 		if b.c.Nodes[b.nodeIdx(pri)].Offline {
 			continue
 		}
-		if freeMem[pri] <= mem+1024 || (kind.usesLocalDisk() && freeDisk[pri] <= dsk+1024) {
+		if freeMem[pri] <= mem+1024 || (kind.UsesLocalDisk() && freeDisk[pri] <= dsk+1024) {
 			continue
 		}
 		sec := ""
@@ -70,7 +70,7 @@ func randomCluster(rng *rand.Rand) *Cluster {
 		if in.State == Up {
 			freeMem[pri] -= mem
 		}
-		if kind.usesLocalDisk() {
+		if kind.UsesLocalDisk() {
 			freeDisk[pri] -= dsk
 			if sec != "" {
 				freeDisk[sec] -= dsk

@@ -15,7 +15,7 @@ import "sort"
 // ending in success (had it failed, the room would not be free). Each unit
 // of room goes to one job only, so whatever the timing, the room in use
 // never exceeds what exists. While a job runs it is charged the most it
-// uses at any of its steps (a migration holds memory on both nodes until it
+// uses at any of its steps (a live migrate holds memory on both nodes until it
 // ends).
 
 const (

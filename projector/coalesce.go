@@ -6,7 +6,7 @@ import (
 )
 
 // Within a batch, many events often write the same row: a move's progress
-// events, one every few seconds, each replace the migration's progress
+// events, one every few seconds, each replace the move's progress
 // columns. Running one statement per event makes Postgres find, lock and
 // rewrite the row once per event; coalescing a run of them into one
 // statement leaves the same row with one write. Every event still gets its
@@ -15,7 +15,7 @@ import (
 
 // coalesce returns sts with each run of mergeable statements of one kind and
 // key merged into one, at the place of the run's first statement. A run ends
-// at the next statement of its key that is of another kind (a migration's
+// at the next statement of its key that is of another kind (a move's
 // End between its Progress events). Moving a later statement of the run up
 // past statements of other keys changes nothing, since those commute with
 // it; so the batch leaves the views exactly as running every statement in
@@ -45,9 +45,9 @@ func micros(t time.Time) int64 { return t.Unix()*1_000_000 + int64(t.Nanosecond(
 // notBefore reports whether a is at or after b, as Postgres compares them.
 func notBefore(a, b time.Time) bool { return micros(a) >= micros(b) }
 
-func progressKey(id string) string { return "migrations.progress " + id }
+func progressKey(id string) string { return "moves.progress " + id }
 
-// progressRow is a migration_progress statement: one Progress event's, or a
+// progressRow is a move_progress statement: one Progress event's, or a
 // run of them merged.
 type progressRow struct {
 	id, request            string
@@ -64,14 +64,14 @@ type progressRow struct {
 
 func (r progressRow) stmt() stmt {
 	return stmt{
-		sql: q("migration_progress"),
+		sql: q("move_progress"),
 		args: []any{r.id, r.request, r.job, r.idx, r.instance, r.phase, r.state, r.t, r.current,
 			r.total, r.eta, r.bps, r.message, r.err, r.errT},
 		key: progressKey(r.id), merge: mergeProgress, vals: r,
 	}
 }
 
-// mergeProgress merges two migration_progress statements of one migration.
+// mergeProgress merges two move_progress statements of one move.
 // In order, an event applies when its time is not before the row's
 // progress_time, which is then its time: the ones that apply are those not
 // before every earlier one (the run's records) and not before the row's
@@ -107,7 +107,7 @@ func (r syncRow) stmt() stmt {
 	return stmt{
 		sql:  q("sync_seen"),
 		args: []any{r.id, r.started, r.bytes},
-		key:  "migration_syncs " + r.id + " " + strconv.FormatInt(micros(r.started), 10),
+		key:  "move_syncs " + r.id + " " + strconv.FormatInt(micros(r.started), 10),
 		merge: func(a, b stmt) stmt {
 			x, y := a.vals.(syncRow), b.vals.(syncRow)
 			x.bytes = max(x.bytes, y.bytes) // the statement keeps the greatest

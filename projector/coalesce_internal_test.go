@@ -47,13 +47,13 @@ func TestCoalesceMergesRuns(t *testing.T) {
 		switch {
 		case s.derive != "":
 			kinds = append(kinds, "derive")
-		case s.sql == q("migration_progress"):
+		case s.sql == q("move_progress"):
 			kinds = append(kinds, "progress")
 		case s.sql == q("sync_seen"):
 			kinds = append(kinds, "sync")
 		case s.sql == q("move_status"):
 			kinds = append(kinds, "status")
-		case s.sql == q("migration_end"):
+		case s.sql == q("move_end"):
 			kinds = append(kinds, "end")
 		}
 	}

@@ -96,7 +96,7 @@ func TestCoalescingChangesNothing(t *testing.T) {
 		sums := map[int]map[string]Checksum{}
 		for _, batch := range []int{1, 7, 500} {
 			schema := fmt.Sprintf("coalesce_%d_%d", seed, batch)
-			if err := Migrate(e.ctx, e.pool, schema); err != nil {
+			if err := ApplySchema(e.ctx, e.pool, schema); err != nil {
 				t.Fatal(err)
 			}
 			if err := Fold(e.ctx, e.pool, schema, recs, batch); err != nil {
@@ -121,7 +121,7 @@ func TestCoalescingChangesNothing(t *testing.T) {
 		var withErr, ended, syncs int
 		if err := Get(e.ctx, e.pool, fmt.Sprintf("coalesce_%d_1", seed),
 			`SELECT count(*) FILTER (WHERE error_detail <> ''), count(*) FILTER (WHERE progress_end_state <> ''),
-			        coalesce(sum(syncs), 0) FROM migrations`, &withErr, &ended, &syncs); err != nil {
+			        coalesce(sum(syncs), 0) FROM moves`, &withErr, &ended, &syncs); err != nil {
 			t.Fatal(err)
 		}
 		if withErr == 0 || syncs < 4 {

@@ -1,16 +1,16 @@
 // Package projector folds Drove's event log into queryable Postgres views,
 // exactly once, and rebuilds them from offset zero to prove they are right.
 //
-//	if err := projector.Migrate(ctx, pool, "drove"); err != nil { ... }
+//	if err := projector.ApplySchema(ctx, pool, "drove"); err != nil { ... }
 //	p, err := projector.New(projector.Config{Kafka: kcfg, Registerer: reg}, pool)
 //	err = p.Run(ctx)                                // until ctx is done
 //	rep, err := projector.Replay(ctx, cfg, pool)    // audit: rep.Equal
 //
 // # Schema
 //
-// The views are the tables of migrations/*.sql, numbered and embedded,
-// applied by Migrate in order, one transaction each, recorded in the
-// schema's schema_migrations table. Every query runs with search_path set
+// The views are the tables of schema/*.sql, numbered and embedded,
+// applied by ApplySchema in order, one transaction each, recorded in the
+// schema's schema_versions table. Every query runs with search_path set
 // LOCAL to one schema, so the live schema ("drove") and replay schemas
 // ("drove_replay_<unix-nanos>") live side by side in one database and share
 // one pool. SQL lives in sql/*.sql.
@@ -46,7 +46,7 @@
 //
 // Kafka orders records within a partition only, and a projector may read
 // partitions of different topics in any interleaving. The views therefore
-// follow the rules in migrations/001_views.sql:
+// follow the rules in schema/001_views.sql:
 //
 //   - every effect is an upsert keyed by the event's own keys, creating the
 //     row with defaults when an event of another topic has not yet;
@@ -55,13 +55,13 @@
 //     partition key (request, node or instance) keeps one object's events
 //     in order;
 //   - values that accumulate are derived, not incremented, or added only by
-//     a new event (requests.plans; migrations.syncs and last_sync_bytes are
-//     derived from migration_syncs, one row per sync phase start);
-//   - the latest progress of a migration, and the latest status a node
+//     a new event (requests.plans; moves.syncs and last_sync_bytes are
+//     derived from move_syncs, one row per sync phase start);
+//   - the latest progress of a move, and the latest status a node
 //     reported, win by the event's time, not by arrival;
-//   - derived states (a request's status, a migration's RFD 34 state) are
+//   - derived states (a request's status, a move's RFD 34 state) are
 //     computed in views at read time;
-//   - a per-instance migration (migrations/003) is a migrations row of kind
+//   - a per-instance migration (schema/003) is a moves row of kind
 //     'instance' keyed by its migration id, whose record columns are
 //     replaced by each MigrationStateChanged (the coordinator's whole
 //     record, in log order on its instance's partition); its phases'
@@ -78,7 +78,7 @@
 // event_log row. A statement declares what it writes (stmt.key) and, if
 // runs of it can merge, the merge rule; a statement that writes the same
 // columns of the same row must declare the same key, so a run ends at it
-// (a migration's End between its progress). Folding a log in batches of 1
+// (a move's End between its progress). Folding a log in batches of 1
 // and of 500 gives the same tables, and a test checks it.
 //
 // Replay folds the whole log, from each partition's start, into a fresh

@@ -12,7 +12,7 @@ import (
 type stmt struct {
 	sql  string
 	args []any
-	// derive, when set, names a migration whose syncs and last sync
+	// derive, when set, names a move whose syncs and last sync
 	// size are to be derived once the batch's statements have run.
 	derive string
 
@@ -36,15 +36,29 @@ func st(name string, args ...any) stmt { return stmt{sql: q(name), args: args} }
 // time written is the event's own (env.Time): the projection has no clock of
 // its own, or a replay would differ from the live views.
 func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
+	for _, topic := range []func(events.Envelope, events.Payload) ([]stmt, bool){
+		inventoryEffects, requestEffects, jobEffects, opcodeEffects, progressEffects, migrationEffects,
+	} {
+		if out, ok := topic(env, p); ok {
+			return out, nil
+		}
+	}
+	// A type events registers but this file does not fold: a build
+	// mistake, caught by the test that folds a sample of every type.
+	return nil, fmt.Errorf("projector: no effect for %s v%d", env.Type, env.Version)
+}
+
+// inventoryEffects folds drove.inventory: groups, nodes, instances and
+// placements.
+func inventoryEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	t := env.Time
 	switch e := p.(type) {
-	// drove.inventory
 	case events.GroupDeclared:
-		return []stmt{st("group_declared", e.Name, string(e.AllocPolicy), strs(e.Tags), t)}, nil
+		return []stmt{st("group_declared", e.Name, string(e.AllocPolicy), strs(e.Tags), t)}, true
 	case events.NodeAnnounced:
-		return []stmt{nodeStated(e, t)}, nil
+		return []stmt{nodeStated(e, t)}, true
 	case events.NodeUpdated:
-		return []stmt{nodeStated(events.NodeAnnounced(e), t)}, nil
+		return []stmt{nodeStated(events.NodeAnnounced(e), t)}, true
 	case events.InstanceDeclared:
 		var disk int64
 		for _, d := range e.Size.DisksMiB {
@@ -52,27 +66,33 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 		}
 		return []stmt{st("instance_declared", e.Name, e.Owner, e.Size.MemoryMiB, e.Size.VCPUs, disk,
 			string(e.Storage), string(e.RunState), e.PrimaryNode, e.SecondaryNode, strs(e.Tags),
-			e.UserMigration, t)}, nil
+			e.UserMigration, t)}, true
 	case events.InstancePlaced:
-		return []stmt{st("instance_placed", e.Instance, e.Group, e.PrimaryNode, e.SecondaryNode, e.Request, t)}, nil
+		return []stmt{st("instance_placed", e.Instance, e.Group, e.PrimaryNode, e.SecondaryNode, e.Request, t)}, true
+	}
+	return nil, false
+}
 
-	// drove.requests
+// requestEffects folds drove.requests and drove.plans: a request's story
+// and its plans.
+func requestEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
+	t := env.Time
+	switch e := p.(type) {
 	case events.EvacuationRequested:
 		return []stmt{st("evacuation_requested", e.Request, strs(e.Nodes), string(e.Mode), e.DryRun,
-			e.IgnoreSoftErrors, e.MaxMovesPerNode, env.Reason.Actor, env.Reason.Why, t)}, nil
+			e.IgnoreSoftErrors, e.MaxMovesPerNode, env.Reason.Actor, env.Reason.Why, t)}, true
 	case events.GroupChangeRequested:
 		return []stmt{st("group_change_requested", e.Request, strs(e.Instances), strs(e.TargetGroups),
-			env.Reason.Actor, env.Reason.Why, t, e.DryRun)}, nil
+			env.Reason.Actor, env.Reason.Why, t, e.DryRun)}, true
 	case events.RequestApproved:
-		return []stmt{st("request_approved", e.Request, t)}, nil
+		return []stmt{st("request_approved", e.Request, t)}, true
 	case events.RequestCancelled:
-		return []stmt{st("request_cancelled", e.Request, t)}, nil
+		return []stmt{st("request_cancelled", e.Request, t)}, true
 	case events.RequestRejected:
-		return []stmt{st("request_rejected", e.Request, t, e.Reason)}, nil
+		return []stmt{st("request_rejected", e.Request, t, e.Reason)}, true
 	case events.RequestFinished:
-		return []stmt{st("request_finished", e.Request, t, jsonArray(e.Moved), jsonArray(e.Failed))}, nil
+		return []stmt{st("request_finished", e.Request, t, jsonArray(e.Moved), jsonArray(e.Failed))}, true
 
-	// drove.plans
 	case events.PlanComputed:
 		jobs := jsonArray(e.Jobs)
 		return []stmt{
@@ -81,43 +101,63 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 			st("request_planned", e.Request, t),
 			st("plan_jobs", e.Request, jobs),
 			st("plan_jobs_dropped", e.Request, len(e.Jobs)),
-		}, nil
+		}, true
+	}
+	return nil, false
+}
 
-	// drove.jobs
+// jobEffects folds drove.jobs: each job's fate.
+func jobEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
+	t := env.Time
+	switch e := p.(type) {
 	case events.JobReleased:
-		return []stmt{st("job_released", e.Request, e.Job.Index, t)}, nil
+		return []stmt{st("job_released", e.Request, e.Job.Index, t)}, true
 	case events.JobCancelled:
-		return []stmt{st("job_cancelled", e.Request, e.Job, t, e.Reason)}, nil
+		return []stmt{st("job_cancelled", e.Request, e.Job, t, e.Reason)}, true
 	case events.JobEnded:
-		return []stmt{st("job_ended", e.Request, e.Job, t, string(e.Status), e.Error)}, nil
+		return []stmt{st("job_ended", e.Request, e.Job, t, string(e.Status), e.Error)}, true
+	}
+	return nil, false
+}
 
-	// drove.opcodes
+// opcodeEffects folds drove.opcodes: each opcode's lifecycle, and the move
+// it makes.
+func opcodeEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
+	t := env.Time
+	switch e := p.(type) {
 	case events.OpcodeDispatched:
-		id := migrationID(e.Request, e.Job, e.Index)
+		id := moveID(e.Request, e.Job, e.Index)
 		return []stmt{
 			st("opcode_dispatched", e.Request, e.Job, e.Index, e.Node, string(e.Opcode.OpID),
 				e.Opcode.Instance, e.Opcode.From, e.Opcode.To, t),
-			st("migration_dispatched", id, e.Request, e.Job, e.Index, e.Opcode.Instance,
+			st("move_dispatched", id, e.Request, e.Job, e.Index, e.Opcode.Instance,
 				e.Opcode.From, e.Opcode.To, string(e.Opcode.OpID), t),
-		}, nil
+		}, true
 	case events.OpcodeStarted:
-		id := migrationID(e.Request, e.Job, e.Index)
+		id := moveID(e.Request, e.Job, e.Index)
 		return []stmt{
 			st("opcode_started", e.Request, e.Job, e.Index, t),
-			st("migration_started", id, e.Request, e.Job, e.Index, t),
-		}, nil
+			st("move_started", id, e.Request, e.Job, e.Index, t),
+		}, true
 	case events.OpcodeCancelled:
-		return []stmt{st("opcode_cancelled", e.Request, e.Job, e.Index, t)}, nil
+		return []stmt{st("opcode_cancelled", e.Request, e.Job, e.Index, t)}, true
 	case events.OpcodeEnded:
-		id := migrationID(e.Request, e.Job, e.Index)
+		id := moveID(e.Request, e.Job, e.Index)
 		return []stmt{
 			st("opcode_ended", e.Request, e.Job, e.Index, t, string(e.Status), e.Error),
-			st("migration_ended", id, e.Request, e.Job, e.Index, t, string(e.Status), e.Error),
-		}, nil
+			st("move_ended", id, e.Request, e.Job, e.Index, t, string(e.Status), e.Error),
+		}, true
+	}
+	return nil, false
+}
 
-	// drove.progress
+// progressEffects folds drove.progress — moves' progress and ends, and the
+// nodes' statuses — and drove.audit, whose view is the event log itself.
+func progressEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
+	t := env.Time
+	switch e := p.(type) {
 	case events.Progress:
-		id := migrationID(e.Request, e.Job, e.Index)
+		id := moveID(e.Request, e.Job, e.Index)
 		out := []stmt{progressRow{id: id, request: e.Request, job: e.Job, idx: e.Index, instance: e.Instance,
 			phase: e.Phase, state: string(e.State), t: t, current: e.Current, total: e.Total, eta: e.ETASeconds,
 			bps: e.BytesPerSecond, message: e.Message, err: e.Error, errT: t}.stmt()}
@@ -131,49 +171,53 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 			out = append(out, syncRow{id: id, started: started, bytes: max(e.Total, e.Current)}.stmt(),
 				stmt{derive: id})
 		}
-		return out, nil
+		return out, true
 	case events.End:
-		id := migrationID(e.Request, e.Job, e.Index)
-		s := st("migration_end", id, e.Request, e.Job, e.Index, e.Instance, e.Phase,
+		id := moveID(e.Request, e.Job, e.Index)
+		s := st("move_end", id, e.Request, e.Job, e.Index, e.Instance, e.Phase,
 			string(e.State), e.Message, t)
 		s.key = progressKey(id) // it writes the progress columns too: a Progress run ends at it
-		return []stmt{s}, nil
+		return []stmt{s}, true
 	case events.MoveStatusReported:
 		return []stmt{statusRow{request: e.Request, instance: e.Instance, node: e.Node,
-			status: string(e.Status), t: t}.stmt()}, nil
+			status: string(e.Status), t: t}.stmt()}, true
 
-	// drove.audit: the event log is the whole view.
 	case events.AuditRecorded:
-		return nil, nil
+		return nil, true
+	}
+	return nil, false
+}
 
-	// drove.migrations, drove.settings, and the migration phases and
-	// receiver rendezvous on drove.opcodes (migrations/003).
+// migrationEffects folds RFD 34's per-instance migrations: drove.migrations,
+// drove.settings, and the migration phases and receiver rendezvous on
+// drove.opcodes (schema/003).
+func migrationEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
+	t := env.Time
+	switch e := p.(type) {
 	case events.MigrationActionRequested:
 		switch e.Action {
 		case events.ActionBegin, events.ActionAutomatic, events.ActionSchedule:
-			return []stmt{st("migration_asked", e.Migration, e.Instance, t)}, nil
+			return []stmt{st("migration_asked", e.Migration, e.Instance, t)}, true
 		}
-		return nil, nil // the event log holds the command
+		return nil, true // the event log holds the command
 	case events.MigrationStateChanged:
 		return []stmt{st("migration_recorded", e.Migration, e.Instance, e.Account, string(e.Role), e.Source,
 			e.Target, e.Automatic, string(e.State), e.Phase, e.Syncs, e.LastSyncBytes, e.ScheduledAt,
-			string(e.PriorRunState), e.Switched, e.Finalized, e.Message, e.Error, e.ErrorDetail, t)}, nil
+			string(e.PriorRunState), e.Switched, e.Finalized, e.Message, e.Error, e.ErrorDetail, t)}, true
 	case events.MigrationPhaseDispatched:
 		return []stmt{st("migration_phase_dispatched", e.Migration, e.Seq, e.Instance, e.Phase, e.Node,
-			e.Sync, e.SendMbps, t)}, nil
+			e.Sync, e.SendMbps, t)}, true
 	case events.MigrationPhaseEnded:
 		return []stmt{st("migration_phase_ended", e.Migration, e.Seq, e.Instance, e.Phase, e.Node, t,
-			string(e.Status), e.Bytes, e.DowntimeMS, e.Error)}, nil
+			string(e.Status), e.Bytes, e.DowntimeMS, e.Error)}, true
 	case events.ReceiverReady:
-		return nil, nil // a rendezvous between executors: the event log is enough
+		return nil, true // a rendezvous between executors: the event log is enough
 	case events.SettingsChanged:
 		return []stmt{st("settings_changed", e.AllowUserMigrations, e.MaxRunningMigrationsPerNode,
 			e.SendMbpsLimit, e.ResyncMaxBytes, e.ResyncMaxSyncs, e.ResyncShrinkWindow,
-			e.ProgressTimeoutSeconds, e.FinalizeGraceSeconds, t)}, nil
+			e.ProgressTimeoutSeconds, e.FinalizeGraceSeconds, t)}, true
 	}
-	// A type events registers but this file does not fold: a build
-	// mistake, caught by the test that folds a sample of every type.
-	return nil, fmt.Errorf("projector: no effect for %s v%d", env.Type, env.Version)
+	return nil, false
 }
 
 func nodeStated(n events.NodeAnnounced, t time.Time) stmt {
@@ -182,8 +226,8 @@ func nodeStated(n events.NodeAnnounced, t time.Time) stmt {
 		strs(n.Tags), t)
 }
 
-// migrationID is a migration's key: the opcode that does the move.
-func migrationID(request string, job, index int) string {
+// moveID is a move's key: the opcode that does it.
+func moveID(request string, job, index int) string {
 	return fmt.Sprintf("%s/%d/%d", request, job, index)
 }
 

@@ -5,17 +5,18 @@ import "errors"
 // Sentinel errors. Returned errors wrap one of these where a caller can act
 // on the difference; Postgres and franz-go errors stay underneath.
 var (
-	// ErrInvalidConfig is returned by New, Replay and Migrate when the
+	// ErrInvalidConfig is returned by New, Replay and ApplySchema when the
 	// configuration or schema name does not validate; the message lists
 	// every problem.
 	ErrInvalidConfig = errors.New("projector: invalid config")
 
-	// ErrNotMigrated is returned by Run when the schema lacks the tables
-	// of this build's migrations: run Migrate first. Folding into a schema
-	// of another version would write columns that are not there.
-	ErrNotMigrated = errors.New("projector: schema not migrated")
+	// ErrSchemaOutdated is returned by Run and Replay when the schema
+	// lacks the tables of this build's schema files: run ApplySchema
+	// first. Folding into a schema of another version would write columns
+	// that are not there.
+	ErrSchemaOutdated = errors.New("projector: schema not at this build's version")
 
-	// ErrMigration is returned by Migrate when a migration file cannot be
-	// read or applied; the schema keeps every migration before it.
-	ErrMigration = errors.New("projector: migration failed")
+	// ErrSchema is returned by ApplySchema when a schema file cannot be
+	// read or applied; the schema keeps every file before it.
+	ErrSchema = errors.New("projector: schema file failed")
 )

@@ -209,7 +209,7 @@ func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record,
 		}
 
 		b := &pgx.Batch{}
-		syncs := map[string]bool{} // migrations whose syncs to derive
+		syncs := map[string]bool{} // moves whose syncs to derive
 		for _, it := range items {
 			if it.err != nil {
 				b.Queue(q("undecodable_insert"), it.rec.Topic, it.rec.Partition, it.rec.Offset,

@@ -45,7 +45,7 @@ func newEnvTB(t testing.TB) *env {
 		ReplayWait:  20 * time.Second,
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	if err := Migrate(ctx, pool, "drove"); err != nil {
+	if err := ApplySchema(ctx, pool, "drove"); err != nil {
 		t.Fatal(err)
 	}
 	return &env{t: t, ctx: ctx, pool: pool, k: k, cfg: cfg, prod: prod}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events/promreg"
 )
 
 // metrics are the projector's Prometheus collectors.
@@ -49,43 +51,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 	}
-	var err error
-	if m.applied, err = register(reg, m.applied); err != nil {
-		return nil, err
-	}
-	if m.duplicates, err = register(reg, m.duplicates); err != nil {
-		return nil, err
-	}
-	if m.undecodable, err = register(reg, m.undecodable); err != nil {
-		return nil, err
-	}
-	if m.lag, err = register(reg, m.lag); err != nil {
-		return nil, err
-	}
-	if m.apply, err = register(reg, m.apply); err != nil {
-		return nil, err
-	}
-	if m.batch, err = register(reg, m.batch); err != nil {
+	if err := errors.Join(promreg.Register(reg, &m.applied), promreg.Register(reg, &m.duplicates),
+		promreg.Register(reg, &m.undecodable), promreg.Register(reg, &m.lag),
+		promreg.Register(reg, &m.apply), promreg.Register(reg, &m.batch)); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// its name: a second projector on the same registry (a restart within one
-// process) shares the first one's counters.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 func (m *metrics) setLag(topic string, partition int32, lag int64) {

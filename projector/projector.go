@@ -89,17 +89,37 @@ func (p *Projector) Run(ctx context.Context) error {
 		defer cancel()
 		_, _ = conn.Exec(uctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, lockKey(p.cfg.Schema))
 	}()
-	if err := checkMigrated(ctx, conn, p.cfg.Schema); err != nil {
+	if err := checkSchemaVersion(ctx, conn, p.cfg.Schema); err != nil {
 		return err
 	}
 	stored, err := loadOffsets(ctx, conn, p.cfg.Schema)
 	if err != nil {
 		return err
 	}
-
-	ends, err := listEndsOnce(ctx, p.cfg.Kafka)
+	from, err := p.resumeFrom(ctx, stored)
 	if err != nil {
 		return err
+	}
+	cl, err := kgo.NewClient(append(clientOpts(p.cfg.Kafka), kgo.ConsumePartitions(from))...)
+	if err != nil {
+		return fmt.Errorf("%w: kafka: %w", ErrInvalidConfig, err)
+	}
+	defer cl.Close()
+	p.log.Info("projector: folding", "partitions", len(from), "resumed", len(stored))
+
+	var wg sync.WaitGroup
+	wctx, stop := context.WithCancel(ctx)
+	defer func() { stop(); wg.Wait() }()
+	wg.Go(func() { p.watchEnds(wctx, cl) })
+	return p.foldAll(ctx, conn, cl)
+}
+
+// resumeFrom says where each partition's reading starts: at the offset
+// the views recorded, or at the start of a partition they never read.
+func (p *Projector) resumeFrom(ctx context.Context, stored map[tp]int64) (map[string]map[int32]kgo.Offset, error) {
+	ends, err := listEndsOnce(ctx, p.cfg.Kafka)
+	if err != nil {
+		return nil, err
 	}
 	from := map[string]map[int32]kgo.Offset{}
 	p.mu.Lock()
@@ -115,25 +135,18 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.updateLag()
-	cl, err := kgo.NewClient(append(clientOpts(p.cfg.Kafka), kgo.ConsumePartitions(from))...)
-	if err != nil {
-		return fmt.Errorf("%w: kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-	p.log.Info("projector: folding", "partitions", len(from), "resumed", len(stored))
+	return from, nil
+}
 
-	var wg sync.WaitGroup
-	wctx, stop := context.WithCancel(ctx)
-	defer func() { stop(); wg.Wait() }()
-	wg.Go(func() { p.watchEnds(wctx, cl) })
-
+// foldAll folds every poll of cl through conn, one transaction a batch,
+// until ctx is done or something fails.
+func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, cl *kgo.Client) error {
 	// The next poll is fetched and decoded while this one is folded.
 	batches, stopReading := readAhead(ctx, func(ctx context.Context) (kgo.Fetches, []*kgo.Record, bool) {
 		fs := cl.PollRecords(ctx, p.cfg.BatchSize)
 		return fs, fs.Records(), !fs.IsClientClosed()
 	})
 	defer stopReading()
-
 	folded := 0
 	for {
 		b, ok := <-batches
@@ -157,21 +170,27 @@ func (p *Projector) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("projector: fold %d records: %w", len(recs), err)
 		}
-		p.mu.Lock()
-		for k, n := range res.next {
-			p.next[k] = n
-		}
-		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
-			k := tp{fp.Topic, fp.Partition}
-			p.end[k] = max(p.end[k], fp.LastStableOffset)
-		})
-		p.mu.Unlock()
-		p.updateLag()
+		p.advance(fs, res)
 		folded += res.records
 		if p.afterCommit != nil {
 			p.afterCommit(folded)
 		}
 	}
+}
+
+// advance records a committed batch's next offsets and the ends the poll
+// saw, for the lag gauge.
+func (p *Projector) advance(fs kgo.Fetches, res foldResult) {
+	p.mu.Lock()
+	for k, n := range res.next {
+		p.next[k] = n
+	}
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		k := tp{fp.Topic, fp.Partition}
+		p.end[k] = max(p.end[k], fp.LastStableOffset)
+	})
+	p.mu.Unlock()
+	p.updateLag()
 }
 
 // lock takes the schema's projector lock on conn, waiting (and saying so)

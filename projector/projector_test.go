@@ -191,7 +191,7 @@ func TestScenarioEveryEffect(t *testing.T) {
 	var state, phase, endState, msg string
 	var syncs int
 	e.get(`SELECT state, instance, source_node, target_node, phase, progress_end_state, message, syncs, last_sync_bytes, total_bytes
-	       FROM migration_state WHERE id = 'req-1/0/0'`,
+	       FROM move_state WHERE id = 'req-1/0/0'`,
 		&state, &s1, &s2, &s3, &phase, &endState, &msg, &syncs, &i1, &i2)
 	check(t, "migration", []any{state, s1, s2, s3, phase, endState, msg, syncs, i1, i2},
 		[]any{"successful", "vm1", "n1", "n2", "switch", "successful", "done", 2, int64(50), int64(2)})
@@ -212,8 +212,8 @@ func TestScenarioEveryEffect(t *testing.T) {
 		&state, &phase, &syncs, &i1, &s1, &s2, &s3, &kind, &switched, &queued, &started, &finished, new(int64), &i2)
 	check(t, "instance migration", []any{state, phase, syncs, i1, s1, s2, s3, kind, switched, queued, started, finished, i2},
 		[]any{"successful", "switch", 1, int64(4096), "n2", "n1", "acct-1", "running", true, false, true, true, int64(8192)})
-	e.get(`SELECT count(*) FROM migration_state WHERE request = 'mig-1' OR id = 'mig-1'`, &n)
-	check(t, "per-instance rows left out of migration_state", n, 0)
+	e.get(`SELECT count(*) FROM move_state WHERE request = 'mig-1' OR id = 'mig-1'`, &n)
+	check(t, "per-instance rows left out of move_state", n, 0)
 	e.get(`SELECT count(*), sum(bytes), string_agg(phase || '=' || status, ',' ORDER BY seq) FROM migration_phases WHERE migration = 'mig-1'`,
 		&n, &i1, &s1)
 	check(t, "migration phases", []any{n, i1, s1}, []any{3, int64(12288), "begin=success,sync=success,switch=success"})
@@ -294,7 +294,7 @@ func TestOrderAcrossTopicsDoesNotMatter(t *testing.T) {
 	}
 	topics := events.Topics()
 	fold := func(schema string, order []string, batch int) map[string]Checksum {
-		if err := Migrate(e.ctx, e.pool, schema); err != nil {
+		if err := ApplySchema(e.ctx, e.pool, schema); err != nil {
 			t.Fatal(err)
 		}
 		var all []*kgo.Record
@@ -321,7 +321,7 @@ func TestOrderAcrossTopicsDoesNotMatter(t *testing.T) {
 			t.Errorf("%s differs between orders: %+v vs %+v", name, a[name], b[name])
 		}
 	}
-	if a["migrations"] == (Checksum{}) || a["migrations"] == b["event_log"] {
+	if a["moves"] == (Checksum{}) || a["moves"] == b["event_log"] {
 		t.Errorf("no checksums: %+v", a)
 	}
 }
@@ -450,26 +450,26 @@ func TestReplayReportsLiveBehind(t *testing.T) {
 	check(t, "kept replay schema", rows, 5)
 }
 
-func TestMigrateIsIdempotentAndSchemasAreSeparate(t *testing.T) {
+func TestApplySchemaIsIdempotentAndSchemasAreSeparate(t *testing.T) {
 	e := newEnv(t)
 	for range 2 {
-		if err := Migrate(e.ctx, e.pool, "other"); err != nil {
+		if err := ApplySchema(e.ctx, e.pool, "other"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var versions string
-	e.get(`SELECT string_agg(version::text, ',' ORDER BY version) FROM other.schema_migrations`, &versions)
-	check(t, "versions", versions, "1,2,3")
+	e.get(`SELECT string_agg(version::text, ',' ORDER BY version) FROM other.schema_versions`, &versions)
+	check(t, "versions", versions, "1,2,3,4")
 	e.append(ev(events.RequestApproved{Request: "r1"}, 1, "r1"))
 	e.run()
 	var live, other int
 	e.get(`SELECT (SELECT count(*) FROM drove.event_log), (SELECT count(*) FROM other.event_log)`, &live, &other)
 	check(t, "rows per schema", []any{live, other}, []any{1, 0})
-	if err := Migrate(e.ctx, e.pool, "Bad-Name"); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("Migrate(bad name) = %v", err)
+	if err := ApplySchema(e.ctx, e.pool, "Bad-Name"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("ApplySchema(bad name) = %v", err)
 	}
 	p := e.projector(func(c *Config) { c.Schema = "never_migrated" })
-	if err := p.Run(e.ctx); !errors.Is(err, ErrNotMigrated) {
+	if err := p.Run(e.ctx); !errors.Is(err, ErrSchemaOutdated) {
 		t.Errorf("Run on an unmigrated schema = %v", err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // query in sql/checksum.sql.
 var comparedTables = []string{
 	"event_log", "groups", "nodes", "instances", "requests", "plans", "jobs",
-	"opcodes", "migrations", "migration_syncs", "move_status", "undecodable_events",
+	"opcodes", "moves", "move_syncs", "move_status", "undecodable_events",
 	"migration_phases", "settings",
 }
 
@@ -95,7 +95,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 	rep := Report{ReplaySchema: fmt.Sprintf("%s_replay_%d", cfg.Schema, began.UnixNano())}
 	log := cfg.Logger.With("component", "projector", "schema", rep.ReplaySchema)
 
-	if err := checkMigrated(ctx, pool, cfg.Schema); err != nil {
+	if err := checkSchemaVersion(ctx, pool, cfg.Schema); err != nil {
 		return rep, err
 	}
 	ends, starts, err := listBounds(ctx, cfg.Kafka)
@@ -107,7 +107,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 		return rep, err
 	}
 
-	if err := Migrate(ctx, pool, rep.ReplaySchema); err != nil {
+	if err := ApplySchema(ctx, pool, rep.ReplaySchema); err != nil {
 		return rep, err
 	}
 	if !cfg.KeepReplay {

@@ -402,33 +402,7 @@ func printJSON(w io.Writer, v any) int {
 // printPlan shows a plan for review: what moves where, in which jobs, in
 // what order, and what cannot move and why.
 func printPlan(w io.Writer, request string, raw json.RawMessage) {
-	var p struct {
-		Moved []struct {
-			Instance string   `json:"instance"`
-			Group    string   `json:"group"`
-			Nodes    []string `json:"nodes"`
-		} `json:"moved"`
-		Failed []struct {
-			Instance string `json:"instance"`
-			Reason   string `json:"reason"`
-		} `json:"failed"`
-		Jobs []struct {
-			Index   int `json:"index"`
-			Opcodes []struct {
-				OpID       string `json:"op_id"`
-				Instance   string `json:"instance"`
-				To         string `json:"to"`
-				TargetNode string `json:"target_node"`
-				RemoteNode string `json:"remote_node"`
-			} `json:"opcodes"`
-			Depends []struct {
-				Job      int      `json:"job"`
-				Statuses []string `json:"statuses"`
-			} `json:"depends"`
-		} `json:"jobs"`
-		ScoreBefore float64 `json:"score_before"`
-		ScoreAfter  float64 `json:"score_after"`
-	}
+	var p client.Plan
 	if err := json.Unmarshal(raw, &p); err != nil {
 		fmt.Fprintf(w, "%s\n", raw)
 		return
@@ -444,14 +418,18 @@ func printPlan(w io.Writer, request string, raw json.RawMessage) {
 			if to == "" {
 				to = op.TargetNode + op.RemoteNode
 			}
-			name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(op.OpID, "OP_INSTANCE_"), "_", "-"))
+			name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(string(op.OpID), "OP_INSTANCE_"), "_", "-"))
 			steps = append(steps, name+" → "+to)
 		}
 		fmt.Fprintf(w, "  job %-3d %-20s %s\n", j.Index, inst, strings.Join(steps, ", "))
 		for _, d := range j.Depends {
 			st := "any end"
 			if len(d.Statuses) > 0 {
-				st = strings.Join(d.Statuses, "/")
+				var names []string
+				for _, s := range d.Statuses {
+					names = append(names, string(s))
+				}
+				st = strings.Join(names, "/")
 			}
 			fmt.Fprintf(w, "          waits for job %d (%s)\n", i+d.Job, st)
 		}

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/gateway/client"
 )
 
@@ -86,85 +87,26 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	instance := pos[0]
-	action := ""
-	for name, set := range actions {
-		if *set {
-			if action != "" {
-				fmt.Fprintf(stderr, "drove migrate: --%s and --%s: give one action\n", action, name)
-				return exitUsage
-			}
-			action = name
-		}
-	}
 	opts := client.MigrateOptions{Target: *target}
-	if *schedule != "" {
-		if action != "" {
-			fmt.Fprintf(stderr, "drove migrate: --schedule and --%s: give one action\n", action)
-			return exitUsage
-		}
-		at, err := parseWhen(*schedule, time.Now())
-		if err != nil {
-			fmt.Fprintf(stderr, "drove migrate: --schedule: %v\n", err)
-			return exitUsage
-		}
-		opts.ScheduledAt, action = &at, "schedule"
+	action, code := chosenAction(actions, *schedule, &opts, stderr)
+	if code != exitOK {
+		return code
 	}
-	if *estimate {
-		e, err := api.Estimate(ctx, instance, opts)
-		if err != nil {
-			return fail(stderr, "migrate", err)
-		}
-		if cf.json {
-			return printJSON(stdout, e)
-		}
-		fmt.Fprintf(stdout, "Migrating %s would take about %s, with %s of downtime, sending %s.\n(%s)\n",
-			instance, human(e.TotalSeconds), human(e.DowntimeSeconds), bytesHuman(e.Bytes), e.How)
-		return exitOK
-	}
-	if action == "" && *watch {
+	switch {
+	case *estimate:
+		return printEstimate(ctx, api, cf, instance, opts, stdout, stderr)
+	case action == "" && *watch:
 		return watchMigration(ctx, api, instance, "", stdout, stderr)
-	}
-	if action == "" {
+	case action == "":
 		action = "automatic"
 	}
-
-	if !*yes && readerIsTerminal(stdin) {
-		fmt.Fprint(stdout, describe(ctx, api, instance, action, opts))
-		fmt.Fprint(stdout, "Do you wish to continue y/N? ")
-		line, _ := bufio.NewReader(stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			fmt.Fprintln(stdout, "Nothing was done.")
-			return exitOK
-		}
+	if !*yes && readerIsTerminal(stdin) && !confirmed(ctx, api, instance, action, opts, stdin, stdout) {
+		fmt.Fprintln(stdout, "Nothing was done.")
+		return exitOK
 	}
-	var id string
-	if action == "schedule" {
-		m, err := api.Schedule(ctx, instance, opts)
-		if err != nil {
-			return fail(stderr, "migrate", err)
-		}
-		if cf.json && !*watch {
-			return printJSON(stdout, m)
-		}
-		id = m.ID
-		fmt.Fprintf(stdout, "Scheduling migration %s of %s.\n", m.ID, instance)
-		if m.ScheduledAt != nil {
-			fmt.Fprintf(stdout, "Initial scheduling complete - the switch will run at %s.\n", m.ScheduledAt.Local().Format(time.RFC1123))
-		}
-	} else {
-		a, err := api.Migrate(ctx, instance, action, opts)
-		if err != nil {
-			return fail(stderr, "migrate", err)
-		}
-		if cf.json && !*watch {
-			return printJSON(stdout, a)
-		}
-		id = a.Migration
-		what := "Migration"
-		if action != "automatic" {
-			what = strings.ToUpper(action[:1]) + action[1:] + " of the migration"
-		}
-		fmt.Fprintf(stdout, "%s of %s has started (migration %s).\n", what, instance, id)
+	id, code := startAction(ctx, api, cf, instance, action, opts, *watch, stdout, stderr)
+	if id == "" {
+		return code
 	}
 	if *watch {
 		return watchMigration(ctx, api, instance, id, stdout, stderr)
@@ -176,6 +118,93 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// chosenAction is the one action flag given ("" for none), or schedule
+// when --schedule is, with its time set in opts.
+func chosenAction(actions map[string]*bool, schedule string, opts *client.MigrateOptions, stderr io.Writer) (string, int) {
+	action := ""
+	for name, set := range actions {
+		if *set {
+			if action != "" {
+				fmt.Fprintf(stderr, "drove migrate: --%s and --%s: give one action\n", action, name)
+				return "", exitUsage
+			}
+			action = name
+		}
+	}
+	if schedule == "" {
+		return action, exitOK
+	}
+	if action != "" {
+		fmt.Fprintf(stderr, "drove migrate: --schedule and --%s: give one action\n", action)
+		return "", exitUsage
+	}
+	at, err := parseWhen(schedule, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "drove migrate: --schedule: %v\n", err)
+		return "", exitUsage
+	}
+	opts.ScheduledAt = &at
+	return "schedule", exitOK
+}
+
+func printEstimate(ctx context.Context, api *client.Client, cf clientFlags, instance string, opts client.MigrateOptions,
+	stdout, stderr io.Writer) int {
+	e, err := api.Estimate(ctx, instance, opts)
+	if err != nil {
+		return fail(stderr, "migrate", err)
+	}
+	if cf.json {
+		return printJSON(stdout, e)
+	}
+	fmt.Fprintf(stdout, "Migrating %s would take about %s, with %s of downtime, sending %s.\n(%s)\n",
+		instance, human(e.TotalSeconds), human(e.DowntimeSeconds), events.FormatBytes(e.Bytes), e.How)
+	return exitOK
+}
+
+// confirmed says what the action will do and asks whether to go on.
+func confirmed(ctx context.Context, api *client.Client, instance, action string, opts client.MigrateOptions,
+	stdin io.Reader, stdout io.Writer) bool {
+	fmt.Fprint(stdout, describe(ctx, api, instance, action, opts))
+	fmt.Fprint(stdout, "Do you wish to continue y/N? ")
+	line, _ := bufio.NewReader(stdin).ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes"
+}
+
+// startAction asks the gateway for the action and says so. It returns the
+// migration's id, or "" with the exit code when there is nothing more to
+// do (an error, or --json without --watch, which prints the answer).
+func startAction(ctx context.Context, api *client.Client, cf clientFlags, instance, action string,
+	opts client.MigrateOptions, watch bool, stdout, stderr io.Writer) (string, int) {
+	if action == "schedule" {
+		m, err := api.Schedule(ctx, instance, opts)
+		if err != nil {
+			return "", fail(stderr, "migrate", err)
+		}
+		if cf.json && !watch {
+			return "", printJSON(stdout, m)
+		}
+		fmt.Fprintf(stdout, "Scheduling migration %s of %s.\n", m.ID, instance)
+		if m.ScheduledAt != nil {
+			fmt.Fprintf(stdout, "Initial scheduling complete - the switch will run at %s.\n", m.ScheduledAt.Local().Format(time.RFC1123))
+		}
+		return m.ID, exitOK
+	}
+	a, err := api.Migrate(ctx, instance, action, opts)
+	if err != nil {
+		return "", fail(stderr, "migrate", err)
+	}
+	if cf.json && !watch {
+		return "", printJSON(stdout, a)
+	}
+	what := "Migration"
+	if action != "automatic" {
+		what = strings.ToUpper(action[:1]) + action[1:] + " of the migration"
+	}
+	fmt.Fprintf(stdout, "%s of %s has started (migration %s).\n", what, instance, a.Migration)
+	return a.Migration, exitOK
+}
+
 // describe says what an action will do, with the estimate where one
 // applies (RFD 34's CLI).
 func describe(ctx context.Context, api *client.Client, instance, action string, o client.MigrateOptions) string {
@@ -185,7 +214,7 @@ func describe(ctx context.Context, api *client.Client, instance, action string, 
 			return "(no estimate: " + err.Error() + ")\n"
 		}
 		return fmt.Sprintf("The migration will take approximately %s, with about %s of downtime (%s to send).\n",
-			human(e.TotalSeconds), human(e.DowntimeSeconds), bytesHuman(e.Bytes))
+			human(e.TotalSeconds), human(e.DowntimeSeconds), events.FormatBytes(e.Bytes))
 	}
 	to := "a server the planner chooses"
 	if o.Target != "" {
@@ -205,7 +234,7 @@ func describe(ctx context.Context, api *client.Client, instance, action string, 
 	case "abort":
 		return fmt.Sprintf("This will abort the migration of instance %s and return it to its prior state.\nYou will need to start a new migration to migrate it.\n", instance)
 	case "pause":
-		return fmt.Sprintf("This will pause the migration of instance %s once its running sync ends.\nContinue it with: drove migrate --sync|--switch %s\n", instance, instance)
+		return fmt.Sprintf("This will pause the migration of instance %s, stopping its running sync now.\nThe last complete sync stays on the target as the base of the next one.\nContinue it with: drove migrate --sync|--switch %s\n", instance, instance)
 	case "rollback":
 		return fmt.Sprintf("This will move instance %s back to its source, sending only the changes since the switch.\n", instance)
 	case "finalize":
@@ -405,19 +434,6 @@ func human(sec float64) string {
 		return fmt.Sprintf("%dm%02ds", m, s)
 	}
 	return fmt.Sprintf("%ds", s)
-}
-
-func bytesHuman(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
 func readerIsTerminal(r io.Reader) bool {

@@ -244,7 +244,7 @@ event's effect commits with its offset).`, stderr)
 	defer pool.Close()
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
-	if err := projector.Migrate(ctx, pool, sf.schema); err != nil {
+	if err := projector.ApplySchema(ctx, pool, sf.schema); err != nil {
 		return fail(stderr, "projector", err)
 	}
 	p, err := projector.New(projector.Config{Kafka: sf.kafka("drove-projector"), Schema: sf.schema, Logger: log, Registerer: reg}, pool)

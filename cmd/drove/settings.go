@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/gateway/client"
 )
 
@@ -107,7 +108,7 @@ func runSettings(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		{"allow_user_migrations", strconv.FormatBool(s.AllowUserMigrations)},
 		{"max_running_migrations_per_node", strconv.Itoa(s.MaxRunningMigrationsPerNode)},
 		{"send_mbps_limit", strconv.FormatFloat(s.SendMbpsLimit, 'g', -1, 64) + " (0: no cap)"},
-		{"resync_max_bytes", fmt.Sprintf("%d (%s)", s.ResyncMaxBytes, bytesHuman(s.ResyncMaxBytes))},
+		{"resync_max_bytes", fmt.Sprintf("%d (%s)", s.ResyncMaxBytes, events.FormatBytes(s.ResyncMaxBytes))},
 		{"resync_max_syncs", strconv.Itoa(s.ResyncMaxSyncs)},
 		{"resync_shrink_window", strconv.Itoa(s.ResyncShrinkWindow)},
 		{"progress_timeout_seconds", strconv.Itoa(s.ProgressTimeoutSeconds)},

@@ -18,6 +18,10 @@
 //     Retry), never a default.
 //   - ReadAll returns a topic as it stood when called: every committed event
 //     from the start of the log, in offset order per partition.
+//   - Retrying is done one way everywhere: Backoff.Do (tries, a first wait
+//     doubling up to a cap, a predicate for what is worth retrying). The
+//     Retry middleware, the executor's driver steps and appends, and the
+//     planner service's appends all use it.
 //
 // franz-go's errors are translated into this package's sentinel errors
 // (errors.go) where a caller can act on the difference.

@@ -177,6 +177,19 @@ func Run(t *testing.T, newDriver func(t *testing.T) executor.Driver) {
 // test the refusal), and newDriver's world need hold only FixtureFor(storage).
 func RunFor(t *testing.T, storage []events.StorageKind, newDriver func(t *testing.T) executor.Driver) {
 	handles := func(instance string) bool { return slices.Contains(storage, fixture(t, instance).Storage) }
+	runMoves(t, handles, newDriver)
+	if handles("dt-replicated") {
+		t.Run("migrate-and-back", func(t *testing.T) { migrateAndBack(t, newDriver) })
+	}
+	runCancels(t, handles, newDriver)
+	if handles("dt-replicated") {
+		t.Run("cancel/before-start", func(t *testing.T) { cancelBeforeStart(t, newDriver) })
+	}
+}
+
+// runMoves runs every move the driver handles to its end, then once more
+// as after a crash: the second Run must succeed without moving again.
+func runMoves(t *testing.T, handles func(instance string) bool, newDriver func(t *testing.T) executor.Driver) {
 	moves := []struct {
 		name, instance string
 		kind           events.OpID
@@ -217,25 +230,28 @@ func RunFor(t *testing.T, storage []events.StorageKind, newDriver func(t *testin
 			checkAt(t, d, in.Name, mv.primary, mv.sec)
 		})
 	}
+}
 
-	if handles("dt-replicated") {
-		t.Run("migrate-and-back", func(t *testing.T) {
-			d := newDriver(t)
-			in := fixture(t, "dt-replicated")
-			if _, err := d.Run(runCtx(t), OpFor(in, events.OpInstanceMigrate, Node2), func(executor.Progress) {}); err != nil {
-				t.Fatalf("migrate: %v", err)
-			}
-			back := in
-			back.Primary, back.Secondary = Node2, Node1
-			var rec recorder
-			if _, err := d.Run(runCtx(t), OpFor(back, events.OpInstanceMigrate, Node1), rec.report); err != nil {
-				t.Fatalf("migrate back: %v", err)
-			}
-			checkProgress(t, rec.all(), true)
-			checkAt(t, d, in.Name, Node1, Node2)
-		})
+// migrateAndBack moves a mirrored instance to its secondary and back.
+func migrateAndBack(t *testing.T, newDriver func(t *testing.T) executor.Driver) {
+	d := newDriver(t)
+	in := fixture(t, "dt-replicated")
+	if _, err := d.Run(runCtx(t), OpFor(in, events.OpInstanceMigrate, Node2), func(executor.Progress) {}); err != nil {
+		t.Fatalf("migrate: %v", err)
 	}
+	back := in
+	back.Primary, back.Secondary = Node2, Node1
+	var rec recorder
+	if _, err := d.Run(runCtx(t), OpFor(back, events.OpInstanceMigrate, Node1), rec.report); err != nil {
+		t.Fatalf("migrate back: %v", err)
+	}
+	checkProgress(t, rec.all(), true)
+	checkAt(t, d, in.Name, Node1, Node2)
+}
 
+// runCancels aborts each move the driver handles once data flows: the
+// instance stays where it was, and can be moved again.
+func runCancels(t *testing.T, handles func(instance string) bool, newDriver func(t *testing.T) executor.Driver) {
 	cancels := []struct {
 		name, instance string
 		kind           events.OpID
@@ -277,18 +293,18 @@ func RunFor(t *testing.T, storage []events.StorageKind, newDriver func(t *testin
 			}
 		})
 	}
+}
 
-	if handles("dt-replicated") {
-		t.Run("cancel/before-start", func(t *testing.T) {
-			d := newDriver(t)
-			in := fixture(t, "dt-replicated")
-			ctx, cancel := context.WithCancel(t.Context())
-			cancel()
-			_, err := d.Run(ctx, OpFor(in, events.OpInstanceMigrate, Node2), func(executor.Progress) {})
-			if !errors.Is(err, executor.ErrCanceled) {
-				t.Fatalf("Run with a done context = %v, want ErrCanceled", err)
-			}
-			checkAt(t, d, in.Name, in.Primary, in.Secondary)
-		})
+// cancelBeforeStart runs a move with a context already done: it must
+// abort with ErrCanceled before touching anything.
+func cancelBeforeStart(t *testing.T, newDriver func(t *testing.T) executor.Driver) {
+	d := newDriver(t)
+	in := fixture(t, "dt-replicated")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := d.Run(ctx, OpFor(in, events.OpInstanceMigrate, Node2), func(executor.Progress) {})
+	if !errors.Is(err, executor.ErrCanceled) {
+		t.Fatalf("Run with a done context = %v, want ErrCanceled", err)
 	}
+	checkAt(t, d, in.Name, in.Primary, in.Secondary)
 }

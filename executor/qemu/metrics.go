@@ -1,9 +1,12 @@
 package qemu
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events/promreg"
 )
 
 type metrics struct {
@@ -25,10 +28,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		postcopy: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "drove_qemu_postcopy_switches_total", Help: "Migrations switched to post-copy."}),
 	}
-	for _, c := range []prometheus.Collector{m.vms, m.migrations, m.downtime, m.postcopy} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("qemu: metrics: %w", err)
-		}
+	if err := errors.Join(promreg.Register(reg, &m.vms), promreg.Register(reg, &m.migrations),
+		promreg.Register(reg, &m.downtime), promreg.Register(reg, &m.postcopy)); err != nil {
+		return nil, fmt.Errorf("qemu: metrics: %w", err)
 	}
 	return m, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/drovehq/drove/events"
@@ -46,7 +47,9 @@ func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.P
 	if d.cold(op) {
 		if _, err := d.lookup(ctx, op.Instance); err != nil {
 			if d.movedBy(op) {
-				return executor.Result{Message: op.Instance + " already failed over to " + op.To + " by this opcode"}, nil
+				msg := op.Instance + " already failed over to " + op.To + " by this opcode"
+				report(executor.Progress{Phase: events.PhaseSwitch, Current: 1, Total: 1, Message: msg})
+				return executor.Result{Message: msg}, nil
 			}
 			return executor.Result{}, executor.Fatal(err)
 		}
@@ -222,168 +225,236 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 // source VM runs on (oVirt: source up) and the target's Receive destroys
 // its incoming VM when the stream breaks.
 func (d *Driver) migrate(ctx context.Context, op executor.Op, v *vm, report func(executor.Progress)) (executor.Result, error) {
-	log := d.log.With("instance", op.Instance, "opcode", op.Key(), "to", op.To)
+	r := &outgoing{d: d, op: op, v: v, log: d.log.With("instance", op.Instance, "opcode", op.Key(), "to", op.To)}
 	report(executor.Progress{Phase: events.PhaseBegin, Message: "waiting for the incoming VM on " + op.To})
+	addr, err := d.awaitReceiver(ctx, op)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	if rs, err := v.runState(ctx); err == nil {
+		r.wasRunning = rs == "running"
+	}
+	rate, capText, err := d.setMigrationParameters(op, v)
+	if err != nil {
+		return executor.Result{}, executor.Transient(err)
+	}
+	if op.Mode == events.ModeMigrateNonLive && r.wasRunning {
+		// Non-live: the guest stops first and its whole memory is copied
+		// while it is stopped; the target resumes it (Receive).
+		if err := d.exec(v, "stop", nil, nil); err != nil {
+			return executor.Result{}, executor.Transient(err)
+		}
+		r.stoppedAt = time.Now()
+	}
+	evs, unsub := v.qmp.Subscribe()
+	defer unsub()
+	if err := d.exec(v, "migrate", map[string]any{"uri": "tcp:" + addr}, nil); err != nil {
+		if !r.stoppedAt.IsZero() {
+			d.exec(v, "cont", nil, nil)
+		}
+		return executor.Result{}, executor.Transient(err)
+	}
+	r.s = &sourceState{op: op, v: v, report: report, began: time.Now()}
+	memMiB := op.Size.MemoryMiB
+	if memMiB <= 0 {
+		memMiB = d.cfg.DefaultMemoryMiB
+	}
+	r.completion = time.Duration(float64(d.cfg.CompletionTimeoutPerGiB) * float64(memMiB) / 1024)
+	r.log.Info("migration started", "addr", addr, "rate", rate, "completion_timeout", r.completion)
+	report(executor.Progress{Phase: events.PhaseSync, Message: fmt.Sprintf(
+		"pre-copy of %d MiB of RAM to %s, %s, downtime limit %s, completion timeout %s",
+		memMiB, addr, capText, d.cfg.DowntimeLimit, r.completion.Round(time.Millisecond))})
+	return r.watch(ctx, evs)
+}
+
+// awaitReceiver waits for the target's incoming VM to listen.
+func (d *Driver) awaitReceiver(ctx context.Context, op executor.Op) (string, error) {
 	if op.AwaitReceiver == nil {
-		return executor.Result{}, executor.Fatalf("%w: live migration needs the target's receiver (Op.AwaitReceiver)", ErrUnsupported)
+		return "", executor.Fatalf("%w: live migration needs the target's receiver (Op.AwaitReceiver)", ErrUnsupported)
 	}
 	addr, err := op.AwaitReceiver(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return executor.Result{}, fmt.Errorf("%w: before the migration began: %v", executor.ErrCanceled, context.Cause(ctx))
+			return "", fmt.Errorf("%w: before the migration began: %v", executor.ErrCanceled, context.Cause(ctx))
 		}
-		return executor.Result{}, executor.Transient(fmt.Errorf("qemu: waiting for the receiver: %w", err))
+		return "", executor.Transient(fmt.Errorf("qemu: waiting for the receiver: %w", err))
 	}
-	wasRunning := false
-	if rs, err := v.runState(ctx); err == nil {
-		wasRunning = rs == "running"
-	}
-	rate := op.SendBytesPerSecond
+	return addr, nil
+}
+
+// setMigrationParameters sets the capabilities, the rate cap (the
+// opcode's, else the driver's, else none) and the downtime limit.
+func (d *Driver) setMigrationParameters(op executor.Op, v *vm) (rate int64, capText string, err error) {
+	rate = op.SendBytesPerSecond
 	if rate <= 0 {
 		rate = d.cfg.MaxBandwidth
 	}
-	capText := "no rate cap"
+	capText = "no rate cap"
 	if rate <= 0 {
 		rate = unlimited
 	} else {
 		capText = fmt.Sprintf("capped at %s/s", mib(rate))
 	}
 	if err := d.setCapabilities(v); err != nil {
-		return executor.Result{}, executor.Transient(err)
+		return 0, "", err
 	}
-	if err := d.exec(v, "migrate-set-parameters", map[string]any{
-		"max-bandwidth": rate, "downtime-limit": d.cfg.DowntimeLimit.Milliseconds()}, nil); err != nil {
-		return executor.Result{}, executor.Transient(err)
-	}
-	var stoppedAt time.Time
-	if op.Mode == events.ModeMigrateNonLive && wasRunning {
-		// Non-live: the guest stops first and its whole memory is copied
-		// while it is stopped; the target resumes it (Receive).
-		if err := d.exec(v, "stop", nil, nil); err != nil {
-			return executor.Result{}, executor.Transient(err)
-		}
-		stoppedAt = time.Now()
-	}
-	evs, unsub := v.qmp.Subscribe()
-	defer unsub()
-	if err := d.exec(v, "migrate", map[string]any{"uri": "tcp:" + addr}, nil); err != nil {
-		if !stoppedAt.IsZero() {
-			d.exec(v, "cont", nil, nil)
-		}
-		return executor.Result{}, executor.Transient(err)
-	}
-	s := &sourceState{op: op, v: v, report: report, began: time.Now()}
-	memMiB := op.Size.MemoryMiB
-	if memMiB <= 0 {
-		memMiB = d.cfg.DefaultMemoryMiB
-	}
-	completion := time.Duration(float64(d.cfg.CompletionTimeoutPerGiB) * float64(memMiB) / 1024)
-	log.Info("migration started", "addr", addr, "rate", rate, "completion_timeout", completion)
-	report(executor.Progress{Phase: events.PhaseSync, Message: fmt.Sprintf(
-		"pre-copy of %d MiB of RAM to %s, %s, downtime limit %s, completion timeout %s",
-		memMiB, addr, capText, d.cfg.DowntimeLimit, completion.Round(time.Millisecond))})
+	err = d.exec(v, "migrate-set-parameters", map[string]any{
+		"max-bandwidth": rate, "downtime-limit": d.cfg.DowntimeLimit.Milliseconds()}, nil)
+	return rate, capText, err
+}
 
+// outgoing is one outgoing migration, from the migrate command to its end.
+type outgoing struct {
+	d          *Driver
+	op         executor.Op
+	v          *vm
+	s          *sourceState
+	log        *slog.Logger
+	wasRunning bool
+	stoppedAt  time.Time     // a non-live migration's stop
+	completion time.Duration // how long pre-copy may take
+
+	cancelled  bool  // the opcode's ctx ended
+	cancelling bool  // migrate_cancel sent
+	abortWhy   error // why the driver itself aborted
+	lowest     int64 // the lowest remaining RAM seen, -1 before the first
+	lastLow    time.Time
+	qmpErrs    int
+}
+
+// watch polls the migration until it ends, enforcing the progress and
+// completion timeouts and answering a cancel.
+func (r *outgoing) watch(ctx context.Context, evs <-chan Event) (executor.Result, error) {
+	d, v := r.d, r.v
 	tick := time.NewTicker(d.cfg.PollInterval)
 	defer tick.Stop()
 	done := ctx.Done()
-	var (
-		cancelled  bool  // the opcode's ctx ended
-		cancelling bool  // migrate_cancel sent
-		abortWhy   error // why the driver itself aborted
-		lowest     = int64(-1)
-		lastLow    = time.Now()
-		qmpErrs    int
-	)
+	r.lowest, r.lastLow = -1, time.Now()
 	for {
-		var info migrationInfo
-		if err := d.exec(v, "query-migrate", nil, &info); err != nil {
-			if !v.alive() {
-				d.drop(op.Instance, v)
-				d.m.migrations.WithLabelValues("source_lost").Inc()
-				return executor.Result{}, executor.Fatal(fmt.Errorf("%w: the source VM exited during the migration: %v", ErrExited, err))
-			}
-			if qmpErrs++; qmpErrs > 5 {
-				d.cancelMigration(v)
-				return executor.Result{}, executor.Fatal(err)
-			}
-		} else {
-			qmpErrs = 0
-		}
-		if info.Status == "postcopy-active" && !s.postcopy {
-			s.postcopy = true
+		info, err := r.poll()
+		if err != nil {
+			return executor.Result{}, err
 		}
 		switch info.Status {
 		case "completed":
-			// QEMU shows "completed" a moment before it has computed the
-			// final figures (downtime, total time); wait for them.
-			for deadline := time.Now().Add(time.Second); info.TotalTime == 0 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-				var fin migrationInfo
-				if d.exec(v, "query-migrate", nil, &fin) == nil && fin.Status == "completed" {
-					info = fin
-				}
-			}
-			return d.completed(op, s, info, s.downtime(evs, info), stoppedAt, cancelled, log)
+			info = r.finalFigures(info)
+			return d.completed(r.op, r.s, info, r.s.downtime(evs, info), r.stoppedAt, r.cancelled, r.log)
 		case "failed", "cancelled", "postcopy-paused":
-			return d.failed(op, s, info, wasRunning, cancelled, abortWhy, log)
+			return d.failed(r.op, r.s, info, r.wasRunning, r.cancelled, r.abortWhy, r.log)
 		}
 		phase := events.PhaseSync
-		if s.postcopy || info.Status == "device" || info.Status == "pre-switchover" {
+		if r.s.postcopy || info.Status == "device" || info.Status == "pre-switchover" {
 			phase = events.PhaseSwitch
 		}
-		s.progress(info, phase, "")
-
-		if info.RAM != nil && !s.postcopy && !cancelling {
-			if lowest < 0 || info.RAM.Remaining < lowest {
-				lowest, lastLow = info.RAM.Remaining, time.Now()
-			}
-			elapsed := time.Since(s.began)
-			switch {
-			case time.Since(lastLow) > d.cfg.ProgressTimeout:
-				abortWhy = fmt.Errorf("%w: remaining RAM made no new low for %s (progress timeout)", ErrNoProgress, d.cfg.ProgressTimeout)
-			case elapsed > completion && d.cfg.AllowPostCopy && info.Status == "active":
-				if err := d.exec(v, "migrate-start-postcopy", nil, nil); err != nil {
-					log.Warn("switch to post-copy refused", "err", err)
-					abortWhy = fmt.Errorf("%w: not complete after %s and the switch to post-copy failed: %v", ErrNoProgress, completion, err)
-					break
-				}
-				s.postcopy, s.postcopyAt = true, elapsed
-				d.m.postcopy.Inc()
-				if op.Status != nil {
-					op.Status(op.From, events.StatusPaused)
-				}
-				msg := fmt.Sprintf("switched to post-copy after %s (completion timeout %s): the guest now runs on %s and the move can no longer be cancelled",
-					elapsed.Round(time.Millisecond), completion.Round(time.Millisecond), op.To)
-				log.Info(msg)
-				s.progress(info, events.PhaseSwitch, msg)
-			case elapsed > completion && !d.cfg.AllowPostCopy:
-				abortWhy = fmt.Errorf("%w: not complete after %s (completion timeout %s per GiB) and post-copy is not allowed",
-					ErrNoProgress, completion.Round(time.Millisecond), d.cfg.CompletionTimeoutPerGiB)
-			}
-			if abortWhy != nil {
-				log.Info("aborting the migration", "why", abortWhy)
-				d.cancelMigration(v)
-				cancelling = true
-			}
+		r.s.progress(info, phase, "")
+		if info.RAM != nil && !r.s.postcopy && !r.cancelling {
+			r.enforceTimeouts(info)
 		}
-
 		select {
 		case <-tick.C:
 		case ev := <-evs:
-			s.note(ev)
+			r.s.note(ev)
 		case <-v.exited:
 		case <-done:
 			done = nil
-			cancelled = true
-			if s.postcopy {
-				msg := "cancel refused: the migration is in post-copy, the guest runs on " + op.To + "; finishing the move"
-				log.Info(msg)
-				s.progress(info, events.PhaseSwitch, msg)
-			} else if !cancelling {
-				d.cancelMigration(v)
-				cancelling = true
-			}
+			r.cancel(info)
 		}
+	}
+}
+
+// poll reads the migration's status. A source VM gone, or QMP failing
+// more than five times in a row, ends the migration fatally.
+func (r *outgoing) poll() (migrationInfo, error) {
+	var info migrationInfo
+	if err := r.d.exec(r.v, "query-migrate", nil, &info); err != nil {
+		if !r.v.alive() {
+			r.d.drop(r.op.Instance, r.v)
+			r.d.m.migrations.WithLabelValues("source_lost").Inc()
+			return info, executor.Fatal(fmt.Errorf("%w: the source VM exited during the migration: %v", ErrExited, err))
+		}
+		if r.qmpErrs++; r.qmpErrs > 5 {
+			r.d.cancelMigration(r.v)
+			return info, executor.Fatal(err)
+		}
+	} else {
+		r.qmpErrs = 0
+	}
+	if info.Status == "postcopy-active" && !r.s.postcopy {
+		r.s.postcopy = true
+	}
+	return info, nil
+}
+
+// finalFigures waits a moment for the figures of a completed migration:
+// QEMU shows "completed" before it has computed the downtime and total
+// time.
+func (r *outgoing) finalFigures(info migrationInfo) migrationInfo {
+	for deadline := time.Now().Add(time.Second); info.TotalTime == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		var fin migrationInfo
+		if r.d.exec(r.v, "query-migrate", nil, &fin) == nil && fin.Status == "completed" {
+			info = fin
+		}
+	}
+	return info
+}
+
+// enforceTimeouts aborts a pre-copy whose remaining RAM made no new low
+// for the progress timeout, and one not complete after the completion
+// timeout unless post-copy is allowed: then it switches to post-copy.
+func (r *outgoing) enforceTimeouts(info migrationInfo) {
+	d, cfg := r.d, r.d.cfg
+	if r.lowest < 0 || info.RAM.Remaining < r.lowest {
+		r.lowest, r.lastLow = info.RAM.Remaining, time.Now()
+	}
+	elapsed := time.Since(r.s.began)
+	switch {
+	case time.Since(r.lastLow) > cfg.ProgressTimeout:
+		r.abortWhy = fmt.Errorf("%w: remaining RAM made no new low for %s (progress timeout)", ErrNoProgress, cfg.ProgressTimeout)
+	case elapsed > r.completion && cfg.AllowPostCopy && info.Status == "active":
+		r.startPostCopy(info, elapsed)
+	case elapsed > r.completion && !cfg.AllowPostCopy:
+		r.abortWhy = fmt.Errorf("%w: not complete after %s (completion timeout %s per GiB) and post-copy is not allowed",
+			ErrNoProgress, r.completion.Round(time.Millisecond), cfg.CompletionTimeoutPerGiB)
+	}
+	if r.abortWhy != nil {
+		r.log.Info("aborting the migration", "why", r.abortWhy)
+		d.cancelMigration(r.v)
+		r.cancelling = true
+	}
+}
+
+// startPostCopy switches a pre-copy that ran past its completion timeout
+// to post-copy: the guest runs on the target from now on.
+func (r *outgoing) startPostCopy(info migrationInfo, elapsed time.Duration) {
+	d, op := r.d, r.op
+	if err := d.exec(r.v, "migrate-start-postcopy", nil, nil); err != nil {
+		r.log.Warn("switch to post-copy refused", "err", err)
+		r.abortWhy = fmt.Errorf("%w: not complete after %s and the switch to post-copy failed: %v", ErrNoProgress, r.completion, err)
+		return
+	}
+	r.s.postcopy, r.s.postcopyAt = true, elapsed
+	d.m.postcopy.Inc()
+	if op.Status != nil {
+		op.Status(op.From, events.StatusPaused)
+	}
+	msg := fmt.Sprintf("switched to post-copy after %s (completion timeout %s): the guest now runs on %s and the move can no longer be cancelled",
+		elapsed.Round(time.Millisecond), r.completion.Round(time.Millisecond), op.To)
+	r.log.Info(msg)
+	r.s.progress(info, events.PhaseSwitch, msg)
+}
+
+// cancel answers the opcode's cancel: refused in post-copy (the guest runs
+// on the target), else the pre-copy is cancelled and the source runs on.
+func (r *outgoing) cancel(info migrationInfo) {
+	r.cancelled = true
+	if r.s.postcopy {
+		msg := "cancel refused: the migration is in post-copy, the guest runs on " + r.op.To + "; finishing the move"
+		r.log.Info(msg)
+		r.s.progress(info, events.PhaseSwitch, msg)
+	} else if !r.cancelling {
+		r.d.cancelMigration(r.v)
+		r.cancelling = true
 	}
 }
 

@@ -140,7 +140,7 @@ func (r *phaseRun) strike() error {
 		return nil
 	}
 	where := fmt.Sprintf("%s phase of migration %s of %s, %s of %s sent", phase, r.mp.Migration, r.mp.Instance,
-		bytesText(r.cur), bytesText(r.total))
+		events.FormatBytes(r.cur), events.FormatBytes(r.total))
 	if f.Kind == FaultTransient {
 		return executor.Transient(fmt.Errorf("%w: connection to %s lost during %s", ErrInjected, r.mp.Target, where))
 	}
@@ -157,7 +157,7 @@ func (r *phaseRun) transfer(label string, n int64, resume string) (int64, error)
 		done = min(r.d.resume[resume], n)
 		r.d.mu.Unlock()
 		if done > 0 {
-			label = fmt.Sprintf("%s (resuming at %s)", label, bytesText(done))
+			label = fmt.Sprintf("%s (resuming at %s)", label, events.FormatBytes(done))
 		}
 	}
 	r.cur += done
@@ -193,7 +193,7 @@ func (r *phaseRun) transfer(label string, n int64, resume string) (int64, error)
 
 func (r *phaseRun) begin() (executor.PhaseResult, error) {
 	r.total = 1
-	r.emit(fmt.Sprintf("reserving %s for %s (%s of disk)", r.mp.Target, r.mp.Instance, bytesText(r.diskBytes())), 0)
+	r.emit(fmt.Sprintf("reserving %s for %s (%s of disk)", r.mp.Target, r.mp.Instance, events.FormatBytes(r.diskBytes())), 0)
 	if err := r.d.cfg.Clock.Sleep(r.ctx, r.d.cfg.Step); err != nil {
 		return executor.PhaseResult{}, fmt.Errorf("%w: sim: begin stopped: %v", executor.ErrCanceled, err)
 	}
@@ -237,11 +237,11 @@ func (r *phaseRun) sync() (executor.PhaseResult, error) {
 		return executor.PhaseResult{}, err
 	}
 	r.cur = r.total
-	r.emit(fmt.Sprintf("sync %d done: %s", n, bytesText(size)), 0)
+	r.emit(fmt.Sprintf("sync %d done: %s", n, events.FormatBytes(size)), 0)
 	r.d.mu.Lock()
 	delete(r.d.resume, key)
 	r.d.mu.Unlock()
-	return executor.PhaseResult{Bytes: size, Message: fmt.Sprintf("sync %d of %s: %s sent", n, r.mp.Instance, bytesText(size))}, nil
+	return executor.PhaseResult{Bytes: size, Message: fmt.Sprintf("sync %d of %s: %s sent", n, r.mp.Instance, events.FormatBytes(size))}, nil
 }
 
 func (r *phaseRun) lastSnap() time.Time {
@@ -290,7 +290,7 @@ func (r *phaseRun) switchOver() (executor.PhaseResult, error) {
 	r.emit(fmt.Sprintf("NICs moved; %s started on %s", r.mp.Instance, r.mp.Target), 0)
 	return executor.PhaseResult{Bytes: delta, Downtime: down,
 		Message: fmt.Sprintf("switched %s to %s: final delta %s, downtime %s", r.mp.Instance, r.mp.Target,
-			bytesText(delta), down.Round(time.Millisecond))}, nil
+			events.FormatBytes(delta), down.Round(time.Millisecond))}, nil
 }
 
 func (r *phaseRun) abort() (executor.PhaseResult, error) {
@@ -328,7 +328,7 @@ func (r *phaseRun) rollback() (executor.PhaseResult, error) {
 	r.d.world[r.mp.Instance] = &place{primary: r.mp.Source}
 	r.d.mu.Unlock()
 	r.cur = r.total
-	msg := fmt.Sprintf("rolled back %s to %s: %s sent back", r.mp.Instance, r.mp.Source, bytesText(delta))
+	msg := fmt.Sprintf("rolled back %s to %s: %s sent back", r.mp.Instance, r.mp.Source, events.FormatBytes(delta))
 	r.emit(msg, 0)
 	return executor.PhaseResult{Bytes: delta, Downtime: cfg.Clock.Now().Sub(begin), Message: msg}, nil
 }
@@ -365,6 +365,6 @@ func (d *Driver) Estimate(_ context.Context, mp executor.MigrationPhase) (execut
 	return executor.Estimate{
 		TotalSeconds: secs + down, DowntimeSeconds: down, Bytes: int64(bytes + delta),
 		How: fmt.Sprintf("simulated: %s of disk at %s/s, dirtied at %s/s while running; stop %s, start %s",
-			bytesText(disk), bytesText(int64(rate)), bytesText(d.cfg.DirtyRate), d.cfg.StopTime, d.cfg.StartTime),
+			events.FormatBytes(disk), events.FormatBytes(int64(rate)), events.FormatBytes(d.cfg.DirtyRate), d.cfg.StopTime, d.cfg.StartTime),
 	}, nil
 }

@@ -25,20 +25,10 @@ type move struct {
 	any        bool            // some checkpoint has passed
 }
 
-// storage classes, as the sim moves them.
+// storage classes, as the sim moves them (the rules are the kind's own).
 func (m *move) mirrored() bool { return m.op.Storage.InternallyMirrored() }
-
-func (m *move) shared() bool {
-	switch m.op.Storage {
-	case events.StorageRBD, events.StorageSharedFile, events.StorageExt,
-		events.StorageGluster, events.StorageBlockdev, events.StorageDiskless:
-		return true
-	}
-	return false
-}
-
-// copied is storage moved by sending it: RFD 34's zfs-local.
-func (m *move) copied() bool { return m.op.Storage == events.StorageZFSLocal }
+func (m *move) shared() bool   { return m.op.Storage.Shared() }
+func (m *move) copied() bool   { return m.op.Storage.CopiedOnMove() }
 
 func (m *move) running() bool { return m.op.RunState == events.RunRunning }
 
@@ -85,7 +75,7 @@ func (m *move) result() executor.Result {
 	return executor.Result{
 		Syncs: m.syncs, Bytes: m.sent, Downtime: m.downtime,
 		Message: fmt.Sprintf("%s %s from %s to %s: %d sync passes, %s sent, downtime %s",
-			verb, m.op.Instance, m.op.From, m.op.To, m.syncs, bytesText(m.sent), m.downtime.Round(time.Millisecond)),
+			verb, m.op.Instance, m.op.From, m.op.To, m.syncs, events.FormatBytes(m.sent), m.downtime.Round(time.Millisecond)),
 	}
 }
 
@@ -112,7 +102,7 @@ func (m *move) checkpoint(phase string, dflt bool) error {
 		return nil
 	}
 	where := fmt.Sprintf("%s of %s from %s to %s, %s phase, attempt %d, %s of %s sent",
-		m.op.ShortKind(), m.op.Instance, m.op.From, m.op.To, phase, m.op.Attempt, bytesText(m.cur), bytesText(m.total))
+		m.op.ShortKind(), m.op.Instance, m.op.From, m.op.To, phase, m.op.Attempt, events.FormatBytes(m.cur), events.FormatBytes(m.total))
 	if f.Kind == FaultTransient {
 		// The target keeps what it received: the next attempt resumes.
 		return executor.Transient(fmt.Errorf("%w: connection to %s lost during %s", ErrInjected, m.op.To, where))
@@ -147,7 +137,7 @@ func (m *move) transfer(ctx context.Context, phase, label string, n int64, dirty
 		m.d.mu.Unlock()
 		if done > 0 {
 			m.cur += done
-			label = fmt.Sprintf("%s (resuming at %s)", label, bytesText(done))
+			label = fmt.Sprintf("%s (resuming at %s)", label, events.FormatBytes(done))
 		}
 	}
 	m.emit(phase, cfg.Bandwidth, label)
@@ -195,7 +185,7 @@ func (m *move) resync(phase, what string, delta int64, dirtying bool) (int64, er
 		}
 		m.total += delta
 		m.syncs++
-		label := fmt.Sprintf("%s re-sync %d: %s dirtied during the last pass", what, n+1, bytesText(delta))
+		label := fmt.Sprintf("%s re-sync %d: %s dirtied during the last pass", what, n+1, events.FormatBytes(delta))
 		dirtied, err := m.transfer(m.ctx, phase, label, delta, dirtying, false)
 		if err != nil {
 			return 0, err
@@ -225,7 +215,7 @@ func (m *move) replaceDisks(cur place) error {
 		return executor.Fatalf("sim: replace-disks needs mirrored storage, %s has %s", m.op.Instance, m.op.Storage)
 	}
 	m.emit(events.PhaseBegin, 0, fmt.Sprintf("reserving %s on %s for a new replica of %s",
-		bytesText(m.diskBytes()), m.op.To, m.op.Instance))
+		events.FormatBytes(m.diskBytes()), m.op.To, m.op.Instance))
 	if err := m.checkpoint(events.PhaseBegin, false); err != nil {
 		return err
 	}
@@ -312,7 +302,7 @@ func (m *move) liveSwitch(cur place) error {
 	// the target; aborting now would cost more than finishing.
 	m.total += last
 	begin := m.d.cfg.Clock.Now()
-	label := fmt.Sprintf("paused on %s; copying the last %s of memory", m.op.From, bytesText(last))
+	label := fmt.Sprintf("paused on %s; copying the last %s of memory", m.op.From, events.FormatBytes(last))
 	if _, err := m.transfer(context.WithoutCancel(m.ctx), events.PhaseSwitch, label, last, false, false); err != nil {
 		return err
 	}
@@ -390,17 +380,4 @@ func (m *move) handover(_ place, msg string) error {
 	m.cur = m.total
 	m.emit(events.PhaseSwitch, 0, msg)
 	return nil
-}
-
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for x := n / unit; x >= unit; x /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

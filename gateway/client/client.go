@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/drovehq/drove/events"
 )
 
 // Client talks to one gateway.
@@ -128,6 +130,21 @@ type Accepted struct {
 	Status  string          `json:"status"`
 	Plan    json.RawMessage `json:"plan,omitempty"`
 	Message string          `json:"message,omitempty"`
+}
+
+// Plan is a request's plan as the API shows it (GET
+// /v1/requests/{id}/plan, and a dry run's Accepted.Plan): the
+// PlanComputed event in force and, from the views, when it was computed.
+type Plan struct {
+	events.PlanComputed
+	ComputedAt time.Time `json:"computed_at"`
+}
+
+// Plan reads a request's plan.
+func (c *Client) Plan(ctx context.Context, request string) (*Plan, error) {
+	var p Plan
+	err := c.Get(ctx, "/v1/requests/"+url.PathEscape(request)+"/plan", &p)
+	return &p, err
 }
 
 // Evacuate asks to empty nodes.

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/drovehq/drove/events"
 )
 
 // Progress folds a request's watch stream into one row per job, for the
@@ -62,94 +64,102 @@ type wireOpcode struct {
 	To         string `json:"to"`
 }
 
+// wireEvent is the part of a request's events the progress view reads.
+type wireEvent struct {
+	Job   json.RawMessage `json:"job"` // a job's index, or a whole job
+	Index int             `json:"index"`
+	Jobs  []struct {
+		Index   int          `json:"index"`
+		Opcodes []wireOpcode `json:"opcodes"`
+	} `json:"jobs"`
+	Opcode         wireOpcode  `json:"opcode"`
+	Status         string      `json:"status"`
+	Error          string      `json:"error"`
+	Reason         string      `json:"reason"`
+	Phase          string      `json:"phase"`
+	Current        int64       `json:"current"`
+	Total          int64       `json:"total"`
+	ETASeconds     float64     `json:"eta_seconds"`
+	BytesPerSecond int64       `json:"bytes_per_second"`
+	Message        string      `json:"message"`
+	Moved          []MovedRow  `json:"moved"`
+	Failed         []FailedRow `json:"failed"`
+	ScoreBefore    float64     `json:"score_before"`
+	ScoreAfter     float64     `json:"score_after"`
+}
+
+// jobIndex is the job the event is about: JobReleased carries the whole
+// job, the others its index.
+func (v wireEvent) jobIndex() int {
+	var n int
+	if json.Unmarshal(v.Job, &n) == nil {
+		return n
+	}
+	var j struct {
+		Index int `json:"index"`
+	}
+	_ = json.Unmarshal(v.Job, &j)
+	return j.Index
+}
+
+// row is job i's row, added (in index order) if new.
+func (p *Progress) row(i int) *JobRow {
+	for _, r := range p.Jobs {
+		if r.Index == i {
+			return r
+		}
+	}
+	r := &JobRow{Index: i, State: "waiting"}
+	p.Jobs = append(p.Jobs, r)
+	sort.Slice(p.Jobs, func(a, b int) bool { return p.Jobs[a].Index < p.Jobs[b].Index })
+	return r
+}
+
 // Apply folds one event in. It reports whether anything visible changed.
 func (p *Progress) Apply(ev Event) bool {
 	if p.Started.IsZero() {
 		p.Started = ev.Time
 	}
-	var v struct {
-		Job   json.RawMessage `json:"job"`
-		Index int             `json:"index"`
-		Jobs  []struct {
-			Index   int          `json:"index"`
-			Opcodes []wireOpcode `json:"opcodes"`
-		} `json:"jobs"`
-		Opcode         wireOpcode  `json:"opcode"`
-		Status         string      `json:"status"`
-		Error          string      `json:"error"`
-		Reason         string      `json:"reason"`
-		Phase          string      `json:"phase"`
-		Current        int64       `json:"current"`
-		Total          int64       `json:"total"`
-		ETASeconds     float64     `json:"eta_seconds"`
-		BytesPerSecond int64       `json:"bytes_per_second"`
-		Message        string      `json:"message"`
-		Moved          []MovedRow  `json:"moved"`
-		Failed         []FailedRow `json:"failed"`
-		ScoreBefore    float64     `json:"score_before"`
-		ScoreAfter     float64     `json:"score_after"`
-	}
+	var v wireEvent
 	_ = json.Unmarshal(ev.Payload, &v)
-	jobIndex := func() int {
-		var n int
-		if json.Unmarshal(v.Job, &n) == nil {
-			return n
-		}
-		var j struct {
-			Index int `json:"index"`
-		}
-		_ = json.Unmarshal(v.Job, &j)
-		return j.Index
-	}
-	row := func(i int) *JobRow {
-		for _, r := range p.Jobs {
-			if r.Index == i {
-				return r
-			}
-		}
-		r := &JobRow{Index: i, State: "waiting"}
-		p.Jobs = append(p.Jobs, r)
-		sort.Slice(p.Jobs, func(a, b int) bool { return p.Jobs[a].Index < p.Jobs[b].Index })
-		return r
-	}
 	switch ev.Type {
-	case "plan.computed":
+	case events.TypePlanComputed:
 		p.Planned = true
 		p.Before, p.After = v.ScoreBefore, v.ScoreAfter
 		p.Failed = append(p.Failed[:0], v.Failed...)
 		for _, j := range v.Jobs {
-			r := row(j.Index)
+			r := p.row(j.Index)
 			r.Ops = len(j.Opcodes)
 			if len(j.Opcodes) > 0 {
 				r.Instance = j.Opcodes[0].Instance
 			}
 		}
-	case "job.released":
-		r := row(jobIndex())
+	case events.TypeJobReleased:
+		r := p.row(v.jobIndex())
 		if r.State == "waiting" {
 			r.State = "queued"
 		}
-	case "opcode.dispatched":
-		r := row(jobIndex())
+	case events.TypeOpcodeDispatched:
+		r := p.row(v.jobIndex())
 		r.State, r.Op = "running", v.Index+1
 		r.OpName = describeOp(v.Opcode)
 		r.Current, r.Total, r.ETA, r.Phase = 0, 0, 0, ""
 		if r.Instance == "" {
 			r.Instance = v.Opcode.Instance
 		}
-	case "move.progress":
-		r := row(jobIndex())
+	case events.TypeProgress:
+		r := p.row(v.jobIndex())
 		r.Phase, r.Current, r.Total, r.ETA, r.Rate, r.Message = v.Phase, v.Current, v.Total, v.ETASeconds, v.BytesPerSecond, v.Message
-	case "job.ended":
-		r := row(jobIndex())
+	case events.TypeJobEnded:
+		r := p.row(v.jobIndex())
 		r.State, r.Message = v.Status, v.Error
-	case "job.cancelled":
-		r := row(jobIndex())
+	case events.TypeJobCancelled:
+		r := p.row(v.jobIndex())
 		r.State, r.Message = "canceled", v.Reason
-	case "request.rejected":
+	case events.TypeRequestRejected:
 		p.Rejected = v.Reason
 		p.Finished, p.Ended = true, ev.Time
-	case "request.finished":
+	case events.TypeRequestFinished:
 		p.Finished, p.Ended = true, ev.Time
 		p.Moved, p.Failed = v.Moved, v.Failed
 	default:

@@ -170,10 +170,24 @@ func decodeRequest(data json.RawMessage, c *planner.Cluster) (planner.Request, e
 				return r, fieldErr(fmt.Sprintf("request.target_groups[%d]", i), fmt.Sprintf("unknown node group %q", g))
 			}
 		}
-	case "allocate", "relocate", "multi-allocate", "allocate-secondary":
-		return r, fieldErr("request.type", fmt.Sprintf("%q requests are not supported; Drove answers node-evacuate and change-group", kind))
+	case planner.Allocate:
+		return decodeAllocate(obj, c)
+	case planner.MultiAllocate:
+		return decodeMultiAllocate(obj, c)
+	case planner.Relocate:
+		return decodeRelocate(obj, c)
+	case planner.AllocateSecondary:
+		var name string
+		if err := obj.required("name", &name); err != nil {
+			return r, err
+		}
+		if c.InstanceIndex(name) < 0 {
+			return r, fieldErr("request.name", fmt.Sprintf("unknown instance %q", name))
+		}
+		r.Instances = []string{name}
+		return r, nil
 	default:
-		return r, fieldErr("request.type", fmt.Sprintf("unknown request type %q (want node-evacuate or change-group)", kind))
+		return r, fieldErr("request.type", fmt.Sprintf("unknown request type %q (want node-evacuate, change-group, allocate, multi-allocate, relocate or allocate-secondary)", kind))
 	}
 	if err := obj.required("instances", &r.Instances); err != nil {
 		return r, err
@@ -219,6 +233,11 @@ func decodeGroup(uuid string, data json.RawMessage, clusterPolicy planner.IPolic
 			return g, err
 		}
 	}
+	if v, ok := obj.get("networks"); ok {
+		if err := decodeInto(v, path+".networks", &g.Networks); err != nil {
+			return g, err
+		}
+	}
 	return g, nil
 }
 
@@ -259,235 +278,279 @@ func decodePolicy(data json.RawMessage, path string) (planner.IPolicy, error) {
 	return p, nil
 }
 
+// nodeNums are the numeric fields of a node, in the order Ganeti checks
+// them.
+var nodeNums = [9]string{"total_memory", "reserved_memory", "free_memory", "total_disk", "free_disk",
+	"total_cpus", "reserved_cpus", "free_spindles", "total_spindles"}
+
+// nodeScan is what the scan of one node found besides its values.
+type nodeScan struct {
+	offline, drained, group, nd, excl, spindleCount bool
+	have                                            [9]bool
+	groupName                                       string
+	spindles                                        int64
+}
+
 func decodeNode(name string, data json.RawMessage, groupIdx map[string]int) (planner.Node, error) {
 	n := planner.Node{Name: name, VMCapable: true}
-	var (
-		offline, drained, group, nd, excl, spindleCount bool
-		nums                                            [9]*int64
-		have                                            [9]bool
-		groupName                                       string
-		spindles                                        int64
-	)
-	fields := [9]string{"total_memory", "reserved_memory", "free_memory", "total_disk", "free_disk",
-		"total_cpus", "reserved_cpus", "free_spindles", "total_spindles"}
-	nums = [9]*int64{&n.TotalMemory, &n.ReservedMemory, &n.FreeMemory, &n.TotalDisk, &n.FreeDisk,
+	var f nodeScan
+	nums := [9]*int64{&n.TotalMemory, &n.ReservedMemory, &n.FreeMemory, &n.TotalDisk, &n.FreeDisk,
 		&n.TotalCPUs, &n.ReservedCPUs, &n.FreeSpindles, &n.TotalSpindles}
 	sc := &scanner{b: data, coll: "nodes", key: name}
 	err := sc.object("", func(key []byte) error {
 		if sc.null() {
 			return nil
 		}
-		var err error
-		switch string(key) {
-		case "offline":
-			n.Offline, err = sc.boolean("offline")
-			offline = true
-		case "drained":
-			n.Drained, err = sc.boolean("drained")
-			drained = true
-		case "group":
-			groupName, err = sc.str("group")
-			group = true
-		case "vm_capable":
-			n.VMCapable, err = sc.boolean("vm_capable")
-		case "tags":
-			n.Tags, err = sc.strings("tags")
-		case "ndparams":
-			nd = true
-			err = sc.object("ndparams", func(key []byte) error {
-				if sc.null() {
-					return nil
-				}
-				var err error
-				switch string(key) {
-				case "exclusive_storage":
-					n.ExclusiveStorage, err = sc.boolean("ndparams.exclusive_storage")
-					excl = true
-				case "spindle_count":
-					spindles, err = sc.count("ndparams.spindle_count")
-					spindleCount = true
-				default:
-					sc.skip()
-				}
-				return err
-			})
-		default:
-			for k, f := range fields {
-				if string(key) == f {
-					*nums[k], err = sc.count(f)
-					have[k] = true
-					return err
-				}
-			}
-			sc.skip()
-		}
-		return err
+		return f.field(sc, &n, nums, string(key))
 	})
 	if err != nil {
 		return n, err
 	}
-	switch {
-	case !offline:
-		return n, fieldErr(sc.path()+".offline", "missing")
-	case !drained:
-		return n, fieldErr(sc.path()+".drained", "missing")
-	case !group:
-		return n, fieldErr(sc.path()+".group", "missing")
-	case !nd:
-		return n, fieldErr(sc.path()+".ndparams", "missing")
-	case !excl:
-		return n, fieldErr(sc.path()+".ndparams.exclusive_storage", "missing")
+	return n, f.settle(sc, &n, groupIdx)
+}
+
+// field reads one field of a node.
+func (f *nodeScan) field(sc *scanner, n *planner.Node, nums [9]*int64, key string) error {
+	var err error
+	switch key {
+	case "offline":
+		n.Offline, err = sc.boolean("offline")
+		f.offline = true
+	case "drained":
+		n.Drained, err = sc.boolean("drained")
+		f.drained = true
+	case "group":
+		f.groupName, err = sc.str("group")
+		f.group = true
+	case "vm_capable":
+		n.VMCapable, err = sc.boolean("vm_capable")
+	case "tags":
+		n.Tags, err = sc.strings("tags")
+	case "ndparams":
+		f.nd = true
+		err = sc.object("ndparams", func(key []byte) error {
+			if sc.null() {
+				return nil
+			}
+			var err error
+			switch string(key) {
+			case "exclusive_storage":
+				n.ExclusiveStorage, err = sc.boolean("ndparams.exclusive_storage")
+				f.excl = true
+			case "spindle_count":
+				f.spindles, err = sc.count("ndparams.spindle_count")
+				f.spindleCount = true
+			default:
+				sc.skip()
+			}
+			return err
+		})
+	default:
+		for k, name := range nodeNums {
+			if key == name {
+				*nums[k], err = sc.count(name)
+				f.have[k] = true
+				return err
+			}
+		}
+		sc.skip()
 	}
-	g, ok := groupIdx[groupName]
+	return err
+}
+
+// settle reports the first field missing, in Ganeti's order, and sets the
+// node's group and spindles.
+func (f *nodeScan) settle(sc *scanner, n *planner.Node, groupIdx map[string]int) error {
+	switch {
+	case !f.offline:
+		return fieldErr(sc.path()+".offline", "missing")
+	case !f.drained:
+		return fieldErr(sc.path()+".drained", "missing")
+	case !f.group:
+		return fieldErr(sc.path()+".group", "missing")
+	case !f.nd:
+		return fieldErr(sc.path()+".ndparams", "missing")
+	case !f.excl:
+		return fieldErr(sc.path()+".ndparams.exclusive_storage", "missing")
+	}
+	g, ok := groupIdx[f.groupName]
 	if !ok {
-		return n, fieldErr(sc.path()+".group", fmt.Sprintf("unknown node group %q", groupName))
+		return fieldErr(sc.path()+".group", fmt.Sprintf("unknown node group %q", f.groupName))
 	}
 	n.Group = g
 	// Ganeti reads the capacity of live nodes only; dead ones count as empty.
 	live := !n.Offline && n.VMCapable
 	for k := 0; k < 8; k++ {
-		if !have[k] && live {
-			return n, fieldErr(sc.path()+"."+fields[k], "missing")
+		if !f.have[k] && live {
+			return fieldErr(sc.path()+"."+nodeNums[k], "missing")
 		}
 	}
 	if n.ExclusiveStorage {
-		if !have[8] && live {
-			return n, fieldErr(sc.path()+".total_spindles", "missing")
+		if !f.have[8] && live {
+			return fieldErr(sc.path()+".total_spindles", "missing")
 		}
 	} else {
-		if !spindleCount {
-			return n, fieldErr(sc.path()+".ndparams.spindle_count", "missing")
+		if !f.spindleCount {
+			return fieldErr(sc.path()+".ndparams.spindle_count", "missing")
 		}
-		n.TotalSpindles = spindles
+		n.TotalSpindles = f.spindles
 	}
 	if live && (n.TotalMemory <= 0 || n.TotalCPUs <= 0) {
-		return n, fieldErr(sc.path(), "a live node needs positive total_memory and total_cpus")
+		return fieldErr(sc.path(), "a live node needs positive total_memory and total_cpus")
 	}
-	return n, nil
+	return nil
+}
+
+// instanceNums are the numeric fields of an instance, in the order Ganeti
+// checks them.
+var instanceNums = [4]string{"disk_space_total", "memory", "vcpus", "spindle_use"}
+
+// instanceScan is what the scan of one instance found besides its values.
+type instanceScan struct {
+	have                                 [4]bool
+	disks, nics, tags, kindSet, nodesSet bool
+	kind, state                          string
+	nodes                                []string
+	// missingSize is the first disk without a size, reported after the
+	// other missing fields, in the order Ganeti checks them.
+	missingSize int
 }
 
 func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (planner.Instance, error) {
 	in := planner.Instance{Name: name, State: planner.Up, Secondary: planner.NoNode}
-	var (
-		have                                 [4]bool
-		disks, nics, tags, kindSet, nodesSet bool
-		kind, state                          string
-		nodes                                []string
-	)
-	// missingSize is the first disk without a size, reported after the
-	// other missing fields, in the order Ganeti checks them.
-	missingSize := -1
-	fields := [4]string{"disk_space_total", "memory", "vcpus", "spindle_use"}
+	f := instanceScan{missingSize: -1}
 	nums := [4]*int64{&in.DiskSpace, &in.Memory, &in.VCPUs, &in.SpindleUse}
 	sc := &scanner{b: data, coll: "instances", key: name}
 	err := sc.object("", func(key []byte) error {
 		if sc.null() {
 			return nil
 		}
-		var err error
-		switch string(key) {
-		case "disks":
-			disks = true
-			err = sc.array("disks", func(k int) error {
-				d := planner.Disk{}
-				size := false
-				field := fmt.Sprintf("disks[%d]", k)
-				err := sc.object(field, func(key []byte) error {
-					if sc.null() {
-						return nil
-					}
-					var err error
-					switch string(key) {
-					case "size":
-						d.Size, err = sc.count(field + ".size")
-						size = true
-					case "spindles":
-						d.Spindles, err = sc.count(field + ".spindles")
-					default:
-						sc.skip()
-					}
-					return err
-				})
-				if !size && missingSize < 0 {
-					missingSize = k
-				}
-				in.Disks = append(in.Disks, d)
-				return err
-			})
-		case "nics":
-			nics = true
-			err = sc.array("nics", func(int) error {
-				in.NICs++
-				sc.skip()
-				return nil
-			})
-		case "tags":
-			tags = true
-			in.Tags, err = sc.strings("tags")
-		case "disk_template":
-			kindSet = true
-			kind, err = sc.str("disk_template")
-		case "admin_state":
-			state, err = sc.str("admin_state")
-		case "owner":
-			in.Owner, err = sc.str("owner")
-		case "nodes":
-			nodesSet = true
-			nodes, err = sc.strings("nodes")
-		default:
-			for k, f := range fields {
-				if string(key) == f {
-					*nums[k], err = sc.count(f)
-					have[k] = true
-					return err
-				}
-			}
-			sc.skip()
-		}
-		return err
+		return f.field(sc, &in, nums, string(key))
 	})
 	if err != nil {
 		return in, err
 	}
-	for k, f := range fields {
-		if !have[k] {
-			return in, fieldErr(sc.path()+"."+f, "missing")
+	if err := f.complete(sc, nums); err != nil {
+		return in, err
+	}
+	return in, f.settle(sc, &in, nodeIdx)
+}
+
+// field reads one field of an instance.
+func (f *instanceScan) field(sc *scanner, in *planner.Instance, nums [4]*int64, key string) error {
+	var err error
+	switch key {
+	case "disks":
+		f.disks = true
+		err = sc.array("disks", func(k int) error { return f.disk(sc, in, k) })
+	case "nics":
+		f.nics = true
+		err = sc.array("nics", func(int) error {
+			in.NICs++
+			sc.skip()
+			return nil
+		})
+	case "tags":
+		f.tags = true
+		in.Tags, err = sc.strings("tags")
+	case "disk_template":
+		f.kindSet = true
+		f.kind, err = sc.str("disk_template")
+	case "admin_state":
+		f.state, err = sc.str("admin_state")
+	case "owner":
+		in.Owner, err = sc.str("owner")
+	case "nodes":
+		f.nodesSet = true
+		f.nodes, err = sc.strings("nodes")
+	default:
+		for k, name := range instanceNums {
+			if key == name {
+				*nums[k], err = sc.count(name)
+				f.have[k] = true
+				return err
+			}
+		}
+		sc.skip()
+	}
+	return err
+}
+
+// disk reads disk k of an instance.
+func (f *instanceScan) disk(sc *scanner, in *planner.Instance, k int) error {
+	d := planner.Disk{}
+	size := false
+	field := fmt.Sprintf("disks[%d]", k)
+	err := sc.object(field, func(key []byte) error {
+		if sc.null() {
+			return nil
+		}
+		var err error
+		switch string(key) {
+		case "size":
+			d.Size, err = sc.count(field + ".size")
+			size = true
+		case "spindles":
+			d.Spindles, err = sc.count(field + ".spindles")
+		default:
+			sc.skip()
+		}
+		return err
+	})
+	if !size && f.missingSize < 0 {
+		f.missingSize = k
+	}
+	in.Disks = append(in.Disks, d)
+	return err
+}
+
+// complete reports the first field missing or out of range, in Ganeti's
+// order.
+func (f *instanceScan) complete(sc *scanner, nums [4]*int64) error {
+	for k, name := range instanceNums {
+		if !f.have[k] {
+			return fieldErr(sc.path()+"."+name, "missing")
 		}
 		if *nums[k] < 0 {
-			return in, fieldErr(sc.path()+"."+f, "must not be negative")
+			return fieldErr(sc.path()+"."+name, "must not be negative")
 		}
 	}
 	switch {
-	case !disks:
-		return in, fieldErr(sc.path()+".disks", "missing")
-	case !nics:
-		return in, fieldErr(sc.path()+".nics", "missing")
-	case !tags:
-		return in, fieldErr(sc.path()+".tags", "missing")
-	case !kindSet:
-		return in, fieldErr(sc.path()+".disk_template", "missing")
-	case !nodesSet:
-		return in, fieldErr(sc.path()+".nodes", "missing")
-	case missingSize >= 0:
-		return in, fieldErr(fmt.Sprintf("%s.disks[%d].size", sc.path(), missingSize), "missing")
+	case !f.disks:
+		return fieldErr(sc.path()+".disks", "missing")
+	case !f.nics:
+		return fieldErr(sc.path()+".nics", "missing")
+	case !f.tags:
+		return fieldErr(sc.path()+".tags", "missing")
+	case !f.kindSet:
+		return fieldErr(sc.path()+".disk_template", "missing")
+	case !f.nodesSet:
+		return fieldErr(sc.path()+".nodes", "missing")
+	case f.missingSize >= 0:
+		return fieldErr(fmt.Sprintf("%s.disks[%d].size", sc.path(), f.missingSize), "missing")
 	}
-	in.Storage = planner.StorageKind(kind)
+	return nil
+}
+
+// settle checks and sets the instance's storage kind, state and nodes.
+func (f *instanceScan) settle(sc *scanner, in *planner.Instance, nodeIdx map[string]int) error {
+	in.Storage = planner.StorageKind(f.kind)
 	if !in.Storage.Known() {
-		return in, fieldErr(sc.path()+".disk_template", fmt.Sprintf("unknown storage kind %q", kind))
+		return fieldErr(sc.path()+".disk_template", fmt.Sprintf("unknown storage kind %q", f.kind))
 	}
-	if state != "" {
-		in.State = planner.RunState(state)
+	if f.state != "" {
+		in.State = planner.RunState(f.state)
 		if in.State != planner.Up && in.State != planner.Down && in.State != planner.Offline {
-			return in, fieldErr(sc.path()+".admin_state", fmt.Sprintf("%q is not one of up, down, offline", state))
+			return fieldErr(sc.path()+".admin_state", fmt.Sprintf("%q is not one of up, down, offline", f.state))
 		}
 	}
-	if len(nodes) == 0 {
-		return in, fieldErr(sc.path()+".nodes", "empty node list")
+	if len(f.nodes) == 0 {
+		return fieldErr(sc.path()+".nodes", "empty node list")
 	}
-	for i, nn := range nodes {
+	for i, nn := range f.nodes {
 		idx, ok := nodeIdx[nn]
 		if !ok {
-			return in, fieldErr(fmt.Sprintf("%s.nodes[%d]", sc.path(), i), fmt.Sprintf("unknown node %q", nn))
+			return fieldErr(fmt.Sprintf("%s.nodes[%d]", sc.path(), i), fmt.Sprintf("unknown node %q", nn))
 		}
 		switch i {
 		case 0:
@@ -496,17 +559,17 @@ func decodeInstance(name string, data json.RawMessage, nodeIdx map[string]int) (
 			in.Secondary = idx
 		}
 	}
-	if in.Storage.Mirroring() == planner.MirroredInternally {
-		if len(nodes) < 2 {
-			return in, fieldErr(sc.path()+".nodes", fmt.Sprintf("storage kind %q needs a primary and a secondary node", kind))
-		}
-		if in.Primary == in.Secondary {
-			return in, fieldErr(sc.path()+".nodes", "primary and secondary are the same node")
-		}
-	} else {
+	if in.Storage.Mirroring() != planner.MirroredInternally {
 		in.Secondary = planner.NoNode
+		return nil
 	}
-	return in, nil
+	if len(f.nodes) < 2 {
+		return fieldErr(sc.path()+".nodes", fmt.Sprintf("storage kind %q needs a primary and a secondary node", f.kind))
+	}
+	if in.Primary == in.Secondary {
+		return fieldErr(sc.path()+".nodes", "primary and secondary are the same node")
+	}
+	return nil
 }
 
 func decodeInto(v json.RawMessage, path string, dst any) error {

@@ -36,7 +36,7 @@ func EncodeRequest(c *planner.Cluster, r planner.Request) ([]byte, error) {
 			gt = []string{}
 		}
 		w.kv(g.UUID, map[string]any{"name": g.Name, "alloc_policy": string(g.AllocPolicy),
-			"networks": []string{}, "ipolicy": wirePolicyOf(g.Policy), "tags": gt})
+			"networks": nonNil(g.Networks), "ipolicy": wirePolicyOf(g.Policy), "tags": gt})
 	}
 	w.close()
 	w.key("nodes")
@@ -62,40 +62,13 @@ func EncodeRequest(c *planner.Cluster, r planner.Request) ([]byte, error) {
 	w.key("instances")
 	w.open()
 	for _, in := range c.Instances {
-		nodes := []string{c.Nodes[in.Primary].Name}
-		if in.Secondary != planner.NoNode {
-			nodes = append(nodes, c.Nodes[in.Secondary].Name)
-		}
-		disks := make([]map[string]any, 0, len(in.Disks))
-		for _, d := range in.Disks {
-			disk := map[string]any{"size": d.Size, "mode": "rw"}
-			if d.Spindles > 0 {
-				disk["spindles"] = d.Spindles
-			}
-			disks = append(disks, disk)
-		}
-		nics := make([]map[string]any, in.NICs)
-		for i := range nics {
-			nics[i] = map[string]any{"mac": fmt.Sprintf("aa:00:00:%02x:%02x:%02x", (i>>16)&255, (i>>8)&255, i&255),
-				"ip": nil, "mode": "bridged", "link": "br0", "bridge": "br0"}
-		}
-		it := in.Tags
-		if it == nil {
-			it = []string{}
-		}
-		obj := map[string]any{
-			"memory": in.Memory, "vcpus": in.VCPUs, "disk_space_total": in.DiskSpace,
-			"disks": disks, "nics": nics, "tags": it, "spindle_use": in.SpindleUse,
-			"disk_template": string(in.Storage), "admin_state": string(in.State),
-			"admin_state_source": "admin", "hypervisor": hv, "os": "debian-image", "nodes": nodes,
-		}
-		if in.Owner != "" {
-			obj["owner"] = in.Owner
-		}
-		w.kv(in.Name, obj)
+		w.kv(in.Name, instanceObject(c, in, hv))
 	}
 	w.close()
 	req := map[string]any{"type": string(r.Kind), "instances": nonNil(r.Instances)}
+	if f := requestFields(c, r, hv); f != nil {
+		req = f
+	}
 	switch r.Kind {
 	case planner.NodeEvacuate:
 		req["evac_mode"] = string(r.Mode)
@@ -113,6 +86,41 @@ func EncodeRequest(c *planner.Cluster, r planner.Request) ([]byte, error) {
 	}
 	b.WriteByte('\n')
 	return b.Bytes(), nil
+}
+
+// instanceObject is an instance as Ganeti's IAllocator input states it.
+func instanceObject(c *planner.Cluster, in planner.Instance, hv string) map[string]any {
+	nodes := []string{c.Nodes[in.Primary].Name}
+	if in.Secondary != planner.NoNode {
+		nodes = append(nodes, c.Nodes[in.Secondary].Name)
+	}
+	disks := make([]map[string]any, 0, len(in.Disks))
+	for _, d := range in.Disks {
+		disk := map[string]any{"size": d.Size, "mode": "rw"}
+		if d.Spindles > 0 {
+			disk["spindles"] = d.Spindles
+		}
+		disks = append(disks, disk)
+	}
+	nics := make([]map[string]any, in.NICs)
+	for i := range nics {
+		nics[i] = map[string]any{"mac": fmt.Sprintf("aa:00:00:%02x:%02x:%02x", (i>>16)&255, (i>>8)&255, i&255),
+			"ip": nil, "mode": "bridged", "link": "br0", "bridge": "br0"}
+	}
+	it := in.Tags
+	if it == nil {
+		it = []string{}
+	}
+	obj := map[string]any{
+		"memory": in.Memory, "vcpus": in.VCPUs, "disk_space_total": in.DiskSpace,
+		"disks": disks, "nics": nics, "tags": it, "spindle_use": in.SpindleUse,
+		"disk_template": string(in.Storage), "admin_state": string(in.State),
+		"admin_state_source": "admin", "hypervisor": hv, "os": "debian-image", "nodes": nodes,
+	}
+	if in.Owner != "" {
+		obj["owner"] = in.Owner
+	}
+	return obj
 }
 
 func nonNil(s []string) []string {

@@ -1,26 +1,19 @@
-// Package service is the planner service: it turns requests into plans and
-// plans into released jobs and dispatched opcodes, over Kafka. It is the
-// I/O beside the pure planner (package planner), which it calls; the
-// planner packages never import it.
+// Package service is the planner service's loop: it reads the log from
+// Kafka, folds it, asks the decision packages what the state calls for,
+// and appends their decisions. The decisions themselves live beside it,
+// pure and tested directly:
 //
-// What it owns (DESIGN.md, "The backbone", steps 2, 4 and 5):
+//   - planner/inventory folds drove.inventory into the planner's snapshot;
+//   - planner/jobs is the job queue: requests become plans (validated,
+//     planned with the evacuated nodes drained, a dry run refreshed on
+//     approval), jobs are released within the running limits or cancelled
+//     when their dependencies fail or the request is cancelled, opcodes are
+//     dispatched one after another, and the request finishes with
+//     RequestFinished (DESIGN.md, "The backbone", steps 2, 4 and 5);
+//   - planner/migration is the RFD 34 coordinator of per-instance
+//     migrations.
 //
-//   - On EvacuationRequested or GroupChangeRequested it re-validates the
-//     request against its state (unknown node or instance, an instance
-//     held by an unfinished job of another active request: RequestRejected),
-//     computes the plan with the evacuated nodes given explicitly and
-//     appends, in one transaction, NodeUpdated{drained} for each evacuated
-//     node not drained yet, PlanComputed, and unless it is a dry run
-//     JobReleased + OpcodeDispatched for every job whose dependencies are
-//     met, within the running limits. A dry run waits for RequestApproved,
-//     which re-plans on the current inventory and appends a new plan first
-//     if a decision changed.
-//   - On OpcodeEnded it dispatches the job's next opcode or ends the job;
-//     a job's end releases the jobs it unblocks and cancels those it dooms
-//     (Ganeti's dependency semantics); the last fate closes the request
-//     with RequestFinished.
-//   - On RequestCancelled it cancels every unreleased job and asks the
-//     executors of running opcodes to stop (OpcodeCancelled).
+// The planner packages never import this one.
 //
 // # State is a fold of the log
 //
@@ -36,12 +29,13 @@
 // sharing the partitions.
 //
 // Decisions are level-triggered: after each poll (and once after the
-// replay) a pass looks at every active request and takes whatever
-// decisions its state calls for now. Each decision is applied to the state
-// at once and a pass's events are appended in one transaction. The fold
-// only sets facts (a job released, an opcode ended, ...), so reading the
-// service's own events back is a no-op, and the order in which topics are
-// read against each other does not matter. Hence:
+// replay) the loop calls jobs.Decide for every active request, oldest
+// first, then migration.Decide for every migration, oldest first. Each
+// decision is applied to the state at once and one request's or
+// migration's events are appended in one transaction. The folds only set
+// facts (a job released, an opcode ended, ...), so reading the service's
+// own events back is a no-op, and the order in which topics are read
+// against each other does not matter. Hence:
 //
 //   - a crash before a commit loses nothing: the transaction is aborted,
 //     the replayed state lacks the decision, and the pass takes it again;
@@ -62,22 +56,12 @@
 //
 // # Per-instance migrations (RFD 34)
 //
-// The service is also the migration coordinator (migrations*.go): it folds
-// drove.migrations, drove.settings and drove.progress with the rest, and
-// answers each MigrationActionRequested (appended by the gateway once the
-// caller was allowed) with the migration's whole record,
-// MigrationStateChanged, caused by the command — a refused command too,
-// with why in Message (a refused new migration is recorded failed). Phases
-// go to the source node's executor as MigrationPhaseDispatched (seq 0, 1,
-// ...); their MigrationPhaseEnded moves the migration on: automatic mode
-// follows the re-sync rule (settings.go), on-demand mode pauses after each
-// phase. A successful switch appends InstancePlaced (primary = target)
-// with its record, a rollback the way back. Timers fire on a tick
-// (Config.Tick, Config.Clock): a queued migration starts when its source
-// has a free slot (max_running_migrations_per_node, creation order), a
-// scheduled one switches at its time, a switched one is finalized after
-// the grace period, and a phase with no progress for the progress timeout
-// is dispatched again (Config.StallRetries times) and then fails.
+// The loop also feeds planner/migration: it folds drove.migrations,
+// drove.settings and drove.progress with the rest, and wakes on a tick
+// (Config.Tick, Config.Clock) even when nothing is read, so the
+// coordinator's timers fire: a queued migration's free slot, a scheduled
+// switch, the finalize grace period, the progress timeout (a phase is
+// dispatched again Config.StallRetries times, then fails).
 //
 // InventoryEvents and Seed state a planner.Cluster as inventory events, for
 // `drove seed` (including a Ganeti IAllocator file) and the demo.

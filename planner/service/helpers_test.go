@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/jobs"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -122,7 +124,7 @@ func (h *harness) ofRequest(topic, request string, types ...string) []events.Env
 		if e.CorrelationID != request {
 			continue
 		}
-		if len(types) == 0 || contains(types, e.Type) {
+		if len(types) == 0 || slices.Contains(types, e.Type) {
 			out = append(out, e)
 		}
 	}
@@ -355,14 +357,14 @@ func checkSchedule(t *testing.T, plan events.PlanComputed, jobEvents []events.En
 				st, ok := fate[k]
 				if !ok {
 					t.Errorf("job %d released before its dependency job %d ended", i, k)
-				} else if len(d.Statuses) > 0 && !contains(statusStrings(d.Statuses), string(st)) {
+				} else if len(d.Statuses) > 0 && !slices.Contains(statusStrings(d.Statuses), string(st)) {
 					t.Errorf("job %d released though job %d ended %s, not %v", i, k, st, d.Statuses)
 				}
 			}
 			running[i] = true
 			counts := map[string]int{}
 			for j := range running {
-				for _, n := range senders(&plan.Jobs[j]) {
+				for _, n := range jobs.Senders(&plan.Jobs[j]) {
 					counts[n]++
 				}
 			}

@@ -5,18 +5,20 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/iallocator"
+	"github.com/drovehq/drove/planner/inventory"
 )
 
 // fold folds envs into a fresh state, checking on the way that each is an
 // event the log would accept.
 func fold(t *testing.T, envs []events.Envelope) *state {
 	t.Helper()
-	st := newState()
+	st := newState(time.Now)
 	for i, e := range envs {
 		b, err := events.Encode(e)
 		if err != nil {
@@ -27,7 +29,7 @@ func fold(t *testing.T, envs []events.Envelope) *state {
 			t.Fatal(err)
 		}
 		p, _ := d.DecodePayload()
-		st.apply(d, p, logPos{d.Time, int32(i % 3), int64(i)})
+		st.apply(d, p, inventory.Pos{Time: d.Time, Partition: int32(i % 3), Offset: int64(i)})
 	}
 	return st
 }
@@ -46,7 +48,7 @@ func evacPlan(t *testing.T, c *planner.Cluster) *planner.Plan {
 
 func TestInventoryRoundTrip(t *testing.T) {
 	c := testCluster(200)
-	got := fold(t, InventoryEvents(c, seedReason)).inv.cluster()
+	got := fold(t, InventoryEvents(c, seedReason)).inv.Cluster()
 	if !reflect.DeepEqual(got.Nodes, c.Nodes) {
 		t.Errorf("nodes:\n got %+v\nwant %+v", got.Nodes, c.Nodes)
 	}
@@ -71,7 +73,7 @@ func TestGanetiImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fold(t, InventoryEvents(imported, seedReason)).inv.cluster()
+	got := fold(t, InventoryEvents(imported, seedReason)).inv.Cluster()
 	if a, b := evacPlan(t, got), evacPlan(t, c); !reflect.DeepEqual(a, b) {
 		t.Errorf("the imported cluster plans differently:\n got %+v\nwant %+v", a, b)
 	}
@@ -89,14 +91,21 @@ func TestFreeSpaceFollowsPlacements(t *testing.T) {
 		"n2": {32*1024 - mem, 200*1024 - 2*disk},   // web1 now primary here; db2's replica
 		"n4": {32*1024 - mem, 200*1024 - 3*disk},   // cache2, db1's replica, web1's new replica
 	} {
-		m, d := st.inv.freeOf(node)
+		m, d := st.inv.FreeOf(node)
 		if m != want[0] || d != want[1] {
 			t.Errorf("%s free = %d MiB memory, %d MiB disk; want %v", node, m, d, want)
 		}
 	}
+	// The cluster the planner gets (built in one pass over the instances)
+	// has the same free space as FreeOf, node by node.
+	for _, n := range st.inv.Cluster().Nodes {
+		if m, d := st.inv.FreeOf(n.Name); n.FreeMemory != m || n.FreeDisk != d {
+			t.Errorf("%s: the cluster has %d/%d MiB free, FreeOf %d/%d", n.Name, n.FreeMemory, n.FreeDisk, m, d)
+		}
+	}
 	// Restating an event changes nothing: whole-state events are idempotent.
 	again := fold(t, append(envs, envs...))
-	if !reflect.DeepEqual(again.inv.cluster(), st.inv.cluster()) {
+	if !reflect.DeepEqual(again.inv.Cluster(), st.inv.Cluster()) {
 		t.Error("folding the inventory twice changed it")
 	}
 }
@@ -126,13 +135,13 @@ func TestFoldOrderIgnoresPartitionInterleaving(t *testing.T) {
 		parts[p] = append(parts[p], i)
 	}
 	foldIn := func(order []int) *planner.Cluster {
-		st := newState()
+		st := newState(time.Now)
 		for _, i := range order {
 			e := envs[i]
 			p, _ := e.DecodePayload()
-			st.apply(e, p, logPos{e.Time, int32(int(e.Key[len(e.Key)-1]) % 3), int64(i)})
+			st.apply(e, p, inventory.Pos{Time: e.Time, Partition: int32(int(e.Key[len(e.Key)-1]) % 3), Offset: int64(i)})
 		}
-		return st.inv.cluster()
+		return st.inv.Cluster()
 	}
 	var byPartition, reversed []int
 	for p := range parts {
@@ -144,5 +153,34 @@ func TestFoldOrderIgnoresPartitionInterleaving(t *testing.T) {
 		if got := foldIn(order); !reflect.DeepEqual(got.Nodes, want.Nodes) || !reflect.DeepEqual(got.Instances, want.Instances) {
 			t.Errorf("folding in order %v lost the cluster's order", order)
 		}
+	}
+}
+
+// The planner library classifies storage in its own model (it imports
+// nothing of Drove's); the services use events.StorageKind's rules. This
+// holds the two equal, kind by kind.
+func TestStorageRulesAgreeWithThePlanner(t *testing.T) {
+	for _, k := range events.StorageKinds() {
+		pk := planner.StorageKind(k)
+		if !pk.Known() || !k.Known() {
+			t.Errorf("%s: known to events %v, to the planner %v", k, k.Known(), pk.Known())
+		}
+		m := pk.Mirroring()
+		for _, c := range []struct {
+			rule          string
+			events, plans bool
+		}{
+			{"internally mirrored", k.InternallyMirrored(), m == planner.MirroredInternally},
+			{"shared", k.Shared(), m == planner.MirroredExternally},
+			{"copied on move", k.CopiedOnMove(), m == planner.CopiedOnMove},
+			{"uses local disk", k.UsesLocalDisk(), pk.UsesLocalDisk()},
+		} {
+			if c.events != c.plans {
+				t.Errorf("%s %s: events says %v, the planner %v", k, c.rule, c.events, c.plans)
+			}
+		}
+	}
+	if events.StorageKind("tape").Known() || planner.StorageKind("tape").Known() {
+		t.Error("an unknown kind is known")
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/events/promreg"
+	"github.com/drovehq/drove/planner/jobs"
 )
 
 // metrics are the service's collectors, named drove_planner_*.
@@ -13,9 +16,6 @@ type metrics struct {
 	planSeconds prometheus.Histogram
 	lag         *prometheus.GaugeVec // by topic
 }
-
-// jobStates are the label values of drove_planner_jobs.
-var jobStates = []string{"pending", "running", "succeeded", "failed", "cancelled"}
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -37,61 +37,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Committed records not yet read, per topic, as of the last fetch.",
 		}, []string{"topic"}),
 	}
-	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
-		return nil, err
-	}
-	if m.jobs, err = register(reg, m.jobs); err != nil {
-		return nil, err
-	}
-	if m.planSeconds, err = register(reg, m.planSeconds); err != nil {
-		return nil, err
-	}
-	if m.lag, err = register(reg, m.lag); err != nil {
+	if err := errors.Join(promreg.Register(reg, &m.requests), promreg.Register(reg, &m.jobs),
+		promreg.Register(reg, &m.planSeconds), promreg.Register(reg, &m.lag)); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// register registers c, or returns the collector already registered under
-// its name, so that a restarted Service in the same process (a test, a
-// supervisor loop) keeps counting into the exported series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if old, ok := are.ExistingCollector.(C); ok {
-			return old, nil
-		}
-	}
-	return c, err
-}
-
-// countJobs sets the jobs gauge from the state.
-func (m *metrics) countJobs(s *state) {
-	counts := map[string]float64{}
-	for _, id := range s.order {
-		r := s.requests[id]
-		if r.kind == "" || r.plan == nil {
-			continue
-		}
-		for i := range r.plan.Jobs {
-			j := r.jobs[i]
-			switch {
-			case j == nil || (!j.released && !j.done()):
-				counts["pending"]++
-			case j.running():
-				counts["running"]++
-			case j.status() == "success":
-				counts["succeeded"]++
-			case j.cancelled != "" || j.ended == "canceled":
-				counts["cancelled"]++
-			default:
-				counts["failed"]++
-			}
-		}
-	}
-	for _, st := range jobStates {
+// countJobs sets the jobs gauge from the fold of requests.
+func (m *metrics) countJobs(s *jobs.State) {
+	counts := s.CountJobs()
+	for _, st := range jobs.JobStates {
 		m.jobs.WithLabelValues(st).Set(counts[st])
 	}
 }

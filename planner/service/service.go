@@ -13,6 +13,9 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/planner/inventory"
+	"github.com/drovehq/drove/planner/jobs"
+	"github.com/drovehq/drove/planner/migration"
 )
 
 // topics are what the service folds: everything it decides from.
@@ -100,8 +103,7 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	defer cl.Close()
 
-	l := &loop{svc: s, st: newState(), prod: prod, pending: pending, next: map[tp]int64{}}
-	l.st.migs.now = s.cfg.Clock
+	l := &loop{svc: s, st: newState(s.cfg.Clock), prod: prod, pending: pending, next: map[tp]int64{}}
 	start := time.Now()
 	if len(pending) == 0 {
 		if err := l.caughtUp(ctx, start); err != nil {
@@ -110,7 +112,7 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	for {
 		// A poll ends at the tick even with nothing to read, so that
-		// migration timers fire (see migrations.go).
+		// migration timers fire (planner/migration/timers.go).
 		pctx, pcancel := context.WithTimeout(ctx, s.cfg.Tick)
 		fs := cl.PollFetches(pctx)
 		pcancel()
@@ -143,7 +145,7 @@ func (s *Service) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.m.countJobs(l.st)
+		s.m.countJobs(l.st.reqs)
 	}
 }
 
@@ -185,7 +187,7 @@ func (l *loop) fold(fs kgo.Fetches) error {
 				return
 			}
 			payload, _ := env.DecodePayload() // Decode checked it
-			l.st.apply(env, payload, logPos{env.Time, rec.Partition, rec.Offset})
+			l.st.apply(env, payload, inventory.Pos{Time: env.Time, Partition: rec.Partition, Offset: rec.Offset})
 		}
 		if p.LastStableOffset >= 0 {
 			if n, ok := l.next[k]; ok {
@@ -199,44 +201,74 @@ func (l *loop) fold(fs kgo.Fetches) error {
 // caughtUp ends the replay: the state is the log's, and every request's
 // pending decisions are taken now.
 func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
-	active := 0
-	for _, id := range l.st.order {
-		if l.st.requests[id].active() {
-			active++
-		}
-	}
-	l.svc.log.Info("state rebuilt from the log", "requests", len(l.st.order), "active", active,
-		"nodes", len(l.st.inv.nodes), "instances", len(l.st.inv.instances), "took", time.Since(start))
+	requests, active := l.st.reqs.Counts()
+	l.svc.log.Info("state rebuilt from the log", "requests", requests, "active", active,
+		"nodes", len(l.st.inv.Nodes), "instances", len(l.st.inv.Instances), "took", time.Since(start))
 	err := l.decideAll(ctx)
-	l.svc.m.countJobs(l.st)
+	l.svc.m.countJobs(l.st.reqs)
 	l.svc.readyOnce.Do(func() { close(l.svc.ready) })
 	return err
 }
 
 // decideAll runs a pass over every active request, oldest first, so that
-// a slot freed by one request's job goes to the oldest waiting request.
-// Each request's decisions are one transaction.
+// a slot freed by one request's job goes to the oldest waiting request;
+// then one over every migration, oldest first, so a freed slot goes to the
+// oldest queued migration. Each request's or migration's decisions are
+// one transaction.
 func (l *loop) decideAll(ctx context.Context) error {
-	for _, id := range l.st.requestOrder() {
-		r := l.st.requests[id]
-		if !r.active() {
+	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
+		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
+		PlanTook: func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) }}
+	for _, id := range l.st.reqs.Order() {
+		if !l.st.reqs.Active(id) {
 			continue
 		}
-		p := &pass{svc: l.svc, st: l.st, r: r, trigger: r.last}
-		p.run()
-		if len(p.msgs) == 0 {
+		d := jobs.Decide(env, l.st.reqs, id)
+		if len(d.Events) == 0 {
 			continue
 		}
-		if err := l.append(ctx, p.msgs); err != nil {
+		if err := l.append(ctx, messages(d.Events)); err != nil {
 			return err
 		}
-		if p.outcome != "" {
-			l.svc.m.requests.WithLabelValues(p.outcome).Inc()
+		if d.Outcome != "" {
+			l.svc.m.requests.WithLabelValues(d.Outcome).Inc()
 		}
-		l.svc.log.Info("decided", "request", id, "events", len(p.msgs), "first", p.msgs[0].Event.Type,
-			"last", p.msgs[len(p.msgs)-1].Event.Type)
+		l.svc.log.Info("decided", "request", id, "events", len(d.Events), "first", d.Events[0].Type,
+			"last", d.Events[len(d.Events)-1].Type)
 	}
 	return l.decideMigrations(ctx)
+}
+
+// decideMigrations runs planner/migration's pass over every migration.
+func (l *loop) decideMigrations(ctx context.Context) error {
+	ms := l.st.migs
+	env := migration.Env{Inv: l.st.inv, Busy: l.st.reqs.BusyInstances, Apply: l.st.applyDecision,
+		Options: l.svc.cfg.Options, StallRetries: l.svc.cfg.StallRetries, Producer: l.svc.cfg.Producer,
+		Log: l.svc.log}
+	for _, id := range ms.Sorted() {
+		env.Now = l.svc.cfg.Clock()
+		evs := migration.Decide(env, ms, id)
+		if len(evs) == 0 {
+			continue
+		}
+		if err := l.append(ctx, messages(evs)); err != nil {
+			return err
+		}
+		rec := ms.Record(id)
+		l.svc.log.Info("migration decided", "migration", id, "events", len(evs),
+			"state", rec.State, "phase", rec.Phase, "message", rec.Message)
+	}
+	return nil
+}
+
+// messages puts decisions on their topics.
+func messages(envs []events.Envelope) []kafka.Message {
+	out := make([]kafka.Message, len(envs))
+	for i, e := range envs {
+		topic, _ := events.TopicOf(e.Type) // the decisions are events' own types: always known
+		out[i] = kafka.Message{Topic: topic, Event: e}
+	}
+	return out
 }
 
 // append writes one pass's events in one transaction, retrying the same
@@ -244,26 +276,20 @@ func (l *loop) decideAll(ctx context.Context) error {
 // confirm is retried too: if the first attempt did land, the second only
 // restates facts the fold already holds.
 func (l *loop) append(ctx context.Context, msgs []kafka.Message) error {
-	wait := l.svc.cfg.RetryBackoff
-	for attempt := 0; ; attempt++ {
-		err := l.prod.AppendBatch(ctx, msgs...)
-		if err == nil {
-			return nil
-		}
-		retry := kafka.IsRetryable(err) || errors.Is(err, kafka.ErrUncertain)
-		if errors.Is(err, kafka.ErrFenced) || !retry || attempt >= l.svc.cfg.AppendRetries || ctx.Err() != nil {
-			return fmt.Errorf("%w: %w", ErrAppend, err)
-		}
-		l.svc.log.Warn("append failed, retrying", "attempt", attempt+1, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w: %w", ErrAppend, errors.Join(err, ctx.Err()))
-		case <-t.C:
-		}
-		wait *= 2
+	b := kafka.Backoff{Tries: l.svc.cfg.AppendRetries + 1, Initial: l.svc.cfg.RetryBackoff}
+	err := b.Do(ctx, func(err error) bool {
+		return !errors.Is(err, kafka.ErrFenced) && (kafka.IsRetryable(err) || errors.Is(err, kafka.ErrUncertain))
+	}, func(int) error { return l.prod.AppendBatch(ctx, msgs...) },
+		func(next int, err error, _ time.Duration) {
+			l.svc.log.Warn("append failed, retrying", "attempt", next-1, "err", err)
+		})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: %w", ErrAppend, errors.Join(err, ctx.Err()))
 	}
+	return fmt.Errorf("%w: %w", ErrAppend, err)
 }
 
 // clientOpts are the kgo options the kafka.Config implies (its own are

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/planner/jobs"
 )
 
 var allInstances = []string{"web1", "web2", "db1", "db2", "cache1", "cache2"}
@@ -233,12 +234,12 @@ func TestDryRunWaitsForApprovalAndRefreshesAStalePlan(t *testing.T) {
 			}
 		}
 	}
-	jobs := h.ofRequest(events.TopicJobs, "r1")
-	checkSchedule(t, fresh, jobs, 2, 5)
-	for _, e := range jobs {
+	jobEvents := h.ofRequest(events.TopicJobs, "r1")
+	checkSchedule(t, fresh, jobEvents, 2, 5)
+	for _, e := range jobEvents {
 		if e.Type == events.TypeJobReleased {
 			rel := must[events.JobReleased](t, e)
-			if !samePlan(&events.PlanComputed{Jobs: []events.Job{rel.Job}}, &events.PlanComputed{Jobs: []events.Job{fresh.Jobs[rel.Job.Index]}}) {
+			if !jobs.SamePlan(&events.PlanComputed{Jobs: []events.Job{rel.Job}}, &events.PlanComputed{Jobs: []events.Job{fresh.Jobs[rel.Job.Index]}}) {
 				t.Errorf("released job %d is not the refreshed plan's", rel.Job.Index)
 			}
 		}

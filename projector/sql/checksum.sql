@@ -37,13 +37,13 @@ FROM jobs t
 SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.request, t.job, t.idx), ''))
 FROM opcodes t
 
--- name: checksum_migrations
+-- name: checksum_moves
 SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.id), ''))
-FROM migrations t
+FROM moves t
 
--- name: checksum_migration_syncs
-SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.migration, t.started), ''))
-FROM migration_syncs t
+-- name: checksum_move_syncs
+SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.move, t.started), ''))
+FROM move_syncs t
 
 -- name: checksum_move_status
 SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.request, t.instance, t.node), ''))

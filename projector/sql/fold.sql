@@ -1,6 +1,6 @@
 -- The projector's statements: the log, the checkpoint, and each event's
 -- effect. Every effect is an upsert keyed by the event's own keys, and
--- writes only the columns its topic owns (see migrations/001_views.sql), so
+-- writes only the columns its topic owns (see schema/001_views.sql), so
 -- the views do not depend on the order partitions are read in.
 
 -- name: event_log_insert
@@ -220,11 +220,11 @@ ON CONFLICT (request, job, idx) DO UPDATE SET
     to_node       = EXCLUDED.to_node,
     dispatched_at = EXCLUDED.dispatched_at
 
--- name: migration_dispatched
+-- name: move_dispatched
 -- $1 is request/job/idx. The instance is the opcode's: progress events set
 -- it only when they create the row, so the dispatch always has the last
 -- word whatever the order.
-INSERT INTO migrations (id, request, job, idx, instance, source_node, target_node, op_id, created_at)
+INSERT INTO moves (id, request, job, idx, instance, source_node, target_node, op_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (id) DO UPDATE SET
     instance    = EXCLUDED.instance,
@@ -237,8 +237,8 @@ ON CONFLICT (id) DO UPDATE SET
 INSERT INTO opcodes (request, job, idx, started_at) VALUES ($1, $2, $3, $4)
 ON CONFLICT (request, job, idx) DO UPDATE SET started_at = EXCLUDED.started_at
 
--- name: migration_started
-INSERT INTO migrations (id, request, job, idx, started_at) VALUES ($1, $2, $3, $4, $5)
+-- name: move_started
+INSERT INTO moves (id, request, job, idx, started_at) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (id) DO UPDATE SET started_at = EXCLUDED.started_at
 
 -- name: opcode_cancelled
@@ -252,8 +252,8 @@ ON CONFLICT (request, job, idx) DO UPDATE SET
     status   = EXCLUDED.status,
     error    = EXCLUDED.error
 
--- name: migration_ended
-INSERT INTO migrations (id, request, job, idx, finished_at, end_state, error)
+-- name: move_ended
+INSERT INTO moves (id, request, job, idx, finished_at, end_state, error)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (id) DO UPDATE SET
     finished_at = EXCLUDED.finished_at,
@@ -262,14 +262,14 @@ ON CONFLICT (id) DO UPDATE SET
 
 -- ---- drove.progress
 
--- name: migration_progress
+-- name: move_progress
 -- Applied only when newer than what the row shows, so the latest progress
 -- wins whatever order the events come in. A progress after an end (a
 -- paused move resumed) clears the end state. $15 is the time of the event
 -- the error ($14) is from: the event's own time, or, when the statement
 -- merges a batch's run of progress events (coalesce.go), an earlier one's,
 -- whose error stays only if that event would have applied.
-INSERT INTO migrations (id, request, job, idx, instance, phase, progress_state, progress_time,
+INSERT INTO moves (id, request, job, idx, instance, phase, progress_state, progress_time,
                         current_bytes, total_bytes, eta_seconds, bytes_per_second, message,
                         error_detail, progress_end_state)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '')
@@ -283,34 +283,34 @@ ON CONFLICT (id) DO UPDATE SET
     bytes_per_second   = EXCLUDED.bytes_per_second,
     message            = EXCLUDED.message,
     error_detail       = CASE WHEN EXCLUDED.error_detail <> ''
-                                   AND (migrations.progress_time IS NULL
-                                        OR migrations.progress_time <= $15::timestamptz)
+                                   AND (moves.progress_time IS NULL
+                                        OR moves.progress_time <= $15::timestamptz)
                               THEN EXCLUDED.error_detail
-                              ELSE migrations.error_detail END,
+                              ELSE moves.error_detail END,
     progress_end_state = ''
-WHERE migrations.progress_time IS NULL OR migrations.progress_time <= EXCLUDED.progress_time
+WHERE moves.progress_time IS NULL OR moves.progress_time <= EXCLUDED.progress_time
 
--- name: migration_end
-INSERT INTO migrations (id, request, job, idx, instance, phase, progress_end_state, message, progress_time)
+-- name: move_end
+INSERT INTO moves (id, request, job, idx, instance, phase, progress_end_state, message, progress_time)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (id) DO UPDATE SET
     phase              = EXCLUDED.phase,
     progress_end_state = EXCLUDED.progress_end_state,
     message            = EXCLUDED.message,
     progress_time      = EXCLUDED.progress_time
-WHERE migrations.progress_time IS NULL OR migrations.progress_time <= EXCLUDED.progress_time
+WHERE moves.progress_time IS NULL OR moves.progress_time <= EXCLUDED.progress_time
 
 -- name: sync_seen
-INSERT INTO migration_syncs (migration, started, bytes) VALUES ($1, $2, $3)
-ON CONFLICT (migration, started) DO UPDATE SET
-    bytes = greatest(migration_syncs.bytes, EXCLUDED.bytes)
+INSERT INTO move_syncs (move, started, bytes) VALUES ($1, $2, $3)
+ON CONFLICT (move, started) DO UPDATE SET
+    bytes = greatest(move_syncs.bytes, EXCLUDED.bytes)
 
 -- name: syncs_derive
-UPDATE migrations m SET
+UPDATE moves m SET
     syncs           = s.n,
     last_sync_bytes = coalesce(s.last, 0)
 FROM (SELECT count(*) AS n, (array_agg(bytes ORDER BY started DESC))[1] AS last
-      FROM migration_syncs WHERE migration = $1) AS s
+      FROM move_syncs WHERE move = $1) AS s
 WHERE m.id = $1
 
 -- name: move_status

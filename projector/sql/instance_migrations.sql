@@ -1,4 +1,4 @@
--- Effects of per-instance migrations and settings (migrations/003).
+-- Effects of per-instance migrations and settings (schema/003).
 
 -- ---- drove.migrations (keyed by instance: one migration's events in order)
 
@@ -6,18 +6,18 @@
 -- A command that may create a migration: the row exists from the first
 -- command, and created_at is the earliest command's time whatever order
 -- the commands are folded in.
-INSERT INTO migrations (id, request, job, idx, kind, instance, created_at)
+INSERT INTO moves (id, request, job, idx, kind, instance, created_at)
 VALUES ($1, $1, 0, 0, 'instance', $2, $3)
 ON CONFLICT (id) DO UPDATE SET
     kind       = 'instance',
     instance   = EXCLUDED.instance,
-    created_at = LEAST(migrations.created_at, EXCLUDED.created_at)
+    created_at = LEAST(moves.created_at, EXCLUDED.created_at)
 
 -- name: migration_recorded
 -- The coordinator's whole record: its columns are replaced. started_at is
 -- the first time it ran; finished_at the time it last became aborted,
 -- failed or successful (cleared while it runs again, as in a rollback).
-INSERT INTO migrations (id, request, job, idx, kind, instance, account, role, source_node, target_node,
+INSERT INTO moves (id, request, job, idx, kind, instance, account, role, source_node, target_node,
                         automatic, record_state, queued, phase, syncs, last_sync_bytes, scheduled_at,
                         prior_run_state, switched, finalized, message, error, error_detail,
                         created_at, started_at, finished_at, updated_at)
@@ -45,10 +45,10 @@ ON CONFLICT (id) DO UPDATE SET
     message         = EXCLUDED.message,
     error           = EXCLUDED.error,
     error_detail    = EXCLUDED.error_detail,
-    created_at      = LEAST(migrations.created_at, EXCLUDED.created_at),
-    started_at      = LEAST(migrations.started_at, EXCLUDED.started_at),
+    created_at      = LEAST(moves.created_at, EXCLUDED.created_at),
+    started_at      = LEAST(moves.started_at, EXCLUDED.started_at),
     finished_at     = CASE WHEN EXCLUDED.finished_at IS NULL THEN NULL
-                           ELSE coalesce(migrations.finished_at, EXCLUDED.finished_at) END,
+                           ELSE coalesce(moves.finished_at, EXCLUDED.finished_at) END,
     updated_at      = EXCLUDED.updated_at
 
 -- ---- drove.opcodes (keyed by node)

@@ -72,11 +72,12 @@ func startWith(t *testing.T, tune func(*allinone.Config), token string) *env {
 	api := client.New(srv.URL, "e2e")
 	api.Token = token
 	e := &env{sys: sys, api: api, kcfg: kafka.Config{Brokers: k.Brokers}, t: t}
+	seeded := len(cfg.Seed().Instances)
 	e.waitFor("the inventory in the views", 60*time.Second, func() bool {
 		var list struct {
 			Items []instance `json:"items"`
 		}
-		return e.api.Get(ctx, "/v1/instances?limit=1000", &list) == nil && len(list.Items) == len(allinone.DemoCluster().Instances)
+		return e.api.Get(ctx, "/v1/instances?limit=1000", &list) == nil && len(list.Items) == seeded
 	})
 	return e
 }
@@ -115,18 +116,6 @@ type job struct {
 type dependency struct {
 	Job      int      `json:"job"`
 	Statuses []string `json:"statuses"`
-}
-
-type plan struct {
-	Moved []struct {
-		Instance string   `json:"instance"`
-		Group    string   `json:"group"`
-		Nodes    []string `json:"nodes"`
-	} `json:"moved"`
-	Failed []struct {
-		Instance string `json:"instance"`
-		Reason   string `json:"reason"`
-	} `json:"failed"`
 }
 
 func (e *env) instances(node string) []instance {
@@ -181,10 +170,10 @@ func (e *env) tryJobs(request string) []job {
 	return list.Items
 }
 
-func (e *env) plan(request string) plan {
+func (e *env) plan(request string) *client.Plan {
 	e.t.Helper()
-	var p plan
-	if err := e.api.Get(context.Background(), "/v1/requests/"+request+"/plan", &p); err != nil {
+	p, err := e.api.Plan(context.Background(), request)
+	if err != nil {
 		e.t.Fatal(err)
 	}
 	return p

@@ -202,7 +202,7 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	if s.BatchSize == 0 {
 		s.BatchSize = 500 // projector's default, for the record
 	}
-	if err := projector.Migrate(ctx, pool, "drove"); err != nil {
+	if err := projector.ApplySchema(ctx, pool, "drove"); err != nil {
 		return nil, err
 	}
 	if !cfg.skipLive {

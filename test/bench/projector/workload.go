@@ -136,22 +136,7 @@ func (w *workload) evacuation(r int) {
 	w.tx(req, w.ev(events.AuditRecorded{Action: "evacuate", Subject: node, Outcome: events.AuditAllowed},
 		"gateway", id, &req))
 
-	var jobs []events.Job
-	var moved []events.Moved
-	for j, ix := range w.byNode[node] {
-		in := w.instances[ix]
-		target := w.nodes[(indexOf(w.nodes, in.primary)+2+j%3)%len(w.nodes)]
-		if target == in.secondary {
-			target = w.nodes[(indexOf(w.nodes, target)+1)%len(w.nodes)]
-		}
-		job := events.Job{Index: j, Opcodes: []events.Opcode{{OpID: events.OpInstanceMigrate,
-			Instance: in.name, Mode: events.ModeMigrateLive, From: in.primary, To: target}}}
-		if j >= 4 {
-			job.Depends = []events.Dependency{{Job: -4, Statuses: []events.JobStatus{events.JobSuccess, events.JobError}}}
-		}
-		jobs = append(jobs, job)
-		moved = append(moved, events.Moved{Instance: in.name, Group: in.group, Nodes: []string{target, in.secondary}})
-	}
+	jobs, moved := w.evacuationJobs(node)
 	plan := w.ev(events.PlanComputed{Request: id, Moved: moved, Failed: []events.Failed{}, Jobs: jobs,
 		ScoreBefore: 12.5, ScoreAfter: 11.75}, "planner", id, &req)
 	drained := w.ev(events.NodeUpdated{Name: node, Group: w.instances[w.byNode[node][0]].group,
@@ -168,77 +153,103 @@ func (w *workload) evacuation(r int) {
 		w.tx(drained, plan)
 	}
 
-	var failed []events.Failed
-	var done []events.Moved
+	failed := []events.Failed{}
+	done := []events.Moved{}
 	for j, job := range jobs {
 		if w.full() {
 			return
 		}
-		op := job.Opcodes[0]
 		in := w.instances[w.byNode[node][j]]
-		rel := w.ev(events.JobReleased{Request: id, Job: job}, "planner", id, &plan)
-		disp := w.ev(events.OpcodeDispatched{Request: id, Job: j, Node: op.From, Opcode: op}, "planner", id, &rel)
-		w.tx(rel, disp)
-		exec := "executor-" + op.From
-		w.tx(w.ev(events.OpcodeStarted{Request: id, Job: j, Node: op.From}, exec, id, &disp),
-			w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.From,
-				Status: events.StatusMigrationSource}, exec, id, &disp),
-			w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.To,
-				Status: events.StatusMigrationDestination}, exec, id, &disp))
-		w.tx(w.ev(events.Progress{Request: id, Job: j, Instance: in.name, Node: op.From, Phase: events.PhaseBegin,
-			State: events.ProgressRunning, Message: "preparing target"}, exec, id, &disp))
 		fails := (r*len(jobs)+j)%25 == 24
-		total := int64(40960+10240) << 20
-		started := w.clock
-		for s := range syncsPerMove {
-			if fails && s == syncsPerMove/2 {
-				break
-			}
-			cur := total * int64(s+1) / syncsPerMove
-			if s%8 == 7 { // a dirty-page round restarts the copy: a new sync
-				started = w.clock
-			}
-			w.tx(w.ev(events.Progress{Request: id, Job: j, Instance: in.name, Node: op.From, Phase: events.PhaseSync,
-				State: events.ProgressRunning, Current: cur, Total: total, ETASeconds: float64(syncsPerMove - s),
-				BytesPerSecond: 1 << 30, Started: started}, exec, id, &disp))
-		}
-		status, end := events.JobSuccess, events.EndSuccessful
-		var msg string
+		f, m := w.job(id, j, job, in, fails, &plan)
 		if fails {
-			status, end, msg = events.JobError, events.EndFailed, "target refused the memory transfer"
+			failed = append(failed, f)
 		} else {
-			w.tx(w.ev(events.Progress{Request: id, Job: j, Instance: in.name, Node: op.From, Phase: events.PhaseSwitch,
-				State: events.ProgressRunning, Current: total, Total: total}, exec, id, &disp))
+			done = append(done, m)
 		}
-		last := []events.Envelope{
-			w.ev(events.OpcodeEnded{Request: id, Job: j, Node: op.From, Status: status, Error: msg}, exec, id, &disp),
-			w.ev(events.End{Request: id, Job: j, Instance: in.name, Node: op.From, Phase: events.PhaseSync,
-				State: end, Message: msg}, exec, id, &disp),
-		}
-		if fails {
-			last = append(last,
-				w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.From, Status: events.StatusUp}, exec, id, &disp),
-				w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.To, Status: events.StatusDown}, exec, id, &disp))
-			failed = append(failed, events.Failed{Instance: in.name, Reason: msg})
-		} else {
-			last = append(last,
-				w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.From, Status: events.StatusDown}, exec, id, &disp),
-				w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.To, Status: events.StatusUp}, exec, id, &disp),
-				w.ev(events.InstancePlaced{Instance: in.name, Group: in.group, PrimaryNode: op.To,
-					SecondaryNode: in.secondary, PreviousGroup: in.group, PreviousPrimary: in.primary,
-					PreviousSecondary: in.secondary, Request: id}, exec, id, &disp))
-			done = append(done, events.Moved{Instance: in.name, Group: in.group, Nodes: []string{op.To, in.secondary}})
-		}
-		w.tx(last...)
-		w.tx(w.ev(events.JobEnded{Request: id, Job: j, Status: status, Error: msg}, "planner", id, &last[0]))
-	}
-	if done == nil {
-		done = []events.Moved{}
-	}
-	if failed == nil {
-		failed = []events.Failed{}
 	}
 	w.tx(w.ev(events.RequestFinished{Request: id, Moved: done, Failed: failed}, "planner", id, &plan))
+}
+
+// evacuationJobs plans node's evacuation: a job per primary, each after
+// the job four before it.
+func (w *workload) evacuationJobs(node string) ([]events.Job, []events.Moved) {
+	var jobs []events.Job
+	var moved []events.Moved
+	for j, ix := range w.byNode[node] {
+		in := w.instances[ix]
+		target := w.nodes[(indexOf(w.nodes, in.primary)+2+j%3)%len(w.nodes)]
+		if target == in.secondary {
+			target = w.nodes[(indexOf(w.nodes, target)+1)%len(w.nodes)]
+		}
+		job := events.Job{Index: j, Opcodes: []events.Opcode{{OpID: events.OpInstanceMigrate,
+			Instance: in.name, Mode: events.ModeMigrateLive, From: in.primary, To: target}}}
+		if j >= 4 {
+			job.Depends = []events.Dependency{{Job: -4, Statuses: []events.JobStatus{events.JobSuccess, events.JobError}}}
+		}
+		jobs = append(jobs, job)
+		moved = append(moved, events.Moved{Instance: in.name, Group: in.group, Nodes: []string{target, in.secondary}})
+	}
+	return jobs, moved
+}
+
+// job is job j's life, from its release to its end; a failing one stops
+// in its sync phase. It returns the job's failure or its move.
+func (w *workload) job(id string, j int, job events.Job, in inst, fails bool, plan *events.Envelope) (events.Failed, events.Moved) {
+	op := job.Opcodes[0]
+	rel := w.ev(events.JobReleased{Request: id, Job: job}, "planner", id, plan)
+	disp := w.ev(events.OpcodeDispatched{Request: id, Job: j, Node: op.From, Opcode: op}, "planner", id, &rel)
+	w.tx(rel, disp)
+	exec := "executor-" + op.From
+	w.tx(w.ev(events.OpcodeStarted{Request: id, Job: j, Node: op.From}, exec, id, &disp),
+		w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.From,
+			Status: events.StatusMigrationSource}, exec, id, &disp),
+		w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.To,
+			Status: events.StatusMigrationDestination}, exec, id, &disp))
+	w.tx(w.ev(events.Progress{Request: id, Job: j, Instance: in.name, Node: op.From, Phase: events.PhaseBegin,
+		State: events.ProgressRunning, Message: "preparing target"}, exec, id, &disp))
+	total := int64(40960+10240) << 20
+	started := w.clock
+	for s := range syncsPerMove {
+		if fails && s == syncsPerMove/2 {
+			break
+		}
+		cur := total * int64(s+1) / syncsPerMove
+		if s%8 == 7 { // a dirty-page round restarts the copy: a new sync
+			started = w.clock
+		}
+		w.tx(w.ev(events.Progress{Request: id, Job: j, Instance: in.name, Node: op.From, Phase: events.PhaseSync,
+			State: events.ProgressRunning, Current: cur, Total: total, ETASeconds: float64(syncsPerMove - s),
+			BytesPerSecond: 1 << 30, Started: started}, exec, id, &disp))
+	}
+	status, end := events.JobSuccess, events.EndSuccessful
+	var msg string
+	if fails {
+		status, end, msg = events.JobError, events.EndFailed, "target refused the memory transfer"
+	} else {
+		w.tx(w.ev(events.Progress{Request: id, Job: j, Instance: in.name, Node: op.From, Phase: events.PhaseSwitch,
+			State: events.ProgressRunning, Current: total, Total: total}, exec, id, &disp))
+	}
+	last := []events.Envelope{
+		w.ev(events.OpcodeEnded{Request: id, Job: j, Node: op.From, Status: status, Error: msg}, exec, id, &disp),
+		w.ev(events.End{Request: id, Job: j, Instance: in.name, Node: op.From, Phase: events.PhaseSync,
+			State: end, Message: msg}, exec, id, &disp),
+	}
+	from, to := events.StatusDown, events.StatusUp
+	if fails {
+		from, to = events.StatusUp, events.StatusDown
+	}
+	last = append(last,
+		w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.From, Status: from}, exec, id, &disp),
+		w.ev(events.MoveStatusReported{Request: id, Instance: in.name, Node: op.To, Status: to}, exec, id, &disp))
+	if !fails {
+		last = append(last, w.ev(events.InstancePlaced{Instance: in.name, Group: in.group, PrimaryNode: op.To,
+			SecondaryNode: in.secondary, PreviousGroup: in.group, PreviousPrimary: in.primary,
+			PreviousSecondary: in.secondary, Request: id}, exec, id, &disp))
+	}
+	w.tx(last...)
+	w.tx(w.ev(events.JobEnded{Request: id, Job: j, Status: status, Error: msg}, "planner", id, &last[0]))
+	return events.Failed{Instance: in.name, Reason: msg}, events.Moved{Instance: in.name, Group: in.group, Nodes: []string{op.To, in.secondary}}
 }
 
 func indexOf(s []string, v string) int {

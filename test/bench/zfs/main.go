@@ -2,12 +2,14 @@
 // of a move through Drove (zfs send → executor/transfer over TCP → zfs
 // receive, by the zfs driver's source and target sides) divided by a bare
 // `zfs send | zfs receive` of the same dataset, and the downtime of the
-// switch phase of a migrate with a write load running during the sync.
-// The move is measured twice: over plain TCP and over TLS 1.3 with node
-// certificates (as executors move), and the TLS figure is reported beside
-// the plain one.
+// switch phase of a migrate with a write load running during the sync;
+// then a per-instance migration of a zfs-local instance through the whole
+// system, driven over HTTP (system.go), whose downtime and first-sync
+// throughput (÷ a bare send of the same data) go to -out as JSON.
+// The full send is measured twice: over plain TCP and over TLS 1.3 with
+// node certificates (as executors move), the TLS figure beside the plain.
 //
-//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5]
+//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5] [-system=false]
 //
 // It needs root and zfs-fuse (make test-deps) and creates and destroys its
 // own file-backed pools.
@@ -37,9 +39,18 @@ import (
 func main() {
 	sizeMiB := flag.Int("size-mib", 1024, "dataset size in MiB")
 	writeMiBps := flag.Float64("write-mibps", 5, "write load during the sync phase, MiB/s")
+	system := flag.Bool("system", true, "also migrate an instance through the whole system, over HTTP")
+	out := flag.String("out", "test/bench/results/zfs-migration.json", "where the system migration's figures go, as JSON")
 	flag.Parse()
 	if err := run(*sizeMiB, *writeMiBps); err != nil {
 		fmt.Fprintln(os.Stderr, "bench zfs:", err)
+		os.Exit(1)
+	}
+	if !*system {
+		return
+	}
+	if err := runSystem(*sizeMiB, *writeMiBps, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench zfs: system:", err)
 		os.Exit(1)
 	}
 }
@@ -65,45 +76,13 @@ func run(sizeMiB int, writeMiBps float64) error {
 	if err := fill(filepath.Join("/"+ds, "base"), int64(sizeMiB)<<20); err != nil {
 		return err
 	}
-
-	// Bare: zfs send | zfs receive of the same dataset, same machine. The
-	// first send warms the caches; the best of two timed runs counts, so
-	// the ratio is not flattered by a cold bare run.
-	if err := sh("zfs snapshot " + ds + "@bare"); err != nil {
+	bare, err := bareSend(ds, b)
+	if err != nil {
 		return err
 	}
-	if err := sh(fmt.Sprintf("zfs send -R %s@bare > /dev/null", ds)); err != nil {
-		return err
-	}
-	var bare time.Duration
-	for i := 0; i < 2; i++ {
-		t0 := time.Now()
-		// Into a new dataset each time: zfs-fuse calls a just-received
-		// dataset busy for a while; the pool goes at the end anyway.
-		if err := sh(fmt.Sprintf("zfs send -R %s@bare | zfs receive %s/bare%d", ds, b, i)); err != nil {
-			return err
-		}
-		if d := time.Since(t0); bare == 0 || d < bare {
-			bare = d
-		}
-	}
-	if err := sh(fmt.Sprintf("zfs destroy %s@bare", ds)); err != nil {
-		return err
-	}
-
-	// Drove's throughput: the same dataset moved by the zfs driver's two
-	// sides over TCP, as the bare run, with no write load (the instance is
-	// stopped): a→b, then b→a; the faster full send counts.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	na, err := zfs.New(ctx, zfs.Config{Node: "na", Parent: a, Runtime: zfs.NewMemRuntime(), Logger: quiet})
-	if err != nil {
-		return err
-	}
-	nb, err := zfs.New(ctx, zfs.Config{Node: "nb", Parent: b, Runtime: zfs.NewMemRuntime(), Logger: quiet})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("zfs mode: %s\n", na.Features().Mode())
+	// The nodes' identities: moves over TLS are measured as executors
+	// make them.
 	pki, err := os.MkdirTemp("", "drove-bench-pki-")
 	if err != nil {
 		return err
@@ -113,6 +92,50 @@ func run(sizeMiB int, writeMiBps float64) error {
 	if err != nil {
 		return err
 	}
+	if err := throughput(ctx, a, b, bare, ids, quiet); err != nil {
+		return err
+	}
+	return runningMigrate(ctx, a, b, ds, writeMiBps, ids, quiet)
+}
+
+// bareSend times zfs send | zfs receive of the dataset ds into pool b, on
+// the same machine. The first send warms the caches; the best of two timed
+// runs counts, so the ratio is not flattered by a cold bare run.
+func bareSend(ds, b string) (time.Duration, error) {
+	if err := sh("zfs snapshot " + ds + "@bare"); err != nil {
+		return 0, err
+	}
+	if err := sh(fmt.Sprintf("zfs send -R %s@bare > /dev/null", ds)); err != nil {
+		return 0, err
+	}
+	var bare time.Duration
+	for i := 0; i < 2; i++ {
+		t0 := time.Now()
+		// Into a new dataset each time: zfs-fuse calls a just-received
+		// dataset busy for a while; the pool goes at the end anyway.
+		if err := sh(fmt.Sprintf("zfs send -R %s@bare | zfs receive %s/bare%d", ds, b, i)); err != nil {
+			return 0, err
+		}
+		if d := time.Since(t0); bare == 0 || d < bare {
+			bare = d
+		}
+	}
+	return bare, sh(fmt.Sprintf("zfs destroy %s@bare", ds))
+}
+
+// throughput moves the same dataset with the zfs driver's two sides over
+// TCP, as the bare run, with no write load (the instance is stopped): a→b,
+// then b→a; the faster full send counts against the bare one.
+func throughput(ctx context.Context, a, b string, bare time.Duration, ids map[string]*nodeid.Identity, quiet *slog.Logger) error {
+	na, err := zfs.New(ctx, zfs.Config{Node: "na", Parent: a, Runtime: zfs.NewMemRuntime(), Logger: quiet})
+	if err != nil {
+		return err
+	}
+	nb, err := zfs.New(ctx, zfs.Config{Node: "nb", Parent: b, Runtime: zfs.NewMemRuntime(), Logger: quiet})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("zfs mode: %s\n", na.Features().Mode())
 	full, err := fullSend(ctx, na, nb, nil)
 	if err != nil {
 		return err
@@ -130,9 +153,13 @@ func run(sizeMiB int, writeMiBps float64) error {
 	fmt.Printf("Drove full send over TLS 1.3 (node certificates): %d MiB in %s = %.1f MiB/s (best of 2)\n",
 		secure.Bytes>>20, secure.Duration.Round(time.Millisecond), tlsRate/(1<<20))
 	fmt.Printf("throughput ratio TLS/plain: %.3f (target >= 0.8); TLS/bare: %.3f\n", tlsRate/droveRate, tlsRate/bareRate)
+	return nil
+}
 
-	// The switch's downtime: a migrate a→b of the running instance while
-	// it writes writeMiBps to a log during the sync phase.
+// runningMigrate measures the switch's downtime: a migrate a→b of the
+// running instance while it writes writeMiBps to a log during the sync
+// phase.
+func runningMigrate(ctx context.Context, a, b, ds string, writeMiBps float64, ids map[string]*nodeid.Identity, quiet *slog.Logger) error {
 	stopWriter := startWriter(filepath.Join("/"+ds, "log"), int64(writeMiBps*(1<<20)))
 	rtA := zfs.NewMemRuntime("vm")
 	rtA.OnStop = func(zfs.Instance) { stopWriter() }

@@ -1,0 +1,229 @@
+package inventory
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
+)
+
+// Inventory is the fold of drove.inventory: the last whole state of every
+// group, node and instance, kept in the order each first appeared in the
+// log so that the planner's input, and so its plan, is reproducible.
+//
+// "First appeared" must mean the same on every replay, but the topic's
+// partitions are read side by side in no fixed interleaving. So an object's
+// place is the position of its first event: (event time, partition,
+// offset), a total order fixed by the log itself, which follows the order
+// objects were declared in (a seed writes them in its cluster's order).
+type Inventory struct {
+	groups    map[string]*events.GroupDeclared
+	Nodes     map[string]*events.NodeAnnounced
+	Instances map[string]*events.InstanceDeclared
+
+	groupOrder, nodeOrder []string
+	// InstanceOrder lists instance names by where each first appeared.
+	InstanceOrder []string
+	first         map[string]Pos // by kind + name
+}
+
+// Pos is where an event sits in the log. Events the service applies
+// before reading them back have no partition yet: they sort after every
+// read event of the same time (they never declare an object anyway).
+type Pos struct {
+	Time      time.Time
+	Partition int32
+	Offset    int64
+}
+
+// Unread is the position of an event not read from the log.
+func Unread(e events.Envelope) Pos { return Pos{e.Time, 1<<31 - 1, 0} }
+
+// Compare orders positions: by time, then partition, then offset.
+func (a Pos) Compare(b Pos) int {
+	return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+}
+
+// New returns an empty inventory.
+func New() *Inventory {
+	return &Inventory{
+		groups:    map[string]*events.GroupDeclared{},
+		Nodes:     map[string]*events.NodeAnnounced{},
+		Instances: map[string]*events.InstanceDeclared{},
+		first:     map[string]Pos{},
+	}
+}
+
+// place records where an object first appeared and keeps order sorted by
+// it.
+func (inv *Inventory) place(order *[]string, kind, name string, pos Pos) {
+	key := kind + "/" + name
+	old, seen := inv.first[key]
+	if seen && old.Compare(pos) <= 0 {
+		return
+	}
+	inv.first[key] = pos
+	if seen {
+		*order = slices.DeleteFunc(*order, func(n string) bool { return n == name })
+	}
+	i, _ := slices.BinarySearchFunc(*order, pos, func(n string, p Pos) int {
+		return inv.first[kind+"/"+n].Compare(p)
+	})
+	*order = slices.Insert(*order, i, name)
+}
+
+// Apply folds one inventory event. Every event states a whole object (or a
+// whole placement), so applying one twice leaves the same state: reading
+// back what the service wrote itself is a no-op.
+func (inv *Inventory) Apply(p events.Payload, pos Pos) {
+	switch e := p.(type) {
+	case events.GroupDeclared:
+		inv.place(&inv.groupOrder, "group", e.Name, pos)
+		inv.groups[e.Name] = &e
+	case events.NodeAnnounced:
+		inv.place(&inv.nodeOrder, "node", e.Name, pos)
+		inv.Nodes[e.Name] = &e
+	case events.NodeUpdated:
+		inv.place(&inv.nodeOrder, "node", e.Name, pos)
+		n := events.NodeAnnounced(e)
+		inv.Nodes[e.Name] = &n
+	case events.InstanceDeclared:
+		inv.place(&inv.InstanceOrder, "instance", e.Name, pos)
+		inv.Instances[e.Name] = &e
+	case events.InstancePlaced:
+		// A placement of an instance never declared is kept nowhere: the
+		// planner cannot move what it does not know the size of.
+		if in, ok := inv.Instances[e.Instance]; ok {
+			in.PrimaryNode = e.PrimaryNode
+			in.SecondaryNode = e.SecondaryNode
+		}
+	}
+}
+
+// DiskTotal is the sum of an instance's disks.
+func DiskTotal(s events.Size) int64 {
+	var t int64
+	for _, d := range s.DisksMiB {
+		t += d
+	}
+	return t
+}
+
+// FreeOf derives a node's free memory and disk from its totals and the
+// instances placed on it now. Nodes report free space only when they
+// announce themselves; deriving it keeps the snapshot consistent while
+// instances move, and matches the planner's books exactly: free memory is
+// total - reserved - running primaries, so nothing is "missing" against
+// the records.
+func (inv *Inventory) FreeOf(node string) (mem, disk int64) {
+	n := inv.Nodes[node]
+	u := inv.used(func(name string) bool { return name == node })[node]
+	return n.Total.MemoryMiB - n.ReservedMemoryMiB - u.mem, n.Total.DiskMiB - u.disk
+}
+
+// usage is what the instances placed on a node take of it.
+type usage struct{ mem, disk int64 }
+
+// used sums, in one pass over the instances, what they take of each node
+// for which want is true: building the whole cluster is then O(nodes +
+// instances), not O(nodes × instances).
+func (inv *Inventory) used(want func(node string) bool) map[string]usage {
+	out := map[string]usage{}
+	add := func(node string, mem, disk int64) {
+		if node != "" && want(node) {
+			u := out[node]
+			u.mem, u.disk = u.mem+mem, u.disk+disk
+			out[node] = u
+		}
+	}
+	for _, name := range inv.InstanceOrder {
+		in := inv.Instances[name]
+		if in.RunState == events.RunRunning {
+			add(in.PrimaryNode, in.Size.MemoryMiB, 0)
+		}
+		if in.Storage.UsesLocalDisk() {
+			add(in.PrimaryNode, 0, DiskTotal(in.Size))
+			if in.SecondaryNode != in.PrimaryNode {
+				add(in.SecondaryNode, 0, DiskTotal(in.Size))
+			}
+		}
+	}
+	return out
+}
+
+// NodeState returns the node's whole state as a NodeUpdated would restate
+// it, with free space derived from the placements.
+func (inv *Inventory) NodeState(name string) events.NodeUpdated {
+	n := *inv.Nodes[name]
+	n.Free.MemoryMiB, n.Free.DiskMiB = inv.FreeOf(name)
+	n.Free.MemoryMiB = max(n.Free.MemoryMiB, 0)
+	n.Free.DiskMiB = max(n.Free.DiskMiB, 0)
+	return events.NodeUpdated(n)
+}
+
+var runStates = map[events.RunState]planner.RunState{
+	events.RunRunning: planner.Up, events.RunStopped: planner.Down, events.RunOffline: planner.Offline,
+}
+
+// Cluster builds the planner's snapshot. References to undeclared groups or
+// nodes become index -1, which planner.Compute reports as inconsistent data
+// naming the object: a request is then rejected with that reason rather
+// than planned on a guess.
+func (inv *Inventory) Cluster() *planner.Cluster {
+	c := &planner.Cluster{Policy: planner.DefaultIPolicy()}
+	groupIdx := map[string]int{}
+	for _, name := range inv.groupOrder {
+		g := inv.groups[name]
+		c.Tags = unionTags(c.Tags, g.ClusterTags)
+		groupIdx[name] = len(c.Groups)
+		c.Groups = append(c.Groups, planner.Group{
+			UUID: g.Name, Name: g.Name, AllocPolicy: planner.AllocPolicy(g.AllocPolicy),
+			Policy: groupPolicy(g.Policy), Tags: g.Tags,
+		})
+	}
+	nodeIdx := map[string]int{}
+	used := inv.used(func(string) bool { return true })
+	for _, name := range inv.nodeOrder {
+		n := inv.Nodes[name]
+		g, ok := groupIdx[n.Group]
+		if !ok {
+			g = -1
+		}
+		freeMem, freeDisk := n.Total.MemoryMiB-n.ReservedMemoryMiB-used[name].mem, n.Total.DiskMiB-used[name].disk
+		nodeIdx[name] = len(c.Nodes)
+		c.Nodes = append(c.Nodes, planner.Node{
+			Name: n.Name, Group: g,
+			TotalMemory: n.Total.MemoryMiB, FreeMemory: freeMem, ReservedMemory: n.ReservedMemoryMiB,
+			TotalDisk: n.Total.DiskMiB, FreeDisk: freeDisk,
+			TotalCPUs: int64(n.Total.CPUs), TotalSpindles: int64(n.Total.Spindles),
+			FreeSpindles: int64(n.Free.Spindles),
+			Offline:      n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
+		})
+	}
+	for _, name := range inv.InstanceOrder {
+		in := inv.Instances[name]
+		idx := func(node string) int {
+			if i, ok := nodeIdx[node]; ok {
+				return i
+			}
+			return -1
+		}
+		pi := planner.Instance{
+			Name: in.Name, Memory: in.Size.MemoryMiB, DiskSpace: DiskTotal(in.Size),
+			VCPUs: int64(in.Size.VCPUs), SpindleUse: int64(in.Size.Spindles),
+			NICs: int64(len(in.NICs)), Tags: in.Tags, Storage: planner.StorageKind(in.Storage),
+			State: runStates[in.RunState], Owner: in.Owner,
+			Primary: idx(in.PrimaryNode), Secondary: planner.NoNode,
+		}
+		for _, d := range in.Size.DisksMiB {
+			pi.Disks = append(pi.Disks, planner.Disk{Size: d})
+		}
+		if in.SecondaryNode != "" {
+			pi.Secondary = idx(in.SecondaryNode)
+		}
+		c.Instances = append(c.Instances, pi)
+	}
+	return c
+}

@@ -1,0 +1,62 @@
+package jobs
+
+import (
+	"fmt"
+
+	"github.com/drovehq/drove/events"
+)
+
+// advance moves a running job on: dispatch its next opcode, ask its
+// executor to cancel the running one, or end the job.
+func (p *pass) advance(i int) {
+	r := p.r
+	j, spec := r.jobs[i], r.planJob(i)
+	var prev events.Envelope // the end of the opcode before, the natural cause
+	for k, op := range spec.Opcodes {
+		o := j.ops[k]
+		switch {
+		case o != nil && o.ended == events.JobSuccess:
+			prev = o.endEnv
+			continue
+		case o != nil && o.ended != "":
+			msg := o.endErr
+			if msg == "" {
+				msg = fmt.Sprintf("opcode %d (%s) ended %s", k, op.OpID, o.ended)
+			}
+			p.emit(events.JobEnded{Request: r.id, Job: i, Status: o.ended, Error: msg},
+				fmt.Sprintf("job %d ended %s: opcode %d ended %s", i, o.ended, k, o.ended), o.endEnv)
+		case o == nil || o.dispatched == "":
+			if r.cancelled != nil {
+				p.emit(events.JobEnded{Request: r.id, Job: i, Status: events.JobCanceled, Error: "request cancelled"},
+					fmt.Sprintf("job %d ended canceled before opcode %d: the request was cancelled", i, k), *r.cancelled)
+				return
+			}
+			node := op.From
+			if op.IgnoreConsistency && op.To != "" {
+				// A failover away from an offline primary: nobody answers
+				// there, so the target starts the instance from its replica.
+				node = op.To
+			}
+			if node == "" { // the planner names it; an instance's primary runs it otherwise
+				if in := p.env.Inv.Instances[op.Instance]; in != nil {
+					node = in.PrimaryNode
+				}
+			}
+			p.emit(events.OpcodeDispatched{Request: r.id, Job: i, Index: k, Node: node, Opcode: op},
+				fmt.Sprintf("dispatch opcode %d of job %d (%s of %s) to %s", k, i, op.OpID, op.Instance, node), prev)
+		default: // dispatched and not ended
+			if r.cancelled != nil && !o.cancelSent {
+				p.emit(events.OpcodeCancelled{Request: r.id, Job: i, Index: k, Node: o.dispatched,
+					Reason: cancelReason(r)},
+					fmt.Sprintf("cancel opcode %d of job %d on %s: the request was cancelled", k, i, o.dispatched), *r.cancelled)
+			}
+		}
+		return
+	}
+	p.emit(events.JobEnded{Request: r.id, Job: i, Status: events.JobSuccess},
+		fmt.Sprintf("job %d ended success: all %d opcodes succeeded", i, len(spec.Opcodes)), prev)
+}
+
+func cancelReason(r *request) string {
+	return fmt.Sprintf("request cancelled by %s: %s", r.cancelled.Reason.Actor, r.cancelled.Reason.Why)
+}

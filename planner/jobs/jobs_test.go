@@ -1,0 +1,99 @@
+package jobs
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/inventory"
+)
+
+// world is a fold and the Env that applies decisions to it, as the
+// service wires them.
+type world struct {
+	inv *inventory.Inventory
+	st  *State
+	env Env
+}
+
+func newWorld() *world {
+	w := &world{inv: inventory.New(), st: NewState()}
+	w.env = Env{Inv: w.inv, Apply: func(e events.Envelope, p events.Payload) { w.apply(e, p) },
+		Options: planner.DefaultOptions(), MaxRunningMoves: 5, Producer: "test"}
+	return w
+}
+
+func (w *world) apply(e events.Envelope, p events.Payload) {
+	if !w.st.Apply(e, p, inventory.Unread(e)) {
+		w.inv.Apply(p, inventory.Unread(e))
+	}
+}
+
+func (w *world) read(p events.Payload) {
+	w.apply(events.New(p, events.WithReason(events.Reason{Actor: "operator:test", Why: "test"})), p)
+}
+
+func types(d Decision) []string {
+	var out []string
+	for _, e := range d.Events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func migrate(instance, from, to string) events.Opcode {
+	return events.Opcode{OpID: events.OpInstanceMigrate, Instance: instance, From: from, To: to}
+}
+
+// A failed job cancels the job that needs its success, which cascades to
+// the job depending on that one; the request then finishes with both.
+func TestFailureCancelsDependentsInCascade(t *testing.T) {
+	w := newWorld()
+	w.read(events.EvacuationRequested{Request: "r1", Nodes: []string{"n1"}, Mode: events.EvacAll})
+	success := []events.JobStatus{events.JobSuccess}
+	w.read(events.PlanComputed{Request: "r1", Jobs: []events.Job{
+		{Index: 0, Opcodes: []events.Opcode{migrate("a", "n1", "n2")}},
+		{Index: 1, Opcodes: []events.Opcode{migrate("b", "n1", "n3")}, Depends: []events.Dependency{{Job: -1, Statuses: success}}},
+		{Index: 2, Opcodes: []events.Opcode{migrate("c", "n1", "n3")}, Depends: []events.Dependency{{Job: -1}}},
+	}})
+	d := Decide(w.env, w.st, "r1")
+	if want := []string{events.TypeJobReleased, events.TypeOpcodeDispatched}; !slices.Equal(types(d), want) {
+		t.Fatalf("first pass decided %v, want %v", types(d), want)
+	}
+	w.read(events.OpcodeEnded{Request: "r1", Job: 0, Index: 0, Node: "n1", Status: events.JobError, Error: "disk gone"})
+	d = Decide(w.env, w.st, "r1")
+	want := []string{events.TypeJobEnded, events.TypeJobCancelled, events.TypeJobReleased, events.TypeOpcodeDispatched}
+	if !slices.Equal(types(d), want) {
+		t.Fatalf("after the failure decided %v, want %v", types(d), want)
+	}
+	w.read(events.OpcodeEnded{Request: "r1", Job: 2, Index: 0, Node: "n1", Status: events.JobSuccess})
+	d = Decide(w.env, w.st, "r1")
+	if want := []string{events.TypeJobEnded, events.TypeRequestFinished}; !slices.Equal(types(d), want) || d.Outcome != "partial" {
+		t.Fatalf("at the end decided %v (outcome %q), want %v, partial", types(d), d.Outcome, want)
+	}
+	fin, _ := events.As[events.RequestFinished](d.Events[len(d.Events)-1])
+	if len(fin.Moved) != 0 || len(fin.Failed) != 2 {
+		t.Errorf("finished with moved %v, failed %v; want nothing moved (the plan named no moves) and a, b failed", fin.Moved, fin.Failed)
+	}
+}
+
+// Jobs wait for a free slot: at most MaxMovesPerNode jobs send from one
+// node, and a cancelled request cancels every job not released.
+func TestReleaseWithinLimitsThenCancel(t *testing.T) {
+	w := newWorld()
+	w.read(events.EvacuationRequested{Request: "r1", Nodes: []string{"n1"}, Mode: events.EvacAll, MaxMovesPerNode: 1})
+	w.read(events.PlanComputed{Request: "r1", Jobs: []events.Job{
+		{Index: 0, Opcodes: []events.Opcode{migrate("a", "n1", "n2")}},
+		{Index: 1, Opcodes: []events.Opcode{migrate("b", "n1", "n3")}},
+	}})
+	d := Decide(w.env, w.st, "r1")
+	if want := []string{events.TypeJobReleased, events.TypeOpcodeDispatched}; !slices.Equal(types(d), want) {
+		t.Fatalf("decided %v, want one job released (one move per node)", types(d))
+	}
+	w.read(events.RequestCancelled{Request: "r1"})
+	d = Decide(w.env, w.st, "r1")
+	if want := []string{events.TypeOpcodeCancelled, events.TypeJobCancelled}; !slices.Equal(types(d), want) {
+		t.Fatalf("on cancel decided %v, want %v", types(d), want)
+	}
+}

@@ -1,0 +1,39 @@
+package migration
+
+import (
+	"fmt"
+
+	"github.com/drovehq/drove/events"
+)
+
+// The settings in force are the last SettingsChanged on drove.settings
+// (events.DefaultSettings before any); State.Apply folds them. They
+// are read at each decision, so a change applies to running migrations at
+// their next step: the re-sync rule at the next sync's end, the slot limit
+// at the next start, the progress timeout at the next tick. The send rate
+// cap of a phase already running is the executor's to follow (it reads
+// drove.settings too).
+
+// switchNow is RFD 34's re-sync rule over the sizes of the syncs so far
+// (the first is the full send): switch when the last sync sent less than
+// ResyncMaxBytes, after ResyncMaxSyncs syncs, or when the size stopped
+// shrinking over the last ResyncShrinkWindow syncs (the last is no
+// smaller than the one that many passes before it). The reason is for the
+// record's message.
+func switchNow(sizes []int64, s events.SettingsChanged) (bool, string) {
+	n := len(sizes)
+	if n == 0 {
+		return false, "no sync yet"
+	}
+	last := sizes[n-1]
+	switch w := s.ResyncShrinkWindow; {
+	case last < s.ResyncMaxBytes:
+		return true, fmt.Sprintf("the last sync sent %d bytes, under %d", last, s.ResyncMaxBytes)
+	case n >= s.ResyncMaxSyncs:
+		return true, fmt.Sprintf("%d syncs done, the most the settings allow", n)
+	case w > 0 && n > w && last >= sizes[n-1-w]:
+		return true, fmt.Sprintf("the sync size stopped shrinking over the last %d syncs (%d, then %d bytes)",
+			w, sizes[n-1-w], last)
+	}
+	return false, fmt.Sprintf("the last sync sent %d bytes; syncing again", last)
+}

@@ -1,0 +1,266 @@
+package migration
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner/inventory"
+)
+
+// State is the fold of per-instance migrations (RFD 34): the commands
+// callers sent (drove.migrations), the coordinator's own records of them
+// (MigrationStateChanged), the phases it dispatched and how they ended
+// (drove.opcodes), their progress (drove.progress) and the settings in
+// force (drove.settings).
+//
+// As with requests, the fold only sets facts, so reading the service's own
+// events back is a no-op — with one subtlety: a migration's record is a
+// whole state, replaced by each MigrationStateChanged, and the service
+// applies its records before it reads them back. Reading back an older
+// record after a newer one was applied would move the migration back in
+// time, so a record whose event id was applied already is skipped.
+type State struct {
+	byID     map[string]*mig
+	order    []string // by the log position of the creating command
+	unsorted bool
+	settings events.SettingsChanged
+	applied  map[string]bool // ids of records and commands folded
+	// handled holds the ids of events a record names as its cause: a
+	// command or a phase end the coordinator has acted on.
+	handled map[string]bool
+	// seen is when the coordinator last heard of each phase (dispatch or
+	// progress), by its own clock, keyed migration/seq.
+	seen map[string]time.Time
+	now  func() time.Time
+}
+
+// NewState returns an empty fold whose phase timestamps read now.
+func NewState(now func() time.Time) *State {
+	return &State{
+		byID: map[string]*mig{}, applied: map[string]bool{}, handled: map[string]bool{},
+		seen: map[string]time.Time{}, settings: events.DefaultSettings(), now: now,
+	}
+}
+
+// mig is one migration's story.
+type mig struct {
+	id string
+	// rec is the latest record; nil until the coordinator wrote one.
+	rec *events.MigrationStateChanged
+	// created is the first command naming the migration, whose log
+	// position orders migrations (queued ones start in that order).
+	created    *events.Envelope
+	createdPos inventory.Pos
+	commands   []events.Envelope // in log order
+	phases     map[int]*phaseRun
+}
+
+// phaseRun is one dispatched phase.
+type phaseRun struct {
+	d      *events.MigrationPhaseDispatched
+	dEnv   events.Envelope
+	end    *events.MigrationPhaseEnded
+	endEnv events.Envelope
+}
+
+func (ms *State) get(id string) *mig {
+	m, ok := ms.byID[id]
+	if !ok {
+		m = &mig{id: id, phases: map[int]*phaseRun{}}
+		ms.byID[id] = m
+		ms.order = append(ms.order, id)
+	}
+	return m
+}
+
+func (m *mig) phase(seq int) *phaseRun {
+	p, ok := m.phases[seq]
+	if !ok {
+		p = &phaseRun{}
+		m.phases[seq] = p
+	}
+	return p
+}
+
+func seenKey(id string, seq int) string { return id + "/" + strconv.Itoa(seq) }
+
+// Apply folds one event of the migration topics; others are ignored.
+func (ms *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) {
+	switch e := p.(type) {
+	case events.SettingsChanged:
+		// One key, one partition: the last read is the last written.
+		ms.settings = e
+	case events.MigrationActionRequested:
+		if ms.applied[env.ID] {
+			return
+		}
+		ms.applied[env.ID] = true
+		m := ms.get(e.Migration)
+		m.commands = append(m.commands, env)
+		if m.created == nil || pos.Compare(m.createdPos) < 0 {
+			m.created, m.createdPos = &env, pos
+			ms.unsorted = true
+		}
+	case events.MigrationStateChanged:
+		if env.CausationID != "" {
+			ms.handled[env.CausationID] = true
+		}
+		if ms.applied[env.ID] {
+			return
+		}
+		ms.applied[env.ID] = true
+		m := ms.get(e.Migration)
+		m.rec = &e
+		if m.created == nil {
+			m.createdPos = pos // until its command is read
+		}
+	case events.MigrationPhaseDispatched:
+		m := ms.get(e.Migration)
+		ph := m.phase(e.Seq)
+		if ph.d == nil {
+			ph.d, ph.dEnv = &e, env
+			ms.seen[seenKey(e.Migration, e.Seq)] = ms.now()
+		}
+	case events.MigrationPhaseEnded:
+		m := ms.get(e.Migration)
+		ph := m.phase(e.Seq)
+		if ph.end == nil {
+			ph.end, ph.endEnv = &e, env
+		}
+	case events.Progress:
+		if e.Job == 0 {
+			if _, ok := ms.byID[e.Request]; ok {
+				ms.seen[seenKey(e.Request, e.Index)] = ms.now()
+			}
+		}
+	}
+}
+
+// Sorted returns migration ids, oldest creation first.
+func (ms *State) Sorted() []string {
+	if ms.unsorted {
+		slices.SortStableFunc(ms.order, func(a, b string) int {
+			return ms.byID[a].createdPos.Compare(ms.byID[b].createdPos)
+		})
+		ms.unsorted = false
+	}
+	return ms.order
+}
+
+// latest returns the phase with the highest seq, and that seq (-1 if none).
+func (m *mig) latest() (*phaseRun, int) {
+	best := -1
+	for seq, p := range m.phases {
+		if p.d != nil && seq > best {
+			best = seq
+		}
+	}
+	if best < 0 {
+		return nil, -1
+	}
+	return m.phases[best], best
+}
+
+// running reports the phase under way: dispatched, the latest, not ended.
+func (m *mig) running() *phaseRun {
+	p, _ := m.latest()
+	if p != nil && p.end == nil {
+		return p
+	}
+	return nil
+}
+
+// syncSizes lists the bytes of each successful sync, in order.
+func (m *mig) syncSizes() []int64 {
+	var seqs []int
+	for seq, p := range m.phases {
+		if p.d != nil && p.d.Phase == events.PhaseSync && p.end != nil && p.end.Status == events.JobSuccess {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	out := make([]int64, len(seqs))
+	for i, s := range seqs {
+		out[i] = m.phases[s].end.Bytes
+	}
+	return out
+}
+
+// retries counts the dispatches of the latest phase that repeat the one
+// before them (same phase, same sync pass): re-dispatches after a stall.
+func (m *mig) retries() int {
+	_, seq := m.latest()
+	if seq < 0 {
+		return 0
+	}
+	last := m.phases[seq].d
+	n := 0
+	for s := seq - 1; s >= 0; s-- {
+		p := m.phases[s]
+		if p == nil || p.d == nil || p.d.Phase != last.Phase || p.d.Sync != last.Sync {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// active reports whether the migration holds its instance: not refused,
+// not ended, and, once switched, not yet finalized (rollback may follow).
+func (m *mig) active() bool {
+	if m.rec == nil {
+		return false
+	}
+	switch m.rec.State {
+	case events.MigrationAborted, events.MigrationFailed:
+		return false
+	case events.MigrationSuccessful:
+		return m.rec.Switched && !m.rec.Finalized
+	}
+	return true
+}
+
+// holdsSlot reports whether the migration counts against its source
+// node's limit of running migrations: it began and has not switched or
+// ended.
+func (m *mig) holdsSlot() bool {
+	if m.rec == nil || m.rec.Switched {
+		return false
+	}
+	switch m.rec.State {
+	case events.MigrationRunning, events.MigrationPaused, events.MigrationScheduled:
+		return true
+	}
+	return false
+}
+
+// activeOn returns the active migration of instance, if any.
+func (ms *State) activeOn(instance string) *mig {
+	for _, id := range ms.order {
+		if m := ms.byID[id]; m.rec != nil && m.rec.Instance == instance && m.active() {
+			return m
+		}
+	}
+	return nil
+}
+
+// slotsUsed counts the migrations holding a slot on node.
+func (ms *State) slotsUsed(node string) int {
+	n := 0
+	for _, m := range ms.byID {
+		if m.holdsSlot() && m.rec.Source == node {
+			n++
+		}
+	}
+	return n
+}
+
+// Record is migration id's latest record, nil if none was written.
+func (ms *State) Record(id string) *events.MigrationStateChanged {
+	if m, ok := ms.byID[id]; ok {
+		return m.rec
+	}
+	return nil
+}
