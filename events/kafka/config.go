@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -46,6 +47,12 @@ type Config struct {
 	// a larger event before writing anything. Default 8 MiB, enough for
 	// the plan of a request of tens of thousands of instances.
 	MaxRecordBytes int
+	// Logger hears what a client rides out (fetches and commits retried
+	// while a broker restarts). Default slog.Default().
+	Logger *slog.Logger
+	// Retry paces those retries. Default: from 100ms doubling to 5s, until
+	// the step succeeds, fails for good or the context ends.
+	Retry Backoff
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -76,6 +83,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRecordBytes == 0 {
 		c.MaxRecordBytes = 8 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Retry == (Backoff{}) {
+		c.Retry = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	}
 	return c
 }
