@@ -21,6 +21,7 @@ import (
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
@@ -168,21 +169,26 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	// transactional id, or they would fence each other.
 	host, _ := os.Hostname()
 	kcfg.TransactionalID = fmt.Sprintf("drove-gateway-%s-%d", host, os.Getpid())
-	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
-		return fail(stderr, "gateway", err)
-	}
-	prod, err := kafka.NewProducer(kcfg)
-	if err != nil {
-		return fail(stderr, "gateway", err)
-	}
-	defer prod.Close()
 	reg := newRegistry()
-	g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
-		KafkaCheck: prod.Ping, Tokens: tokens}, pool, prod)
+	// The pool and the producer reconnect by themselves; what stops the
+	// server (topics not there yet, the listener) is restarted.
+	err = supervise.Run(ctx, supervise.Part{Name: "gateway", Log: log}, func(ctx context.Context) error {
+		if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+			return err
+		}
+		prod, err := kafka.NewProducer(kcfg)
+		if err != nil {
+			return err
+		}
+		defer prod.Close()
+		g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
+			KafkaCheck: prod.Ping, Tokens: tokens}, pool, prod)
+		if err != nil {
+			return err
+		}
+		return g.Run(ctx)
+	})
 	if err != nil {
-		return fail(stderr, "gateway", err)
-	}
-	if err := g.Run(ctx); err != nil && ctx.Err() == nil {
 		return fail(stderr, "gateway", err)
 	}
 	return exitOK
@@ -210,11 +216,14 @@ not. Run one; a second one fences the first.`, stderr)
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
 	cfg := service.Config{Kafka: sf.kafka("drove-planner"), MaxRunningMoves: *maxRunning, Logger: log, Metrics: reg}
 	cfg.Options.MaxMovesPerNode = *maxPerNode
-	s, err := service.New(cfg)
+	err := supervise.Run(ctx, supervise.Part{Name: "planner", Log: log}, func(ctx context.Context) error {
+		s, err := service.New(cfg)
+		if err != nil {
+			return err
+		}
+		return s.Run(ctx)
+	})
 	if err != nil {
-		return fail(stderr, "planner", err)
-	}
-	if err := s.Run(ctx); err != nil && ctx.Err() == nil {
 		return fail(stderr, "planner", err)
 	}
 	return exitOK
@@ -241,14 +250,19 @@ event's effect commits with its offset).`, stderr)
 	defer pool.Close()
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
-	if err := projector.ApplySchema(ctx, pool, sf.schema); err != nil {
-		return fail(stderr, "projector", err)
-	}
-	p, err := projector.New(projector.Config{Kafka: sf.kafka("drove-projector"), Schema: sf.schema, Logger: log, Registerer: reg}, pool)
+	// Postgres or the broker restarting ends a Run; the next one resumes
+	// from the offsets the views recorded.
+	err = supervise.Run(ctx, supervise.Part{Name: "projector", Log: log}, func(ctx context.Context) error {
+		if err := projector.ApplySchema(ctx, pool, sf.schema); err != nil {
+			return err
+		}
+		p, err := projector.New(projector.Config{Kafka: sf.kafka("drove-projector"), Schema: sf.schema, Logger: log, Registerer: reg}, pool)
+		if err != nil {
+			return err
+		}
+		return p.Run(ctx)
+	})
 	if err != nil {
-		return fail(stderr, "projector", err)
-	}
-	if err := p.Run(ctx); err != nil && ctx.Err() == nil {
 		return fail(stderr, "projector", err)
 	}
 	return exitOK
