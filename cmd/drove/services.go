@@ -201,11 +201,13 @@ Usage: drove planner [flags]
 Runs the planner service: turns requests into plans, marks evacuated nodes
 drained, releases jobs as their dependencies are met and within per-node and
 per-cluster limits, and closes each request with what moved and what did
-not. Run one; a second one fences the first.`, stderr)
+not. Run several: they elect one through Kafka's group membership; the
+others stand by and take over within seconds when it dies (--standby).`, stderr)
 	var sf serviceFlags
 	sf.register(fs, false)
 	maxRunning := fs.Int("max-running-moves", 5, "jobs running at once across the cluster")
 	maxPerNode := fs.Int("max-moves-per-node", 2, "moves a node sends at once")
+	standby := fs.Bool("standby", true, "run several: they elect one that decides, the others stand by and take over when it dies; false: this one decides at once and fences any other")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
@@ -216,7 +218,13 @@ not. Run one; a second one fences the first.`, stderr)
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
 	cfg := service.Config{Kafka: sf.kafka("drove-planner"), MaxRunningMoves: *maxRunning, Logger: log, Metrics: reg}
 	cfg.Options.MaxMovesPerNode = *maxPerNode
-	err := supervise.Run(ctx, supervise.Part{Name: "planner", Log: log}, func(ctx context.Context) error {
+	cfg.Standby = *standby
+	part := supervise.Part{Name: "planner", Log: log}
+	if *standby {
+		// Fenced means another instance leads now: stand by again.
+		part.Permanent = func(err error) bool { return !errors.Is(err, kafka.ErrFenced) && supervise.Permanent(err) }
+	}
+	err := supervise.Run(ctx, part, func(ctx context.Context) error {
 		s, err := service.New(cfg)
 		if err != nil {
 			return err

@@ -1,8 +1,10 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -50,6 +52,10 @@ type Config struct {
 	// Logger hears what a client rides out (fetches and commits retried
 	// while a broker restarts). Default slog.Default().
 	Logger *slog.Logger
+	// Dial, when set, opens the connections to brokers instead of
+	// net.Dialer; tests cut a client off the network with it, as a crash
+	// or a partition would (no goodbye reaches the broker).
+	Dial func(ctx context.Context, network, host string) (net.Conn, error)
 	// Retry paces those retries. Default: from 100ms doubling to 5s, until
 	// the step succeeds, fails for good or the context ends.
 	Retry Backoff
@@ -144,11 +150,21 @@ func (c Config) validate(producer bool) error {
 
 // clientOpts are the options every client of this package shares.
 func (c Config) clientOpts() []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ClientID(c.ClientID),
 		kgo.DialTimeout(c.DialTimeout),
 		kgo.FetchMaxWait(c.FetchMaxWait),
 		kgo.FetchMaxPartitionBytes(int32(c.MaxRecordBytes)),
 	}
+	return append(opts, c.DialOpts()...)
+}
+
+// DialOpts are the kgo options of Dial, for packages that build their own
+// kgo clients from a Config (the planner service, the projector).
+func (c Config) DialOpts() []kgo.Opt {
+	if c.Dial == nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.Dialer(c.Dial)}
 }
