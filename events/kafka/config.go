@@ -52,6 +52,13 @@ type Config struct {
 	// Logger hears what a client rides out (fetches and commits retried
 	// while a broker restarts). Default slog.Default().
 	Logger *slog.Logger
+	// InstanceID, when set, makes a Consumer a static member of its group:
+	// a restarted consumer with the same id takes its predecessor's place
+	// at once, instead of the group waiting out the dead member's session
+	// (and a whole rebalance) first, as it must after a crash. It must be
+	// stable across restarts and never used by two live consumers of a
+	// group; an executor uses its node's group name.
+	InstanceID string
 	// Dial, when set, opens the connections to brokers instead of
 	// net.Dialer; tests cut a client off the network with it, as a crash
 	// or a partition would (no goodbye reaches the broker).

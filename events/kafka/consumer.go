@@ -68,6 +68,9 @@ func NewConsumer(cfg Config, group string, topics ...string) (*Consumer, error) 
 		// we never commit for a partition that has moved to another member.
 		kgo.BlockRebalanceOnPoll(),
 	)
+	if cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -221,6 +221,7 @@ func (s *system) waitFor(what string, d time.Duration, cond func() bool) {
 	deadline := time.Now().Add(d)
 	for backoff := 20 * time.Millisecond; !cond(); backoff = min(backoff*2, 500*time.Millisecond) {
 		if time.Now().After(deadline) {
+			s.keepLogs()
 			s.dumpLogs()
 			s.t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
@@ -328,7 +329,8 @@ func (s *system) awaitEnded(requests, migrations []string) {
 func (s *system) verify() string {
 	out, err := exec.Command(s.bin, "verify", "--brokers", s.brokers).CombinedOutput()
 	if err != nil {
-		s.t.Fatalf("drove verify: %v\n%s", err, out)
+		s.keepLogs()
+		s.t.Fatalf("drove verify: %v\n%s\nthe story of the instances it names:\n%s", err, out, s.story(string(out)))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	s.t.Logf("drove verify:\n%s", out)
@@ -345,4 +347,45 @@ func (s *system) replayEqual() {
 		return err == nil
 	})
 	s.t.Logf("drove replay:\n%s", out)
+}
+
+// story lists every event of the placement and opcode topics naming an
+// instance the report names, for a failure's diagnosis.
+func (s *system) story(report string) string {
+	var names []string
+	for _, in := range s.cluster.Instances {
+		if strings.Contains(report, `"`+in.Name+`"`) || strings.Contains(report, " "+in.Name+" ") {
+			names = append(names, in.Name)
+		}
+	}
+	var b strings.Builder
+	for _, topic := range []string{events.TopicRequests, events.TopicPlans, events.TopicJobs, events.TopicOpcodes, events.TopicInventory, events.TopicMigrations} {
+		recs, err := kafka.ReadAll(context.Background(), kafka.Config{Brokers: []string{s.brokers}}, topic)
+		if err != nil {
+			return err.Error()
+		}
+		for _, r := range recs {
+			for _, n := range names {
+				if strings.Contains(string(r.Event.Payload), `"`+n+`"`) {
+					fmt.Fprintf(&b, "%s %s %s by %s: %s\n", r, r.Event.Time.Format("15:04:05.000"), r.Event.Type, r.Event.Producer, r.Event.Payload)
+					break
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+// keepLogs copies the processes' logs where a failed run leaves them.
+func (s *system) keepLogs() {
+	keep, err := os.MkdirTemp("", "drove-chaos-failed-")
+	if err != nil {
+		return
+	}
+	for _, p := range append([]*proc{s.broker}, s.services...) {
+		if b, err := os.ReadFile(p.logPath()); err == nil {
+			_ = os.WriteFile(filepath.Join(keep, filepath.Base(p.logPath())), b, 0o644)
+		}
+	}
+	s.t.Logf("the processes' logs are kept in %s", keep)
 }
