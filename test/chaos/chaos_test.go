@@ -25,7 +25,8 @@ import (
 
 const (
 	killEvery = 3 * time.Second // a random process gets SIGKILL this often
-	kills     = 16              // during the workload
+	kills     = 16              // at least, and more while the workload lasts
+	maxRounds = 80              // of chaos, for the workload to get through
 	settle    = 4 * time.Minute // for everything to end after the chaos
 )
 
@@ -45,28 +46,43 @@ func TestChaos(t *testing.T) {
 	s := startSystem(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 18))
 	var requests, migrations []string
-	killed := map[string]int{}
-	for i := range kills {
-		switch i {
-		case 0:
-			requests = s.submit(requests, "evacuation of node-g1-001", func(ctx context.Context) (string, error) {
-				a, err := s.api.Evacuate(ctx, client.Evacuation{Nodes: []string{"node-g1-001"}, Mode: "all", Reason: "chaos"})
+	evacuate := func(node string) func() {
+		return func() {
+			requests = s.submit(requests, "evacuation of "+node, func(ctx context.Context) (string, error) {
+				a, err := s.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "chaos"})
 				return acceptedID(a, err)
 			})
-			migrations = s.migrate(migrations, "g2")
-		case 3:
+		}
+	}
+	// The workload, one step at a time: each waits for the one before to
+	// end, so that two plans never count on the same room (concurrent
+	// requests are not what this test is about).
+	steps := []func(){
+		evacuate("node-g1-001"),
+		func() { migrations = s.migrate(migrations, "g2") },
+		func() {
 			requests = s.submit(requests, "group change", func(ctx context.Context) (string, error) {
 				a, err := s.api.ChangeGroup(ctx, client.GroupChange{Instances: s.mirrored("g2", "node-g2-003", 2), Reason: "chaos"})
 				return acceptedID(a, err)
 			})
+		},
+		evacuate("node-g2-003"),
+		func() { migrations = s.migrate(migrations, "g1") },
+	}
+	killed := map[string]int{}
+	next := 0
+	for i := 0; next < len(steps) || i < kills; i++ {
+		if i > maxRounds {
+			s.keepLogs()
+			t.Fatalf("the workload did not get through in %d rounds of chaos (step %d of %d)", maxRounds, next, len(steps))
+		}
+		if next < len(steps) && s.ended(requests, migrations) {
+			steps[next]()
+			next++
+		}
+		switch i {
 		case 5:
 			s.restartBroker()
-		case 7:
-			requests = s.submit(requests, "evacuation of node-g2-003", func(ctx context.Context) (string, error) {
-				a, err := s.api.Evacuate(ctx, client.Evacuation{Nodes: []string{"node-g2-003"}, Mode: "all", Reason: "chaos"})
-				return acceptedID(a, err)
-			})
-			migrations = s.migrate(migrations, "g1")
 		case 10:
 			s.restartPostgres()
 		}
@@ -76,7 +92,7 @@ func TestChaos(t *testing.T) {
 		victim.start(t)
 		time.Sleep(killEvery) // the chaos's own pace, not synchronisation
 	}
-	s.awaitEnded(requests, migrations)
+	s.waitFor("every request and migration to end", settle, func() bool { return s.ended(requests, migrations) })
 	for _, p := range s.services {
 		if gone, how := p.exited(); gone {
 			t.Errorf("%s exited by itself (%s); services must ride out restarts:\n%s", p.name, how, p.tail())
@@ -297,31 +313,30 @@ func (s *system) migrate(ids []string, group string) []string {
 	return ids
 }
 
-// awaitEnded waits for every tracked request and migration to end.
-func (s *system) awaitEnded(requests, migrations []string) {
-	s.waitFor("every request and migration to end", settle, func() bool {
-		ctx := context.Background()
-		for _, id := range requests {
-			var r struct {
-				Status string `json:"status"`
-			}
-			if s.api.Get(ctx, "/v1/requests/"+id, &r) != nil || (r.Status != "finished" && r.Status != "rejected") {
-				return false
-			}
+// ended reports whether every tracked request and migration has ended,
+// as the API tells (false while the API does not answer).
+func (s *system) ended(requests, migrations []string) bool {
+	ctx := context.Background()
+	for _, id := range requests {
+		var r struct {
+			Status string `json:"status"`
 		}
-		for _, id := range migrations {
-			m, err := s.api.Migration(ctx, id)
-			if err != nil {
-				return false
-			}
-			switch events.MigrationState(m.State) {
-			case events.MigrationSuccessful, events.MigrationFailed, events.MigrationAborted:
-			default:
-				return false
-			}
+		if s.api.Get(ctx, "/v1/requests/"+id, &r) != nil || (r.Status != "finished" && r.Status != "rejected") {
+			return false
 		}
-		return true
-	})
+	}
+	for _, id := range migrations {
+		m, err := s.api.Migration(ctx, id)
+		if err != nil {
+			return false
+		}
+		switch events.MigrationState(m.State) {
+		case events.MigrationSuccessful, events.MigrationFailed, events.MigrationAborted:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // verify runs drove verify on the log; it must pass. It returns the
