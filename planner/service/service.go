@@ -231,7 +231,8 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 func (l *loop) decideAll(ctx context.Context) error {
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
-		PlanTook: func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) }}
+		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
+		Migrating: l.st.migs.ActiveOn}
 	for _, id := range l.st.reqs.Order() {
 		if !l.st.reqs.Active(id) {
 			continue
