@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/drove
 
-.PHONY: help build run test test-deps vet fuzz bench clean
+.PHONY: help build run run-zfs test test-deps vet fuzz bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -13,6 +13,9 @@ build: ## build bin/drove
 run: ## the whole system on this machine (embedded broker, Postgres, demo cluster, API on localhost:8080)
 	$(GO) run ./cmd/drove dev
 
+run-zfs: test-deps ## the same on real parts: one zfs-fuse pool per node, instances as datasets with writing processes (in .drove-zfs)
+	$(GO) run ./cmd/drove dev --driver zfs --dir .drove-zfs
+
 test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL)
 	@bash test/tools/deps.sh
 
@@ -21,10 +24,11 @@ vet: ## go vet, gofmt and go mod tidy
 	@$(GO) mod tidy -diff >/dev/null || { echo "go mod tidy would change go.mod or go.sum: run it"; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# The ZFS driver's tests run last and apart, through a script that runs
-# them once more if the zfs-fuse daemon deadlocked (test/zfsenv/watchdog.go).
+# The tests on zfs-fuse (executor/zfs, and test/e2e's TestZfs*) run last
+# and apart, through a script that runs them once more if the zfs-fuse
+# daemon deadlocked (test/zfsenv/watchdog.go).
 test: test-deps vet ## every test, with the race detector
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/executor/zfs$$')
+	$(GO) test -race -count=1 -skip '^TestZfs' $$($(GO) list ./... | grep -v '/executor/zfs$$')
 	@GO=$(GO) bash test/tools/zfs-tests.sh
 
 fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
@@ -33,7 +37,7 @@ fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 
 HAIL ?= /usr/lib/ganeti/iallocators/hail
 
-bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log, a move through Drove vs a bare zfs send | receive (BENCHFLAGS=-quick: short)
+bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log, a move through Drove vs a bare zfs send | receive, and a migration through the whole system over HTTP (BENCHFLAGS=-quick: short)
 	@[ -x $(HAIL) ] || { s=; [ "$$(id -u)" -eq 0 ] || s=sudo; \
 	  echo "bench: installing ganeti-htools (hail)"; \
 	  $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq ganeti-htools; }

@@ -182,6 +182,13 @@ func TestPayloadRules(t *testing.T) {
 		field string
 	}{
 		{"unknown alloc policy", GroupDeclared{Name: "g", AllocPolicy: "sometimes"}, "alloc_policy"},
+		{"policy range upside down", GroupDeclared{Name: "g", AllocPolicy: AllocPreferred, Policy: &InstancePolicy{
+			MinMax: []SpecRange{{Min: Spec{MemoryMiB: 4096}, Max: Spec{MemoryMiB: 1024}}}, VCPURatio: 4, SpindleRatio: 32}},
+			"ipolicy.minmax[0].memory_mib"},
+		{"policy without a vcpu ratio", GroupDeclared{Name: "g", AllocPolicy: AllocPreferred, Policy: &InstancePolicy{SpindleRatio: 32}}, "ipolicy.vcpu_ratio"},
+		{"policy with an unknown kind", GroupDeclared{Name: "g", AllocPolicy: AllocPreferred, Policy: &InstancePolicy{
+			DiskTemplates: []StorageKind{"tape"}, VCPURatio: 4, SpindleRatio: 32}}, "ipolicy.disk_templates[0]"},
+		{"negative reserved memory", NodeAnnounced{Name: "n", Group: "g", ReservedMemoryMiB: -1}, "reserved_memory_mib"},
 		{"unknown storage", InstanceDeclared{Name: "i", Owner: "o", PrimaryNode: "n1", Storage: "tape", RunState: RunRunning}, "storage"},
 		{"mirrored without secondary", InstanceDeclared{Name: "i", Owner: "o", PrimaryNode: "n1", Storage: StorageDRBD, RunState: RunRunning}, "secondary_node"},
 		{"plain with secondary", InstanceDeclared{Name: "i", Owner: "o", PrimaryNode: "n1", SecondaryNode: "n2", Storage: StoragePlain, RunState: RunRunning}, "secondary_node"},

@@ -245,7 +245,7 @@ func (m MigrationPhaseDispatched) check(p *problems) {
 	p.require("node", m.Node)
 	p.require("source", m.Source)
 	nonNegative(p, "seq", m.Seq)
-	oneOf(p, "phase", m.Phase, "begin", "sync", "switch", "abort", "rollback", "finalize")
+	oneOf(p, "phase", m.Phase, "begin", "sync", "switch", "pause", "abort", "rollback", "finalize")
 }
 
 func (m MigrationPhaseEnded) check(p *problems) {

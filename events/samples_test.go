@@ -24,12 +24,17 @@ func samples() []Payload {
 		Name: "node1", Group: "g1",
 		Total:     Resources{MemoryMiB: 65536, DiskMiB: 1 << 20, CPUs: 16, Spindles: 4},
 		Free:      Resources{MemoryMiB: 32768, DiskMiB: 1 << 19, CPUs: 8, Spindles: 2},
-		VMCapable: true, Tags: []string{"rack:a1"},
+		VMCapable: true, Tags: []string{"rack:a1"}, ReservedMemoryMiB: 1024,
 	}
 	drained := NodeUpdated(node)
 	drained.Drained = true
 	return []Payload{
-		GroupDeclared{Name: "g1", AllocPolicy: AllocPreferred, Tags: []string{"dc:ams"}},
+		GroupDeclared{Name: "g1", AllocPolicy: AllocPreferred, Tags: []string{"dc:ams"}, Policy: &InstancePolicy{
+			MinMax: []SpecRange{{Min: Spec{MemoryMiB: 128, CPUs: 1, DiskMiB: 1024, Disks: 1, NICs: 1, SpindleUse: 1},
+				Max: Spec{MemoryMiB: 32768, CPUs: 8, DiskMiB: 1 << 20, Disks: 16, NICs: 8, SpindleUse: 8}}},
+			Std:           Spec{MemoryMiB: 128, CPUs: 1, DiskMiB: 1024, Disks: 1, NICs: 1, SpindleUse: 1},
+			DiskTemplates: []StorageKind{StorageDRBD, StorageZFSLocal}, VCPURatio: 4, SpindleRatio: 32},
+			ClusterTags: []string{"htools:nlocation:rack", "htools:migration:hv"}},
 		node,
 		drained,
 		InstanceDeclared{

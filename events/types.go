@@ -154,6 +154,10 @@ const (
 	PhaseBegin  = "begin"
 	PhaseSync   = "sync"
 	PhaseSwitch = "switch"
+	// PhasePause is dispatched to a migration's source to stop its running
+	// sync at once (it supersedes the sync); the executor ends it without
+	// the driver, whose cancelled sync kept its last complete snapshot.
+	PhasePause = "pause"
 )
 
 // NodeMoveStatus is what a node reports for an instance during and after a
@@ -254,18 +258,29 @@ type GroupDeclared struct {
 	Name        string      `json:"name"`
 	AllocPolicy AllocPolicy `json:"alloc_policy"`
 	Tags        []string    `json:"tags,omitempty"`
+	// Policy is the group's instance policy; nil means Ganeti's default.
+	Policy *InstancePolicy `json:"ipolicy,omitempty"`
+	// ClusterTags are the tags of the cluster the group is in: Ganeti's
+	// "htools:" cluster tags give node and instance tags their meaning
+	// (exclusion, location, desired-location and migration tags). The
+	// schema has no cluster object, so every group carries them; a seed
+	// writes the same list on each, and the planner uses their union.
+	ClusterTags []string `json:"cluster_tags,omitempty"`
 }
 
 // NodeAnnounced is a node's first statement of itself: its whole state.
 type NodeAnnounced struct {
-	Name      string    `json:"name"`
-	Group     string    `json:"group"`
-	Total     Resources `json:"total"`
-	Free      Resources `json:"free"`
-	Offline   bool      `json:"offline"`
-	Drained   bool      `json:"drained"`
-	VMCapable bool      `json:"vm_capable"`
-	Tags      []string  `json:"tags,omitempty"`
+	Name  string    `json:"name"`
+	Group string    `json:"group"`
+	Total Resources `json:"total"`
+	Free  Resources `json:"free"`
+	// ReservedMemoryMiB is the memory the node keeps for itself (its
+	// hypervisor and services): never given to instances.
+	ReservedMemoryMiB int64    `json:"reserved_memory_mib,omitempty"`
+	Offline           bool     `json:"offline"`
+	Drained           bool     `json:"drained"`
+	VMCapable         bool     `json:"vm_capable"`
+	Tags              []string `json:"tags,omitempty"`
 }
 
 // NodeUpdated restates a node's whole state, not a delta, so that applying

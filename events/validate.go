@@ -43,6 +43,10 @@ func (r Resources) check(p *problems, field string) {
 func (g GroupDeclared) check(p *problems) {
 	p.require("name", g.Name)
 	oneOf(p, "alloc_policy", g.AllocPolicy, AllocPreferred, AllocLastResort, AllocUnallocable)
+	if g.Policy != nil {
+		g.Policy.check(p, "ipolicy")
+	}
+	noEmpty(p, "cluster_tags", g.ClusterTags)
 }
 
 func (n NodeAnnounced) check(p *problems) {
@@ -50,6 +54,7 @@ func (n NodeAnnounced) check(p *problems) {
 	p.require("group", n.Group)
 	n.Total.check(p, "total")
 	n.Free.check(p, "free")
+	nonNegative(p, "reserved_memory_mib", n.ReservedMemoryMiB)
 }
 
 func (n NodeUpdated) check(p *problems) { NodeAnnounced(n).check(p) }

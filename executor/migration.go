@@ -29,8 +29,12 @@ import (
 // The send rate cap follows drove.settings while a phase runs: the driver
 // reads it through MigrationPhase.CurrentRate.
 
-// errSuperseded is the cancel cause of a phase a newer phase replaced.
-var errSuperseded = fmt.Errorf("%w: superseded by a newer phase of the migration", ErrCanceled)
+// errSuperseded is the cancel cause of a phase a newer phase replaced;
+// errPaused of a sync a pause replaced.
+var (
+	errSuperseded = fmt.Errorf("%w: superseded by a newer phase of the migration", ErrCanceled)
+	errPaused     = fmt.Errorf("%w: paused", errSuperseded)
+)
 
 type migKey struct {
 	Migration string
@@ -174,7 +178,11 @@ func (e *Executor) submitPhase(env events.Envelope, d events.MigrationPhaseDispa
 	t := &migTask{key: k, dispatch: env, d: d, ctx: ctx, cancel: cancel, prev: prev, done: make(chan struct{})}
 	if prev != nil {
 		e.log.Info("phase superseded", "migration", d.Migration, "old", prev.key.Seq, "new", d.Seq)
-		prev.cancel(errSuperseded)
+		cause := errSuperseded
+		if d.Phase == events.PhasePause {
+			cause = errPaused
+		}
+		prev.cancel(cause)
 	}
 	e.mig.latest[d.Migration] = d.Seq
 	e.mig.tasks[d.Migration] = t
@@ -229,6 +237,11 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 	if t.ctx.Err() != nil {
 		return e.phaseInterrupted(t), PhaseResult{}, context.Cause(t.ctx)
 	}
+	if t.d.Phase == events.PhasePause {
+		// The sync it superseded has returned (tasks of one migration
+		// run one at a time): the send has stopped.
+		return events.JobSuccess, PhaseResult{Message: fmt.Sprintf("sync %d stopped", t.d.Sync)}, nil
+	}
 	where := t.d.Source
 	if t.d.Phase == "rollback" || t.d.Phase == "finalize" {
 		where = t.d.Target // the switch placed it there
@@ -246,6 +259,7 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		Source: t.d.Source, Target: t.d.Target,
 		SendBytesPerSecond: e.currentRate(t.d),
 		CurrentRate:        func() int64 { return e.currentRate(t.d) },
+		AwaitReceiver:      e.awaitReceiver(opKey{t.d.Migration, 0, t.d.Seq}), // migration_receive.go
 	}
 	var res PhaseResult
 	err = e.retryTransient(t.ctx, p, log, func(int) error {
@@ -333,7 +347,11 @@ func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseR
 	}
 	msgs := []kafka.Message{
 		{Topic: events.TopicOpcodes, Event: e.phaseEffect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), status))},
-		{Topic: events.TopicProgress, Event: e.phaseEffect(t, end, "end of the "+t.what())},
+	}
+	// A pause and the sync it stopped have no End of their own: the
+	// coordinator writes the one RFD 34 end, "paused", when the pause ends.
+	if t.d.Phase != events.PhasePause && !errors.Is(context.Cause(t.ctx), errPaused) {
+		msgs = append(msgs, kafka.Message{Topic: events.TopicProgress, Event: e.phaseEffect(t, end, "end of the "+t.what())})
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), endAppendTimeout)
 	defer cancel()

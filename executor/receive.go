@@ -117,6 +117,8 @@ func (e *Executor) observeOpcode(env events.Envelope, p events.Payload, replay b
 		e.stopReceiver(opKey{v.Request, v.Job, v.Index}, v.Node, &sourceEnded{v.Status})
 	case events.OpcodeCancelled:
 		e.stopReceiver(opKey{v.Request, v.Job, v.Index}, v.Node, &cancelRequest{v.Reason})
+	case events.MigrationPhaseDispatched, events.MigrationPhaseEnded:
+		e.observePhase(env, p, replay) // migration_receive.go
 	}
 }
 

@@ -55,6 +55,9 @@ type Config struct {
 	// TailInterval is how often the shared tailer polls event_log while
 	// anyone watches. Default 150ms.
 	TailInterval time.Duration
+	// MaxWatchers bounds the watch streams open at once; one more is
+	// refused with 503 too_many_watchers. Default 1000.
+	MaxWatchers int
 	// WatchBuffer is how many rows a watcher may fall behind before it is
 	// cut off. Default 1024.
 	WatchBuffer int
@@ -97,6 +100,9 @@ func (c Config) withDefaults() Config {
 	if c.TailInterval == 0 {
 		c.TailInterval = 150 * time.Millisecond
 	}
+	if c.MaxWatchers == 0 {
+		c.MaxWatchers = 1000
+	}
 	if c.WatchBuffer == 0 {
 		c.WatchBuffer = 1024
 	}
@@ -131,6 +137,9 @@ func (c Config) Validate() error {
 		if d.v < 0 {
 			ps = append(ps, fmt.Sprintf("%s: negative (%s)", d.name, d.v))
 		}
+	}
+	if c.MaxWatchers < 0 {
+		ps = append(ps, fmt.Sprintf("MaxWatchers: negative (%d)", c.MaxWatchers))
 	}
 	if c.WatchBuffer < 0 {
 		ps = append(ps, fmt.Sprintf("WatchBuffer: negative (%d)", c.WatchBuffer))

@@ -22,6 +22,10 @@
 //     event_log by seq and fans rows out to subscribers (tailer.go); a
 //     watcher never queries the log in a loop of its own, and a slow one is
 //     cut off with a final error line instead of holding the others back.
+//   - A stream's history is read a page at a time (stream.go), never held
+//     whole; ?after=SEQ resumes a request's or an instance's stream after
+//     the last line a watcher saw. At most Config.MaxWatchers streams are
+//     open at once; one more is refused with 503 too_many_watchers.
 //   - Refusals (401, 403) are audited on drove.audit within a budget, so a
 //     flood of bad tokens cannot become a flood of writes: past it they
 //     are folded into one count per caller and reason (auditlimit.go).

@@ -44,6 +44,7 @@ const (
 	codeUnavailable = "unavailable"    // Postgres or Kafka did not answer
 	codeInternal    = "internal"
 	codeTooSlow     = "too_slow" // a watcher fell too far behind
+	codeTooMany     = "too_many_watchers"
 )
 
 func badRequest(field, msg string) *apiError {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -33,6 +34,7 @@ type Gateway struct {
 	tail     *tailer
 	recent   *recent
 	refusals *refusalBudget
+	watchers atomic.Int64 // open watch streams, at most Config.MaxWatchers
 	engine   *gin.Engine
 	// pending and setCache remember this gateway's own appends until the
 	// views show them (see migrate.go, settings.go).

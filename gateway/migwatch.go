@@ -123,12 +123,18 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 		return err
 	}
 	id := m.ID
+	release, err := g.admitWatcher()
+	if err != nil {
+		return err
+	}
+	defer release()
 	sub, err := g.tail.subscribe(c, migRows(name, id), g.cfg.WatchBuffer)
 	if err != nil {
 		return err
 	}
 	defer sub.close()
-	rows, err := many[logRow](c, g.db, "imig_history", name, id)
+	hist := g.history("imig_history", 0, name, id)
+	rows, err := hist.next(c) // the first page before the status, so a failure is a 5xx
 	if err != nil {
 		return err
 	}
@@ -141,18 +147,15 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 	// a last end event the coordinator may still write (a pause's).
 	ws := &migStream{g: g, c: c, s: s, id: id, watchState: watchState{state: m.State}, recheck: time.NewTicker(time.Second)}
 	defer ws.recheck.Stop()
-	sent := make(map[int64]bool, len(rows))
-	for _, r := range rows {
-		l, final, err := ws.pc.line(r, id)
-		if err != nil {
-			g.log.Warn("migration watch: undecodable row", "seq", r.Seq, "err", err)
-			continue
-		}
-		if !s.write(l) {
+	sent := map[int64]bool{}
+	for ; len(rows) > 0; rows, err = hist.next(c) {
+		if !ws.history(rows, sent) {
 			return nil
 		}
-		sent[r.Seq] = true
-		ws.closed, ws.final = l.Type == "end", final
+	}
+	if err != nil {
+		g.historyFailed(c, s, err)
+		return nil
 	}
 	if ws.final || ws.closed && ws.idle() {
 		return nil
@@ -287,4 +290,22 @@ type watchState struct {
 // phase it followed has ended.
 func (ws watchState) idle() bool {
 	return ws.state != string(events.MigrationRunning) && ws.state != string(events.MigrationQueued)
+}
+
+// history sends a page of the migration's history; false means the
+// watcher is gone.
+func (ws *migStream) history(rows []logRow, sent map[int64]bool) bool {
+	for _, r := range rows {
+		l, final, err := ws.pc.line(r, ws.id)
+		if err != nil {
+			ws.g.log.Warn("migration watch: undecodable row", "seq", r.Seq, "err", err)
+			continue
+		}
+		if !ws.s.write(l) {
+			return false
+		}
+		sent[r.Seq] = true
+		ws.closed, ws.final = l.Type == "end", final
+	}
+	return true
 }

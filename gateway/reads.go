@@ -336,7 +336,7 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 		if !who.operator() && m.Owner != who.Name {
 			return g.deny(c, who, http.StatusForbidden, "migration "+id+" is of an instance that is not yours")
 		}
-		rows, err := many[logRow](c, g.db, "imig_history", m.Instance, id)
+		rows, err := g.history("imig_history", 0, m.Instance, id).all(c)
 		if err != nil {
 			return err
 		}

@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -94,4 +98,83 @@ func (g *Gateway) follow(c *gin.Context, s *ndjson, sub *subscription, sent map[
 			return
 		}
 	}
+}
+
+// historyPage is how many rows of a stream's history are read at once: a
+// long history goes out page by page and is never held whole.
+const historyPage = 500
+
+// history reads a stream's history (query name with args), a page at a
+// time, after a seq.
+type history struct {
+	g     *Gateway
+	name  string
+	args  []any
+	after int64
+	done  bool
+}
+
+func (g *Gateway) history(name string, after int64, args ...any) *history {
+	return &history{g: g, name: name, args: args, after: after}
+}
+
+// next is the next page, empty at the end.
+func (h *history) next(ctx context.Context) ([]logRow, error) {
+	if h.done {
+		return nil, nil
+	}
+	rows, err := many[logRow](ctx, h.g.db, h.name, append(slices.Clone(h.args), h.after, historyPage)...)
+	if err != nil {
+		return nil, err
+	}
+	h.done = len(rows) < historyPage
+	if len(rows) > 0 {
+		h.after = rows[len(rows)-1].Seq
+	}
+	return rows, nil
+}
+
+// all reads every page; for answers that hold the whole history anyway.
+func (h *history) all(ctx context.Context) ([]logRow, error) {
+	var out []logRow
+	for {
+		rows, err := h.next(ctx)
+		if err != nil || len(rows) == 0 {
+			return out, err
+		}
+		out = append(out, rows...)
+	}
+}
+
+// afterParam is ?after=SEQ: a stream resumed after the last line a
+// watcher saw (every line carries its seq) starts its history there.
+func afterParam(c *gin.Context) (int64, error) {
+	v := c.Query("after")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest("after", "after: "+strconv.Quote(v)+" is not a seq (want a whole number, 0 or more)")
+	}
+	return n, nil
+}
+
+// admitWatcher takes one of Config.MaxWatchers slots for a stream, or
+// refuses it: every open stream holds a subscription and a connection.
+func (g *Gateway) admitWatcher() (release func(), err error) {
+	if g.watchers.Add(1) > int64(g.cfg.MaxWatchers) {
+		g.watchers.Add(-1)
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Code: codeTooMany,
+			Message: fmt.Sprintf("%d watch streams are open, this gateway's limit (MaxWatchers); close one or try again later", g.cfg.MaxWatchers)}
+	}
+	return func() { g.watchers.Add(-1) }, nil
+}
+
+// historyFailed ends a stream whose history could not be read after it
+// started (its status was already sent).
+func (g *Gateway) historyFailed(c *gin.Context, s *ndjson, err error) {
+	g.log.Error("watch history", "path", c.Request.URL.Path, "err", err)
+	s.write(controlLine{Type: "error", Error: &apiError{Code: codeUnavailable,
+		Message: "reading the history failed; reconnect with ?after= the last seq you saw"}})
 }

@@ -63,8 +63,8 @@ func (g *Gateway) watchInstance(c *gin.Context) error {
 	return g.watch(c, "history_instance", name, match, func(logRow) bool { return false })
 }
 
-// watch streams NDJSON: the history (query history with key, by seq), then,
-// unless ?follow=false, live rows from the shared tailer until ends says a
+// watch streams NDJSON: the history (query history with key, by seq, a page
+// at a time, after ?after= when given), then, unless ?follow=false, live rows from the shared tailer until ends says a
 // row was the last, the client leaves, the watcher falls behind, or the
 // gateway shuts down.
 func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(logRow) bool) error {
@@ -76,17 +76,26 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 	default:
 		return badRequest("follow", "follow: unknown value "+strconv.Quote(f)+" (want true or false)")
 	}
+	after, err := afterParam(c)
+	if err != nil {
+		return err
+	}
+	release, err := g.admitWatcher()
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Subscribe before reading the history, so nothing committed in
 	// between is lost; rows seen in both are skipped by seq.
 	var sub *subscription
 	if follow {
-		var err error
 		if sub, err = g.tail.subscribe(c, match, g.cfg.WatchBuffer); err != nil {
 			return err
 		}
 		defer sub.close()
 	}
-	rows, err := many[logRow](c, g.db, history, key)
+	hist := g.history(history, after, key)
+	rows, err := hist.next(c) // the first page before the status, so a failure is a 5xx
 	if err != nil {
 		return err
 	}
@@ -96,15 +105,21 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 	line := func(r logRow) watchLine {
 		return watchLine{Seq: r.Seq, Time: r.Time.UTC(), Type: r.Type, Request: r.request(), Instance: r.Instance, Payload: r.Payload}
 	}
-	sent := make(map[int64]bool, len(rows))
-	for _, r := range rows {
-		if !s.write(line(r)) {
-			return nil
+	sent := map[int64]bool{}
+	for ; len(rows) > 0; rows, err = hist.next(c) {
+		for _, r := range rows {
+			if !s.write(line(r)) {
+				return nil
+			}
+			sent[r.Seq] = true
+			if ends(r) {
+				return nil
+			}
 		}
-		sent[r.Seq] = true
-		if ends(r) {
-			return nil
-		}
+	}
+	if err != nil {
+		g.historyFailed(c, s, err)
+		return nil
 	}
 	if follow {
 		g.follow(c, s, sub, sent, g.cfg.KeepAlive, rowsUntil{s: s, line: line, ends: ends})
@@ -127,7 +142,7 @@ func (rowsUntil) wake() bool              { return false }
 // tooSlowLine ends a stream whose watcher fell too far behind.
 func (g *Gateway) tooSlowLine() controlLine {
 	return controlLine{Type: "error", Error: &apiError{Code: codeTooSlow,
-		Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect to get the history again"}}
+		Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect with ?after= the last seq you saw"}}
 }
 
 // shuttingDownLine ends every stream when the gateway stops.

@@ -293,3 +293,51 @@ func TestRunShutsDownWithOpenWatchers(t *testing.T) {
 		t.Fatalf("the watcher's last words: %s", b)
 	}
 }
+
+// A history longer than a page goes out whole and in order, read a page
+// at a time; ?after= resumes it after a seq.
+func TestWatchHistoryIsPagedAndResumes(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	const n = 1234 // more than two pages
+	var seqs []int64
+	for i := range n {
+		seqs = append(seqs, e.logEvent("move.progress", "r-long", "i1", map[string]any{"n": i}))
+	}
+	check := func(path string, want []int64) {
+		t.Helper()
+		lines := e.watch(path).rest()
+		if len(lines) != len(want) {
+			t.Fatalf("%s: %d lines, want %d", path, len(lines), len(want))
+		}
+		for i, l := range lines {
+			var w gateway.WatchLine
+			if err := json.Unmarshal([]byte(l), &w); err != nil || w.Seq != want[i] {
+				t.Fatalf("%s: line %d has seq %d (%v), want %d", path, i, w.Seq, err, want[i])
+			}
+		}
+	}
+	check("/v1/instances/i1/watch?follow=false", seqs)
+	check(fmt.Sprintf("/v1/instances/i1/watch?follow=false&after=%d", seqs[999]), seqs[1000:])
+	if status, body := e.do(http.MethodGet, "/v1/instances/i1/watch?after=-3", ""); status != http.StatusBadRequest {
+		t.Fatalf("after=-3: %d %s", status, body)
+	}
+}
+
+// Past MaxWatchers a stream is refused with a clear 503; a slot comes back
+// when a watcher leaves.
+func TestWatchersAreBounded(t *testing.T) {
+	e := newEnv(t, func(c *gateway.Config) { c.MaxWatchers = 2 })
+	e.seed()
+	first := e.watch("/v1/instances/i1/watch")
+	e.watch("/v1/instances/i2/watch")
+	status, body := e.do(http.MethodGet, "/v1/instances/i3/watch", "")
+	if status != http.StatusServiceUnavailable || decodeError(t, body).Error.Code != "too_many_watchers" {
+		t.Fatalf("a third watcher with a limit of 2: %d %s", status, body)
+	}
+	first.body.Close()
+	waitFor(t, "the slot of the watcher that left", 10*time.Second, func() bool {
+		status, _ := e.do(http.MethodGet, "/v1/instances/i3/watch?follow=false", "")
+		return status == http.StatusOK
+	})
+}

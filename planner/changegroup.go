@@ -129,7 +129,7 @@ func (s *state) policyViolation(in *instState, g int32) string {
 	if len(pol.MinMax) == 0 {
 		return ""
 	}
-	inst := &s.c.Instances[in.idx]
+	inst := s.spec(in.idx)
 	spec := ISpec{MemorySize: inst.Memory, CPUCount: inst.VCPUs, DiskCount: int64(len(inst.Disks)),
 		NICCount: inst.NICs, SpindleUse: inst.SpindleUse}
 	var first string

@@ -13,7 +13,7 @@ import (
 func TestPlannerImportsNoIO(t *testing.T) {
 	pkgs := []string{"github.com/drovehq/drove/planner", "github.com/drovehq/drove/planner/iallocator"}
 	allowed := map[string]bool{"bytes": true, "encoding/json": true, "errors": true, "fmt": true,
-		"math": true, "sort": true, "strings": true, "slices": true, "strconv": true, "cmp": true,
+		"maps": true, "math": true, "sort": true, "strings": true, "slices": true, "strconv": true, "cmp": true,
 		"io": true} // io for its error values and interfaces; nothing here opens anything
 	out, err := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}"}, pkgs...)...).Output()
 	if err != nil {

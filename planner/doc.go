@@ -23,4 +23,11 @@
 //  4. schedule.go links the jobs with dependencies: memory and disk flow
 //     from jobs that free them to jobs that use them, and each node sends at
 //     most Options.MaxMovesPerNode moves at once.
+//
+// New instances (Allocate, MultiAllocate) and Relocate follow hail exactly:
+// allocate.go tries every node or pair of every group against the group's
+// instance policy (policy.go), scores with the whole cluster's score, keeps
+// the best that leaves the cluster N+1 redundant (capacity.go), and uses
+// hail's lost-allocations metric on dedicated clusters (dedicated.go).
+// Location and migration tags (location.go) weigh on every request.
 package planner

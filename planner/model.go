@@ -160,6 +160,9 @@ type Group struct {
 	AllocPolicy AllocPolicy
 	Policy      IPolicy
 	Tags        []string
+	// Networks are the networks the group's nodes connect to; a new
+	// instance whose NICs need another network cannot be placed here.
+	Networks []string
 }
 
 // Node is a server as the inventory reports it.

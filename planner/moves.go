@@ -20,6 +20,11 @@ const (
 	// mvFailoverAndReplace fails over to the secondary, then builds a new
 	// replica on node instead of the old primary.
 	mvFailoverAndReplace
+	// mvPlace puts a new instance on node as its primary.
+	mvPlace
+	// mvPlaceSecondary puts a new instance's replica on node. Like hail,
+	// it never skips the soft checks, even when forced.
+	mvPlaceSecondary
 )
 
 type move struct {
@@ -54,8 +59,18 @@ func (o *overlay) node(s *state, i int32) *nodeState {
 // unspecified state and must be reset.
 func (s *state) apply(o *overlay, in *instState, mv move, force bool) failure {
 	P, S := in.pri, in.sec
-	pOff := s.nodes[P].offline
+	pOff := P != NoNode && s.nodes[P].offline
 	var f failure
+	switch mv.kind {
+	case mvFailover, mvFailoverAndReplace:
+		if f = s.migrationRefusal(P, S); !f.ok() {
+			return f
+		}
+	case mvFailoverToAny, mvReplaceAndFailover:
+		if f = s.migrationRefusal(P, mv.node); !f.ok() {
+			return f
+		}
+	}
 	switch mv.kind {
 	case mvFailover:
 		p, q := o.node(s, P), o.node(s, S)
@@ -112,14 +127,27 @@ func (s *state) apply(o *overlay, in *instState, mv move, force bool) failure {
 			return f
 		}
 		in.pri, in.sec = S, mv.node
+	case mvPlace:
+		t := o.node(s, mv.node)
+		if *t, f = addPri(*t, in, !force); !f.ok() {
+			return f
+		}
+		in.pri = mv.node
+	case mvPlaceSecondary:
+		t := o.node(s, mv.node)
+		if *t, f = addSec(*t, in, in.pri, true, false); !f.ok() {
+			return f
+		}
+		in.sec = mv.node
 	}
+	s.refreshLocation(o, in)
 	return failure{}
 }
 
 // opcodes turns the moves of in, starting from its current nodes, into the
 // opcodes an executor (or Ganeti) runs.
 func (s *state) opcodes(in instState, moves []move) []Opcode {
-	name := s.c.Instances[in.idx].Name
+	name := s.spec(in.idx).Name
 	var ops []Opcode
 	fail := func(to int32, explicit bool) Opcode {
 		op := Opcode{Kind: OpMigrate, Instance: name, AllowFailover: true,

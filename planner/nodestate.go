@@ -20,7 +20,10 @@ const (
 	failRedundancy
 	failSecMem
 	failTags
-	failKinds // number of kinds
+	failPolicy    // outside the group's instance policy; tag holds why
+	failCapacity  // the cluster would lose N+1 redundancy; tag holds why
+	failMigration // migration tags forbid the move; tag holds why
+	failKinds     // number of kinds
 )
 
 // failure is one refusal, with the figures an operator needs to act on it.
@@ -47,6 +50,8 @@ type instState struct {
 	usesSecMem bool  // its secondary must be able to run it (N+1)
 	localDisk  bool
 	exclTags   []string
+	dsrd       []string // desired location tags
+	locScore   int32    // location tags its primary and secondary share
 	kind       StorageKind
 	mirror     Mirroring
 	pri, sec   int32
@@ -84,7 +89,9 @@ type nodeState struct {
 
 	nPri      int32
 	nSec      int32
-	conflicts int32 // Ganeti's conflictingPrimaries: sum(tag counts) - distinct tags
+	conflicts int32    // Ganeti's conflictingPrimaries: sum(tag counts) - distinct tags
+	loc       []string // location tags, sorted; shared, never written
+	locScore  int32    // sum over primaries of location and desired-location scores
 
 	peers map[int32]int64 // memory reserved per primary peer
 	tags  map[string]int32
@@ -289,6 +296,7 @@ func addPri(n nodeState, in *instState, strict bool) (nodeState, failure) {
 	n.fMemForth = memForth
 	n.nPri++
 	n.conflicts += n.tagDelta(in, true)
+	n.locScore += in.locScore + dsrdScore(&n, in)
 	return n, failure{}
 }
 
@@ -308,6 +316,7 @@ func removePri(n nodeState, in *instState) nodeState {
 	n.fMemForth += in.mem
 	n.nPri--
 	n.conflicts += n.tagDelta(in, false)
+	n.locScore -= in.locScore + dsrdScore(&n, in)
 	return n
 }
 

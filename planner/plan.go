@@ -69,6 +69,14 @@ type Moved struct {
 	Nodes    []string
 }
 
+// Allocated is a new instance the plan places: its group and nodes
+// (primary first).
+type Allocated struct {
+	Instance string
+	Group    string
+	Nodes    []string
+}
+
 // Failed is an instance the plan cannot move, with the reason.
 type Failed struct {
 	Instance string
@@ -89,6 +97,16 @@ type Plan struct {
 	Groups      []GroupScore
 	// EvacuatedNodes are the nodes the plan empties (given or inferred).
 	EvacuatedNodes []string
+	// Allocated, for Allocate and MultiAllocate, are the new instances
+	// placed, in request order; the others are in Failed.
+	Allocated []Allocated
+	// Relocated, for a successful Relocate, is the node that replaces the
+	// one the instance left, as Ganeti's result lists it; for a successful
+	// AllocateSecondary, the new secondary.
+	Relocated []string
+	// Log explains an allocation: the group chosen and, for every group
+	// tried, its best score or why nothing fitted.
+	Log []string
 }
 
 // GroupScore is one group's cluster score before and after a plan.

@@ -21,7 +21,7 @@ func (o *outcome) move(s *state, in *instState, c candidate) {
 	if in.sec != NoNode {
 		nodes = append(nodes, s.nodeName(in.sec))
 	}
-	name := s.c.Instances[in.idx].Name
+	name := s.spec(in.idx).Name
 	o.plan.Moved = append(o.plan.Moved, Moved{
 		Instance: name,
 		Group:    s.c.Groups[s.nodes[in.pri].group].Name,
@@ -65,6 +65,12 @@ func Compute(c *Cluster, r Request, o Options) (*Plan, error) {
 		if err := s.changeGroup(&r, &out); err != nil {
 			return nil, err
 		}
+	case Allocate, MultiAllocate:
+		s.allocate(&r, &out)
+	case Relocate:
+		s.relocate(&r, &out)
+	case AllocateSecondary:
+		s.allocateSecondary(&r, &out)
 	}
 
 	deps := schedule(initial, out.profiles, o.MaxMovesPerNode)
@@ -77,6 +83,9 @@ func Compute(c *Cluster, r Request, o Options) (*Plan, error) {
 		for _, n := range prof.nodes {
 			touched[s.nodes[n].group] = true
 		}
+	}
+	for _, a := range p.Allocated {
+		touched[int32(c.GroupIndex(a.Group))] = true
 	}
 	for g := range c.Groups {
 		after := s.exactGroupScore(g)
@@ -102,8 +111,23 @@ func (s *state) checkRequest(r *Request) error {
 			return fmt.Errorf("%w: evac_mode %q is not one of primary-only, secondary-only, all", ErrBadRequest, r.Mode)
 		}
 	case ChangeGroup:
+	case Allocate, MultiAllocate:
+		return s.checkAllocation(r)
+	case AllocateSecondary:
+		if len(r.Instances) != 1 {
+			return fmt.Errorf("%w: an allocate-secondary request names exactly one instance, got %d", ErrBadRequest, len(r.Instances))
+		}
+	case Relocate:
+		if len(r.Instances) != 1 {
+			return fmt.Errorf("%w: a relocate request names exactly one instance, got %d", ErrBadRequest, len(r.Instances))
+		}
+		for _, n := range r.RelocateFrom {
+			if s.node(n) < 0 {
+				return fmt.Errorf("%w: relocate_from: %q", ErrUnknownNode, n)
+			}
+		}
 	default:
-		return fmt.Errorf("%w: request type %q is not one of node-evacuate, change-group", ErrBadRequest, r.Kind)
+		return fmt.Errorf("%w: request type %q is not one of node-evacuate, change-group, allocate, multi-allocate, relocate, allocate-secondary", ErrBadRequest, r.Kind)
 	}
 	seen := map[string]bool{}
 	for _, name := range r.Instances {
@@ -133,4 +157,48 @@ func (s *state) evacuatedNodes(r *Request) (map[int32]bool, error) {
 		evac[s.node(n)] = true
 	}
 	return evac, nil
+}
+
+// checkAllocation rejects allocation requests that cannot be planned.
+// Nodes named in RestrictToNodes that the snapshot lacks are not an error:
+// as in hail, they simply match nothing.
+func (s *state) checkAllocation(r *Request) error {
+	if r.Kind == Allocate && len(r.New) != 1 {
+		return fmt.Errorf("%w: an allocate request places exactly one instance, got %d", ErrBadRequest, len(r.New))
+	}
+	if len(r.New) == 0 {
+		return fmt.Errorf("%w: no instances to allocate", ErrBadRequest)
+	}
+	seen := map[string]bool{}
+	for i := range r.New {
+		ni := &r.New[i]
+		name := ni.Instance.Name
+		switch {
+		case name == "":
+			return fmt.Errorf("%w: new instance %d has no name", ErrBadRequest, i)
+		case seen[name]:
+			return fmt.Errorf("%w: new instance %q is listed twice", ErrBadRequest, name)
+		case ni.RequiredNodes != NodesFor(ni.Instance.Storage):
+			return fmt.Errorf("%w: %q: storage kind %q needs %d node(s), got %d", ErrBadRequest, name,
+				ni.Instance.Storage, NodesFor(ni.Instance.Storage), ni.RequiredNodes)
+		case ni.Group != "" && s.c.GroupIndex(ni.Group) < 0:
+			return fmt.Errorf("%w: %q: group %q", ErrUnknownGroup, name, ni.Group)
+		case !ni.Instance.Storage.Known():
+			return fmt.Errorf("%w: %q: unknown storage kind %q", ErrBadRequest, name, ni.Instance.Storage)
+		case ni.Instance.Memory < 0 || ni.Instance.DiskSpace < 0 || ni.Instance.VCPUs < 0:
+			return fmt.Errorf("%w: %q has a negative size", ErrBadRequest, name)
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+// NodesFor is how many nodes a new instance of kind k needs: a primary and
+// a secondary for internally mirrored storage, a primary otherwise. Ganeti
+// always asks for that many; a request that asks otherwise is refused.
+func NodesFor(k StorageKind) int {
+	if k.Mirroring() == MirroredInternally {
+		return 2
+	}
+	return 1
 }

@@ -359,7 +359,9 @@ func TestRequestErrors(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{Request{Kind: "allocate", Instances: []string{"i1"}}, ErrBadRequest, "request type"},
+		{Request{Kind: "teleport", Instances: []string{"i1"}}, ErrBadRequest, "request type"},
+		{Request{Kind: Allocate}, ErrBadRequest, "exactly one"},
+		{Request{Kind: Relocate, Instances: []string{"i1"}, RelocateFrom: []string{"zz"}}, ErrUnknownNode, `"zz"`},
 		{Request{Kind: NodeEvacuate, Mode: "sideways", Instances: []string{"i1"}}, ErrBadRequest, "evac_mode"},
 		{Request{Kind: NodeEvacuate, Mode: EvacAll, Instances: []string{"nope"}}, ErrUnknownInstance, `"nope"`},
 		{Request{Kind: NodeEvacuate, Mode: EvacAll, Instances: []string{"i1", "i1"}}, ErrBadRequest, "twice"},

@@ -76,6 +76,9 @@ var failTitles = [failKinds]string{
 	failRedundancy:   "N+1 redundancy would be lost",
 	failSecMem:       "too little memory to take it over as secondary",
 	failTags:         "exclusion tag conflict",
+	failPolicy:       "outside the instance policy",
+	failCapacity:     "the cluster would lose N+1 redundancy",
+	failMigration:    "migration not allowed by migration tags",
 }
 
 func describeFailure(s *state, f failure) string {
@@ -88,6 +91,9 @@ func describeFailure(s *state, f failure) string {
 	case failDiskReserve:
 		return fmt.Sprintf("%s: %d MiB above its reserve, needs %d MiB", name, f.have, f.need)
 	case failSpindles, failSpindleRatio:
+		if f.need < 0 {
+			return fmt.Sprintf("%s: exclusive storage needs the disks' spindle counts, which are unknown", name)
+		}
 		return fmt.Sprintf("%s: room for %d spindles, needs %d", name, f.have, f.need)
 	case failCPU:
 		return fmt.Sprintf("%s: room for %d vCPUs, needs %d", name, f.have, f.need)
@@ -95,6 +101,8 @@ func describeFailure(s *state, f failure) string {
 		return fmt.Sprintf("%s: %d MiB spare beyond its failover reserve, needs %d MiB", name, f.have, f.need)
 	case failTags:
 		return fmt.Sprintf("%s already runs an instance tagged %q", name, f.tag)
+	case failPolicy, failCapacity, failMigration:
+		return fmt.Sprintf("%s: %s", name, f.tag)
 	}
 	return name
 }

@@ -10,6 +10,18 @@ const (
 	NodeEvacuate RequestKind = "node-evacuate"
 	// ChangeGroup moves instances to other node groups.
 	ChangeGroup RequestKind = "change-group"
+	// Allocate places one new instance (gnt-instance add -I).
+	Allocate RequestKind = "allocate"
+	// MultiAllocate places several new instances, one after the other, each
+	// seeing the ones placed before it (gnt-instance add in bulk).
+	MultiAllocate RequestKind = "multi-allocate"
+	// Relocate gives one instance a new secondary (internally mirrored
+	// storage) or a new primary (external or copied storage) instead of the
+	// node(s) in RelocateFrom (gnt-instance replace-disks -I).
+	Relocate RequestKind = "relocate"
+	// AllocateSecondary finds a secondary for an instance on one node, to
+	// convert its disks to DRBD (gnt-instance modify -t drbd -I).
+	AllocateSecondary RequestKind = "allocate-secondary"
 )
 
 // EvacMode says which role an evacuation empties the nodes of.
@@ -40,6 +52,30 @@ type Request struct {
 	// when empty they are inferred: a node is being emptied when every
 	// instance holding it in the mode's role is in the request.
 	EvacuatedNodes []string
+	// New, for Allocate (exactly one) and MultiAllocate, are the instances
+	// to place, in order.
+	New []NewInstance
+	// RelocateFrom, for Relocate, is the node the instance leaves: its
+	// secondary, or its primary when its storage has no secondary.
+	RelocateFrom []string
+	// RequiredNodes, for Relocate, is how many nodes to change; Ganeti (and
+	// Drove) support 1.
+	RequiredNodes int
+}
+
+// NewInstance is an instance to place. Its Primary and Secondary are
+// ignored.
+type NewInstance struct {
+	Instance Instance
+	// RequiredNodes is 2 for internally mirrored storage, 1 otherwise.
+	RequiredNodes int
+	// Group, when set, is the only group (name) it may go to.
+	Group string
+	// RestrictToNodes, when not empty, are the only nodes it may use.
+	RestrictToNodes []string
+	// Networks are the networks its NICs connect to; a group must be
+	// connected to all of them.
+	Networks []string
 }
 
 // Options tune a plan. The zero value is not valid; start from
@@ -57,6 +93,10 @@ type Options struct {
 	// groups are pruned to this many before pairs are scored exactly. Zero
 	// means the default.
 	PairCandidates int
+	// NoCapacityChecks skips hail's global N+1 check on allocations: that
+	// after placing an instance every node of the cluster can still be
+	// emptied (hail's --no-capacity-checks).
+	NoCapacityChecks bool
 }
 
 // DefaultOptions returns the options Drove runs with.

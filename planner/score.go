@@ -32,13 +32,14 @@ var sdWeights = [sdCount]float64{0.5, 1, 1, 1, 3, 1, 1, 0.5}
 
 // Sum components over online nodes, and over offline nodes.
 const (
-	onN1     = iota // n1_cnt
-	onTags          // pri_tags_score
-	onRtotal        // reserved_mem_rtotal
+	onN1       = iota // n1_cnt
+	onTags            // pri_tags_score
+	onRtotal          // reserved_mem_rtotal
+	onLocation        // location_score
 	onCount
 )
 
-var onWeights = [onCount]float64{1, 2, 0.25}
+var onWeights = [onCount]float64{1, 2, 0.25, 1}
 
 const (
 	offAll = iota // offline_all_cnt
@@ -55,6 +56,27 @@ type groupStats struct {
 	sq  [sdCount]float64
 	on  [onCount]float64
 	off [offCount]float64
+	// locExcl is location_exclusion_score (weight 1): it counts pairs over
+	// the group's nodes together, so it is kept apart from the per-node
+	// sums (location.go).
+	locExcl float64
+}
+
+// merge adds another group's sums: the cluster score is computed over all
+// nodes together, and sums add.
+func (g *groupStats) merge(o *groupStats) {
+	g.n += o.n
+	for i := range g.sum {
+		g.sum[i] += o.sum[i]
+		g.sq[i] += o.sq[i]
+	}
+	for i := range g.on {
+		g.on[i] += o.on[i]
+	}
+	for i := range g.off {
+		g.off[i] += o.off[i]
+	}
+	g.locExcl += o.locExcl
 }
 
 // contrib is one node's share of its group's sums, kept per node so that
@@ -105,6 +127,7 @@ func contribOf(n *nodeState) contrib {
 	}
 	c.on[onTags] = float64(n.conflicts)
 	c.on[onRtotal] = pRem
+	c.on[onLocation] = float64(n.locScore)
 	return c
 }
 
@@ -131,17 +154,23 @@ func (g *groupStats) score() float64 {
 	for i := 0; i < offCount; i++ {
 		s += offWeights[i] * g.off[i]
 	}
-	return s
+	return s + g.locExcl
 }
 
 // exactGroupScore recomputes a group's score from its nodes with two-pass
 // standard deviations, free of the rounding a long run of incremental
 // updates collects. Reported scores use it.
 func (s *state) exactGroupScore(g int) float64 {
+	return s.exactScore(s.groupNodes[g]) + s.groups[g].locExcl
+}
+
+// exactScore is the score of the nodes listed, as one population, without
+// the location-exclusion component (kept per group and per cluster).
+func (s *state) exactScore(nodes []int32) float64 {
 	var vals [sdCount][]float64
 	var on [onCount]float64
 	var off [offCount]float64
-	for _, i := range s.groupNodes[g] {
+	for _, i := range nodes {
 		n := &s.nodes[i]
 		var one groupStats
 		one.add(n, 1)
@@ -200,4 +229,18 @@ func Score(c *Cluster) (total float64, groups []GroupScore, err error) {
 		groups = append(groups, GroupScore{Group: c.Groups[g].Name, Before: v, After: v})
 	}
 	return total, groups, nil
+}
+
+// ClusterScore is Ganeti's cluster score of all nodes of c taken together,
+// whatever their group: what hail minimises when it places a new instance.
+func ClusterScore(c *Cluster) (float64, error) {
+	s, err := newState(c, DefaultOptions())
+	if err != nil {
+		return 0, err
+	}
+	var all []int32
+	for i := range s.nodes {
+		all = append(all, int32(i))
+	}
+	return s.exactScore(all) + s.lxSpread, nil
 }

@@ -37,6 +37,26 @@ type search struct {
 	result instState // the instance after the best candidate
 }
 
+// wholeCluster, as a search's group, scores moves with the cluster score
+// of all nodes together, as hail does for allocations.
+const wholeCluster int32 = -1
+
+// scores reports whether nodes of group g count in the search's score.
+func (x *search) scores(g int32) bool { return x.group == wholeCluster || g == x.group }
+
+// scopeStats returns the score sums of group g, or of the whole cluster.
+func (s *state) scopeStats(g int32) groupStats {
+	if g != wholeCluster {
+		return s.groups[g]
+	}
+	var t groupStats
+	for i := range s.groups {
+		t.merge(&s.groups[i])
+	}
+	t.locExcl = s.lxSpread
+	return t
+}
+
 func newSearch(s *state, in instState, group int32) *search {
 	return &search{s: s, in: in, group: group, force: s.opts.IgnoreSoftErrors}
 }
@@ -51,14 +71,17 @@ func (x *search) eval(c candidate) (float64, instState, failure) {
 			return 0, in, f
 		}
 	}
-	g := x.s.groups[x.group]
+	g := x.s.scopeStats(x.group)
 	for k := 0; k < x.ov.n; k++ {
 		i := x.ov.idx[k]
-		if x.s.nodes[i].group != x.group {
+		if !x.scores(x.s.nodes[i].group) {
 			continue
 		}
 		g.addContrib(&x.s.contribs[i], -1)
 		g.add(&x.ov.ns[k], 1)
+	}
+	if in.pri != x.in.pri {
+		g.locExcl += x.s.locExclDelta(&in, x.s.books(x.in.pri), x.s.books(in.pri), x.group)
 	}
 	return g.score(), in, failure{}
 }
@@ -187,7 +210,9 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 	}
 	cur := *in
 	for _, mv := range c.list() {
-		prof.sender(cur.pri)
+		if cur.pri != NoNode {
+			prof.sender(cur.pri)
+		}
 		if mv.kind == mvFailoverAndReplace {
 			prof.sender(cur.sec) // it sends the new replica after the failover
 		}
@@ -200,18 +225,29 @@ func (s *state) commit(in *instState, c candidate) jobProfile {
 		i := o.idx[k]
 		g := &s.groups[s.nodes[i].group]
 		g.addContrib(&s.contribs[i], -1)
+		s.own(i)
 		n := o.ns[k]
+		// The trial copy was taken before own: write the node's own maps.
+		n.peers, n.tags = s.nodes[i].peers, s.nodes[i].tags
 		n.flushPeers()
 		s.nodes[i] = n
 		s.contribs[i] = contribOf(&s.nodes[i])
 		g.addContrib(&s.contribs[i], 1)
 	}
 	if cur.pri != in.pri {
-		commitPriTags(&s.nodes[in.pri], in, false)
+		if in.pri != NoNode {
+			s.own(in.pri)
+			commitPriTags(&s.nodes[in.pri], in, false)
+			s.locExclAdd(&s.nodes[in.pri], in, -1)
+		}
+		s.own(cur.pri)
 		commitPriTags(&s.nodes[cur.pri], in, true)
+		s.locExclAdd(&s.nodes[cur.pri], &cur, 1)
 	}
 	*in = cur
-	s.insts[in.idx] = cur
+	if !s.scratch {
+		s.insts[in.idx] = cur
+	}
 	return prof
 }
 
@@ -242,6 +278,20 @@ func (x *search) fast(kind moveKind, targets []int32) {
 // refusals become reasons.
 func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score float64, in instState)) {
 	s := x.s
+	if s.locActive {
+		// A new node changes the instance's location score on its
+		// primary, which the split below does not see: try each target
+		// whole.
+		for _, t := range targets {
+			score, in, f := x.eval(mk(move{kind, t}))
+			if !f.ok() {
+				x.why.add(f)
+				continue
+			}
+			fn(t, score, in)
+		}
+		return
+	}
 	x.ov.reset()
 	in := x.in
 	P, S := in.pri, in.sec
@@ -252,13 +302,22 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 	case mvFailoverToAny:
 		p := x.ov.node(s, P)
 		*p = removePri(*p, &in)
-		target = func(n nodeState) (nodeState, failure) { return addPri(n, &in, strictP) }
+		target = func(n nodeState) (nodeState, failure) {
+			if f := s.migrationRefusal(P, n.idx); !f.ok() {
+				return n, f
+			}
+			return addPri(n, &in, strictP)
+		}
 	case mvReplaceSecondary:
 		strictS := !(s.nodes[S].offline || x.force)
 		q := x.ov.node(s, S)
 		*q = removeSec(*q, &in, P)
 		target = func(n nodeState) (nodeState, failure) { return addSec(n, &in, P, strictS, false) }
 	case mvFailoverAndReplace:
+		if f := s.migrationRefusal(P, S); !f.ok() {
+			x.why.add(f)
+			return
+		}
 		p, q := x.ov.node(s, P), x.ov.node(s, S)
 		*p = removePri(*p, &in)
 		intS := removeSec(*q, &in, P)
@@ -272,9 +331,9 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 	default:
 		panic("planner: no fast path for this move")
 	}
-	g := s.groups[x.group]
+	g := s.scopeStats(x.group)
 	for k := 0; k < x.ov.n; k++ {
-		if i := x.ov.idx[k]; s.nodes[i].group == x.group {
+		if i := x.ov.idx[k]; x.scores(s.nodes[i].group) {
 			g.addContrib(&s.contribs[i], -1)
 			g.add(&x.ov.ns[k], 1)
 		}
@@ -288,7 +347,7 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 			continue
 		}
 		gt := g
-		if base.group == x.group {
+		if x.scores(base.group) {
 			gt.addContrib(&s.contribs[t], -1)
 			gt.add(&n, 1)
 		}

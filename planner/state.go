@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +19,105 @@ type state struct {
 	instIdx    map[string]int32
 	nodeIdx    map[string]int32
 	contribs   []contrib // each node's current share of its group's score sums
+	prefixes   []string  // exclusion tag prefixes
+	// extra are instances the request creates (allocations, and the
+	// copies the capacity check recreates); their indices follow the
+	// snapshot's.
+	extra []Instance
+	// capacity caches each group's N+1 verdict for allocations
+	// (capacity.go); "" means redundant.
+	capacity map[int32]string
+	// shared marks the nodes whose maps a clone still shares with the
+	// state it was cloned from (nil: every node owns its maps).
+	shared []bool
+	// scratch states do not record instance moves (scratchClone).
+	scratch bool
+
+	// Location and migration tags (location.go).
+	locActive, migActive bool
+	mig, rmig            [][]string      // per node: migration tags it has, and accepts
+	lx                   map[lxKey]int32 // (location, exclusion tag) pair counts
+	lxSpread             float64         // the pairs' component over the whole cluster
+}
+
+// spec returns the description of instance i, from the snapshot or the
+// request.
+func (s *state) spec(i int32) *Instance {
+	if int(i) < len(s.c.Instances) {
+		return &s.c.Instances[i]
+	}
+	return &s.extra[int(i)-len(s.c.Instances)]
+}
+
+// newInstState builds the books' view of an instance, placed nowhere.
+func (s *state) newInstState(in *Instance, idx int32) instState {
+	st := instState{
+		idx:        idx,
+		mem:        in.Memory,
+		dsk:        in.DiskSpace,
+		vcpus:      in.VCPUs,
+		spindleUse: in.SpindleUse,
+		spindles:   totalSpindles(in.Disks),
+		usesMem:    in.State == Up,
+		online:     in.State != Offline,
+		usesSecMem: in.State != Offline,
+		localDisk:  in.Storage.UsesLocalDisk(),
+		kind:       in.Storage,
+		mirror:     in.Storage.Mirroring(),
+		pri:        NoNode,
+		sec:        NoNode,
+		dsrd:       desiredLocations(s.c.Tags, in.Tags),
+	}
+	for _, t := range in.Tags {
+		for _, p := range s.prefixes {
+			if strings.HasPrefix(t, p) {
+				st.exclTags = append(st.exclTags, t)
+				break
+			}
+		}
+	}
+	return st
+}
+
+// addInstance registers an instance the request creates and returns its
+// books, placed nowhere.
+func (s *state) addInstance(in Instance) *instState {
+	idx := int32(len(s.insts))
+	s.extra = append(s.extra, in)
+	s.insts = append(s.insts, s.newInstState(&s.extra[len(s.extra)-1], idx))
+	return &s.insts[idx]
+}
+
+// clone returns a copy whose books can be changed without touching s: the
+// capacity check simulates emptying nodes on it, once per node, so the
+// nodes' peer and tag maps are shared and copied only when the clone first
+// writes them (own). s must not change while the clone is in use.
+func (s *state) clone() *state {
+	t := s.scratchClone()
+	t.scratch = false
+	t.insts = slices.Clone(s.insts)
+	return t
+}
+
+// scratchClone is a clone for one simulation pass that reads each
+// instance's record before it moves it and never again: its commits do not
+// record where instances went, so the records are shared with s, not
+// copied (a cluster has ten times more instances than nodes).
+func (s *state) scratchClone() *state {
+	t := *s
+	t.scratch = true
+	t.insts = slices.Clip(s.insts) // an append must not write s's records
+	t.nodes = slices.Clone(s.nodes)
+	t.shared = make([]bool, len(s.nodes))
+	for i := range t.shared {
+		t.shared[i] = true
+	}
+	t.groups = slices.Clone(s.groups)
+	t.contribs = slices.Clone(s.contribs)
+	t.extra = slices.Clip(s.extra)
+	t.capacity = nil
+	t.lx = maps.Clone(s.lx)
+	return &t
 }
 
 // instance returns the index of the named instance, or -1.
@@ -58,10 +159,17 @@ func newState(c *Cluster, o Options) (*state, error) {
 		s.nodes[i] = loadNode(c, i)
 		s.groupNodes[n.Group] = append(s.groupNodes[n.Group], int32(i))
 	}
-	prefixes := c.exclusionPrefixes()
+	s.loadTags()
+	s.prefixes = c.exclusionPrefixes()
 	s.insts = make([]instState, len(c.Instances))
 	for i := range c.Instances {
-		st := loadInstance(&c.Instances[i], i, prefixes)
+		in := &c.Instances[i]
+		st := s.newInstState(in, int32(i))
+		st.pri = int32(in.Primary)
+		if st.mirror == MirroredInternally {
+			st.sec = int32(in.Secondary)
+		}
+		st.locScore = s.pairScore(st.pri, st.sec)
 		s.insts[i] = st
 		s.placeLoaded(&st)
 	}
@@ -80,6 +188,10 @@ func newState(c *Cluster, o Options) (*state, error) {
 		n.failN1 = reported < n.rMem
 	}
 	s.groups = make([]groupStats, len(c.Groups))
+	s.lx = map[lxKey]int32{}
+	for i := range s.insts {
+		s.locExclAdd(&s.nodes[s.insts[i].pri], &s.insts[i], 1)
+	}
 	s.contribs = make([]contrib, len(s.nodes))
 	for i := range s.nodes {
 		s.contribs[i] = contribOf(&s.nodes[i])
@@ -121,39 +233,6 @@ func loadNode(c *Cluster, i int) nodeState {
 	return ns
 }
 
-// loadInstance is instance i's state, with the tags that exclude it from
-// sharing a node (those with one of prefixes).
-func loadInstance(in *Instance, i int, prefixes []string) instState {
-	st := instState{
-		idx:        int32(i),
-		mem:        in.Memory,
-		dsk:        in.DiskSpace,
-		vcpus:      in.VCPUs,
-		spindleUse: in.SpindleUse,
-		spindles:   totalSpindles(in.Disks),
-		usesMem:    in.State == Up,
-		online:     in.State != Offline,
-		usesSecMem: in.State != Offline,
-		localDisk:  in.Storage.UsesLocalDisk(),
-		kind:       in.Storage,
-		mirror:     in.Storage.Mirroring(),
-		pri:        int32(in.Primary),
-		sec:        NoNode,
-	}
-	if st.mirror == MirroredInternally {
-		st.sec = int32(in.Secondary)
-	}
-	for _, t := range in.Tags {
-		for _, p := range prefixes {
-			if strings.HasPrefix(t, p) {
-				st.exclTags = append(st.exclTags, t)
-				break
-			}
-		}
-	}
-	return st
-}
-
 // placeLoaded records an instance found on its nodes. Unlike a move, it
 // takes no memory or disk: the nodes' reported free space already counts
 // it (Ganeti's setPri and setSec).
@@ -170,6 +249,7 @@ func (s *state) placeLoaded(in *instState) {
 	_, p.instSp = p.spindleDelta(in, true)
 	p.nPri++
 	p.conflicts += p.tagDelta(in, true)
+	p.locScore += in.locScore + dsrdScore(p, in)
 	commitPriTags(p, in, true)
 	if in.sec == NoNode {
 		return
@@ -237,3 +317,15 @@ func (s *state) check() error {
 func (s *state) usable(i int32) bool { return !s.nodes[i].offline }
 
 func (s *state) nodeName(i int32) string { return s.c.Nodes[i].Name }
+
+// own gives node i maps of its own before they are written, if it still
+// shares them with the state it was cloned from.
+func (s *state) own(i int32) {
+	if s.shared == nil || !s.shared[i] {
+		return
+	}
+	n := &s.nodes[i]
+	n.peers = maps.Clone(n.peers)
+	n.tags = maps.Clone(n.tags)
+	s.shared[i] = false
+}

@@ -19,14 +19,18 @@ func runIAllocator(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		"most moves a node sends at once when the jobs run in parallel")
 	fs.BoolVar(&opts.IgnoreSoftErrors, "ignore-soft-errors", false,
 		"let moves break soft constraints (N+1, exclusion tags, vCPU and spindle ratios)")
+	fs.BoolVar(&opts.NoCapacityChecks, "no-capacity-checks", false,
+		"place new instances even where the cluster would then lose N+1 redundancy (hail's --no-capacity-checks)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `Usage: drove iallocator [flags] REQUEST.json|-
 
-Reads a Ganeti IAllocator request (node-evacuate or change-group) from the
-file, or from standard input with "-", and prints the result on standard
-output: {"success", "info", "result": [moved, failed, jobs]}. Ganeti can use
-it in place of hail. Jobs carry "depends" so that they can run in parallel
-without overfilling a node.
+Reads a Ganeti IAllocator request (allocate, multi-allocate, relocate,
+node-evacuate or change-group) from the file, or from standard input with
+"-", and prints the result Ganeti expects on standard output: {"success",
+"info", "result"}, where result is the chosen nodes (allocate, relocate),
+[[allocated], [failed]] (multi-allocate) or [moved, failed, jobs] (the
+others). Ganeti can use it in place of hail. Evacuation jobs carry
+"depends" so that they can run in parallel without overfilling a node.
 
 On a malformed request it prints the problem, naming the field, on standard
 error and exits 1 with nothing on standard output.

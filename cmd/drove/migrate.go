@@ -234,7 +234,7 @@ func describe(ctx context.Context, api *client.Client, instance, action string, 
 	case "abort":
 		return fmt.Sprintf("This will abort the migration of instance %s and return it to its prior state.\nYou will need to start a new migration to migrate it.\n", instance)
 	case "pause":
-		return fmt.Sprintf("This will pause the migration of instance %s once its running sync ends.\nContinue it with: drove migrate --sync|--switch %s\n", instance, instance)
+		return fmt.Sprintf("This will pause the migration of instance %s, stopping its running sync now.\nThe last complete sync stays on the target as the base of the next one.\nContinue it with: drove migrate --sync|--switch %s\n", instance, instance)
 	case "rollback":
 		return fmt.Sprintf("This will move instance %s back to its source, sending only the changes since the switch.\n", instance)
 	case "finalize":

@@ -41,6 +41,9 @@ type Config struct {
 	Seed func() *planner.Cluster
 	// Sim configures every node's simulated driver.
 	Sim sim.Config
+	// Driver, if set, makes each node's driver instead of a simulated
+	// one (the ZFS demo's, see ZFSDemo.Driver).
+	Driver func(ctx context.Context, node string) (executor.Driver, error)
 	// MaxRunningMoves bounds running jobs cluster-wide; 0 is the
 	// planner service's default.
 	MaxRunningMoves int
@@ -95,9 +98,10 @@ type System struct {
 	kcfg     kafka.Config
 	producer *kafka.Producer
 
-	mu    sync.Mutex
-	parts map[string]*part // projector, planner, gateway, executor/<node>
-	sims  map[string]*sim.Driver
+	mu      sync.Mutex
+	parts   map[string]*part // projector, planner, gateway, executor/<node>
+	sims    map[string]*sim.Driver
+	drivers map[string]executor.Driver // Config.Driver's, per node
 }
 
 // part is one running component, restarted by supervise when it stops.
@@ -119,7 +123,8 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &System{cfg: cfg, log: cfg.Logger, parts: map[string]*part{}, sims: map[string]*sim.Driver{},
-		kcfg: kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-dev"}}
+		drivers: map[string]executor.Driver{},
+		kcfg:    kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-dev"}}
 	s.Registry = prometheus.NewRegistry()
 	s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -296,19 +301,11 @@ func (s *System) StartPlanner(_ context.Context) error {
 }
 
 // StartExecutor starts (or restarts) the executor of a node, with the
-// node's simulated driver (kept across restarts, as a node's disks are).
-func (s *System) StartExecutor(_ context.Context, node string) error {
-	s.mu.Lock()
-	d := s.sims[node]
-	s.mu.Unlock()
-	if d == nil {
-		var err error
-		if d, err = sim.New(s.cfg.Sim); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.sims[node] = d
-		s.mu.Unlock()
+// node's driver (kept across restarts, as a node's disks are).
+func (s *System) StartExecutor(ctx context.Context, node string) error {
+	d, err := s.driver(ctx, node)
+	if err != nil {
+		return err
 	}
 	cfg := executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
 		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node)}
@@ -326,6 +323,31 @@ func (s *System) StartExecutor(_ context.Context, node string) error {
 		return e.Run(ctx)
 	})
 	return nil
+}
+
+// driver is the node's driver, made on first use: Config.Driver's, or a
+// simulated one.
+func (s *System) driver(ctx context.Context, node string) (executor.Driver, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.drivers[node]; d != nil {
+		return d, nil
+	}
+	var d executor.Driver
+	if s.cfg.Driver != nil {
+		var err error
+		if d, err = s.cfg.Driver(ctx, node); err != nil {
+			return nil, fmt.Errorf("the driver of %s: %w", node, err)
+		}
+	} else {
+		sd, err := sim.New(s.cfg.Sim)
+		if err != nil {
+			return nil, err
+		}
+		s.sims[node], d = sd, sd
+	}
+	s.drivers[node] = d
+	return d, nil
 }
 
 // registerer gives each component, and each node's executor, its own

@@ -5,7 +5,9 @@
 // Drove runs as root, which PostgreSQL refuses; when that user cannot
 // reach the directory, as in a clone inside root's private home, the
 // cluster lives under /var/lib/drove/postgres instead, with a symlink
-// from the directory). `drove dev` (make run) and
+// from the directory), and ZFS pools backed by files for the ZFS demo
+// (zfs-fuse started when no ZFS answers; pools exported on a clean stop
+// and imported again at the next start). `drove dev` (make run) and
 // `drove broker` use it; production uses Apache Kafka and a real
 // PostgreSQL, given by KAFKA_BROKERS and DATABASE_URL.
 //

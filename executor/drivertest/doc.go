@@ -28,4 +28,17 @@
 // at its Total, tolerance of a second Run of an opcode already done, and
 // that a cancelled context aborts with executor.ErrCanceled and leaves the
 // instance where it was, ready to be moved again.
+//
+// Drivers that implement executor.Migrator also run the migration part,
+// RunMigrations (migration.go), with a newDriver that does for each Phase
+// what the target node's executor does (runs the target's Receive for
+// the phase, executor.MigrationPhaseOf). It checks every phase of an RFD
+// 34 per-instance migration (begin, sync, sync, switch, finalize;
+// rollback), each phase run again for the same seq, an abort after
+// begin, during a sync, after a sync and after a cancelled switch, a
+// pause (a sync cut mid-transfer stops within PauseWithin and the next
+// sync and the switch go on), monotonic progress and the estimate. A
+// world that implements Leftovers has the snapshots and copies a
+// migration leaves checked too. The sim, zfs, process and qemu drivers
+// run it; the last two migrate by stop and start (process.StopStart).
 package drivertest

@@ -18,5 +18,13 @@
 //     succeeds at once (a marker in Dir names it).
 //
 // Data is the storage driver's business: a composite runs storage first,
-// then this driver's Run on the source and Receive on the target.
+// then this driver's Run on the source and Receive on the target. With
+// ZFSRuntime the ZFS storage driver runs the processes itself, each in
+// its instance's dataset, and moves them with the data.
+//
+// Per-instance migrations (executor.Migrator) go by stop and start
+// (StopStart, which the QEMU driver uses too for VMs on shared storage):
+// begin notes the prior run state, a sync has nothing to send, the switch
+// is a handoff, a rollback the handoff back (the target stops, the source
+// starts), abort restores the prior state, finalize has nothing to drop.
 package process

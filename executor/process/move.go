@@ -31,12 +31,16 @@ func handsOver(op executor.Op) bool {
 
 // Run is the source side: stop here, have the target start, or roll back.
 func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (executor.Result, error) {
+	done := func(msg string) (executor.Result, error) {
+		report(executor.Progress{Phase: events.PhaseSwitch, Current: 1, Total: 1, Message: msg})
+		return executor.Result{Message: msg}, nil
+	}
 	if !handsOver(op) {
-		return executor.Result{Message: fmt.Sprintf("process: nothing to hand over for %s of a %s instance", op.ShortKind(), op.RunState)}, nil
+		return done(fmt.Sprintf("process: nothing to hand over for %s of a %s instance", op.ShortKind(), op.RunState))
 	}
 	if d.lookup(op.Instance) == nil {
 		if d.movedBy(op) {
-			return executor.Result{Message: op.Instance + " already moved to " + op.To + " by this opcode"}, nil
+			return done(op.Instance + " already moved to " + op.To + " by this opcode")
 		}
 		return executor.Result{}, executor.Fatal(fmt.Errorf("%w: %s on %s", ErrNotRunning, op.Instance, d.cfg.Node))
 	}
@@ -115,6 +119,9 @@ func (h Handoff) Send(ctx context.Context, op executor.Op, report func(executor.
 // Receive is the target side: listen, announce, and start the process
 // once the source says it stopped.
 func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
+	if _, ok := op.MigrationPhaseOf(); ok {
+		return d.stopStart().ReceivePhase(ctx, op, listening, report) // migrate.go
+	}
 	if !handsOver(op) {
 		return nil
 	}

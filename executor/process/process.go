@@ -140,6 +140,12 @@ func (d *Driver) base(instance string) string {
 // Start runs instance's process here. It fails when the process exits
 // within Settle.
 func (d *Driver) Start(ctx context.Context, instance string) error {
+	return d.start(ctx, instance, "")
+}
+
+// start is Start with the instance's data directory (zfsruntime.go): the
+// process's working directory and $DROVE_DATA; "" for none.
+func (d *Driver) start(ctx context.Context, instance, data string) error {
 	if p := d.lookup(instance); p != nil {
 		return fmt.Errorf("%w: %s (pid %d)", ErrAlreadyRunning, instance, p.pid)
 	}
@@ -156,6 +162,9 @@ func (d *Driver) Start(ctx context.Context, instance string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Env = append(os.Environ(), "DROVE_INSTANCE="+instance, "DROVE_NODE="+d.cfg.Node)
+	if data != "" {
+		cmd.Dir, cmd.Env = data, append(cmd.Env, "DROVE_DATA="+data)
+	}
 	// Its own process group: it outlives the executor, and stopping it
 	// stops its children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -47,7 +47,9 @@ func (d *Driver) Run(ctx context.Context, op executor.Op, report func(executor.P
 	if d.cold(op) {
 		if _, err := d.lookup(ctx, op.Instance); err != nil {
 			if d.movedBy(op) {
-				return executor.Result{Message: op.Instance + " already failed over to " + op.To + " by this opcode"}, nil
+				msg := op.Instance + " already failed over to " + op.To + " by this opcode"
+				report(executor.Progress{Phase: events.PhaseSwitch, Current: 1, Total: 1, Message: msg})
+				return executor.Result{Message: msg}, nil
 			}
 			return executor.Result{}, executor.Fatal(err)
 		}

@@ -23,6 +23,9 @@ import (
 // except in post-copy: the guest already runs here, so Receive waits for
 // the end instead (the move can no longer be cancelled).
 func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
+	if _, ok := op.MigrationPhaseOf(); ok {
+		return d.stopStart(op.Size).ReceivePhase(ctx, op, listening, report) // phase.go
+	}
 	if d.cold(op) {
 		if v, err := d.lookup(ctx, op.Instance); err == nil && v.alive() {
 			return nil // an earlier attempt finished

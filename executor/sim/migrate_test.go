@@ -6,6 +6,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/drivertest"
 )
 
 func phase(seq int, name string, sync int) executor.MigrationPhase {
@@ -69,4 +70,16 @@ func TestMigratorFollowsTheCurrentRate(t *testing.T) {
 	if capped < 3*full {
 		t.Fatalf("a full send took %s uncapped and %s at a quarter of the bandwidth", full, capped)
 	}
+}
+
+// TestMigrationSuite runs drivertest's migration part against the
+// simulator, in instant and in sped-up real time.
+func TestMigrationSuite(t *testing.T) {
+	all := []events.StorageKind{events.StorageZFSLocal, events.StorageRBD}
+	drivertest.RunMigrations(t, all, func(t *testing.T) executor.Migrator { return newSim(t, Config{}) })
+	t.Run("fast-clock", func(t *testing.T) {
+		drivertest.RunMigrations(t, all, func(t *testing.T) executor.Migrator {
+			return newSim(t, Config{Clock: FastClock(2000)})
+		})
+	})
 }

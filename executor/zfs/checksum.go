@@ -169,6 +169,9 @@ func sumFile(path string, info fs.FileInfo, buf []byte) (fileSum, error) {
 		return fileSum{}, err
 	}
 	defer f.Close()
+	if err := dropCache(f); err != nil {
+		return fileSum{}, fmt.Errorf("dropping the cached pages of %s: %w", path, err)
+	}
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, f, buf)
 	if err != nil {

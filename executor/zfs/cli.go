@@ -69,6 +69,31 @@ func prop(ctx context.Context, name, p string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
+// props reads several properties of name in one command: a switch's
+// downtime is made of such commands, each a round trip to the daemon.
+// Properties that do not apply read as "-".
+func props(ctx context.Context, name string, ps ...string) (map[string]string, error) {
+	out, err := run(ctx, "get", "-Hp", "-o", "property,value", strings.Join(ps, ","), name)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m, nil
+}
+
+// num reads a numeric property value as propInt does.
+func num(v string) (int64, error) {
+	if v == "-" || v == "none" || v == "" {
+		return 0, nil
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
 // propInt reads a numeric property; "-", "none" and empty read as 0.
 func propInt(ctx context.Context, name, p string) (int64, error) {
 	v, err := prop(ctx, name, p)
@@ -101,9 +126,12 @@ func snapshot(ctx context.Context, name string) error {
 	return err
 }
 
+// rollback rolls a dataset back to snap, destroying later snapshots.
+// Through exec: go-zfs refuses a Dataset it did not list as a snapshot
+// ("can only rollback snapshots"), and listing it is what old ZFS fails.
 func rollback(ctx context.Context, snap string) error {
-	_ = ctx
-	return translate((&gozfs.Dataset{Name: snap}).Rollback(true))
+	_, err := run(ctx, "rollback", "-r", snap)
+	return err
 }
 
 // destroy removes a dataset or snapshot with its children, unmounting by

@@ -55,6 +55,25 @@
 //   - Send and receive are stopped by closing their pipe: zfs-fuse runs
 //     them in its daemon, which a killed zfs command does not stop (cli.go).
 //   - go-zfs v3 cannot list datasets on old ZFS (it asks for `list -p` and
-//     properties it lacks), so listing, get, snapshot, send and receive run
-//     the zfs command directly (cli.go); go-zfs does set, rollback, destroy.
+//     properties it lacks), so listing, get, snapshot, rollback, send and
+//     receive run the zfs command directly (cli.go); go-zfs does set and
+//     destroy.
+//
+// A failover whose primary is offline runs on the target alone (Run with
+// From another node): the instance starts from the replica as of its
+// newest migration snapshot.
+//
+// Per-instance migrations (RFD 34, one phase at a time) make the Driver an
+// executor.Migrator too (migrate.go, migrate_back.go): begin notes the
+// prior run state on the dataset (drove:migrating, drove:prior) and has
+// the target reserve room; each sync is one sendWith of the bulk path;
+// switch is the bulk path's verify ahead, stop, final delta, checksum and
+// commit; abort, rollback (the target sends what changed since the switch
+// back) and finalize end it. The target side (migrate_target.go) is the
+// Receive the target's executor runs for every phase
+// (executor.MigrationPhaseOf), serving the same streams plus reserve,
+// runtime, sendback and drop; it never rolls back when a phase ends, so a
+// cancelled sync (a pause) keeps the last snapshot received as the next
+// base. Only zfs-local instances migrate one by one; a zfs-replicated one
+// moves with its replica, by evacuation.
 package zfs

@@ -135,6 +135,8 @@ type Driver struct {
 	reports  []MoveReport
 	recvLock map[string]*sync.Mutex  // one receive per dataset at a time
 	verified map[string]verifiedSums // per dataset: the move's last verified snapshot
+
+	mig migBook // per-instance migrations' phases done (migrate.go)
 }
 
 // verifiedSums are the file sums of the last snapshot a move verified.

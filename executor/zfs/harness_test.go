@@ -193,11 +193,14 @@ func fill(t *testing.T, dir string, size int64) {
 }
 
 // startWriter appends rate bytes per second to dir/log in 64 KiB writes.
-func startWriter(dir string, rate int64) *writer {
+func startWriter(dir string, rate int64) *writer { return startWriterTo(dir, "log", rate) }
+
+// startWriterTo is startWriter to dir/file.
+func startWriterTo(dir, file string, rate int64) *writer {
 	w := &writer{stopped: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		f, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(filepath.Join(dir, file), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			w.err = err
 			return

@@ -226,7 +226,7 @@ func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string
 	m.progress(what, 0, 0)
 	began, start := time.Now(), m.current
 	sent, err := m.stream(ctx, args, map[string]string{"snap": strconv.Itoa(next),
-		"base": strconv.Itoa(base), "estimate": strconv.FormatInt(est, 10)}, what)
+		"base": strconv.Itoa(base), "estimate": strconv.FormatInt(est, 10), "final": strconv.FormatBool(final)}, what)
 	if err != nil {
 		return 0, err
 	}
@@ -243,7 +243,11 @@ func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string
 		m.rep.FinalDelta = sent
 	}
 	// The target holds next; older snapshots of this move are not needed
-	// on either side.
+	// on either side. After the final delta they go once the move has
+	// committed (cleanupSource, a migration's switch), out of the downtime.
+	if final {
+		return next, nil
+	}
 	for _, k := range local {
 		if slices.Contains(m.before, k) {
 			continue
@@ -328,7 +332,12 @@ func (m *move) estimate(ctx context.Context, base, next int) int64 {
 // instance still runs, then syncs what it wrote meanwhile, so that the
 // switch's checksum re-reads only the files changed since (checksum.go).
 func (m *move) verifyAhead(ctx context.Context) error {
-	last := m.rep.Syncs[len(m.rep.Syncs)-1].Snapshot
+	return m.verifyAheadOf(ctx, m.rep.Syncs[len(m.rep.Syncs)-1].Snapshot)
+}
+
+// verifyAheadOf is verifyAhead from snapshot last, which both sides hold
+// (a migration's switch phase starts from the last sync's snapshot).
+func (m *move) verifyAheadOf(ctx context.Context, last int) error {
 	began := time.Now()
 	if _, err := m.verify(ctx, last, 0); err != nil {
 		return err

@@ -43,12 +43,11 @@ type recvState struct {
 
 func (d *Driver) loadState(ctx context.Context, ds, key string) recvState {
 	st := recvState{key: key}
-	if m, _ := prop(ctx, ds, propMigration); m == key {
+	ps, _ := props(ctx, ds, propMigration, propCreated, propBase)
+	if ps[propMigration] == key {
 		st.known = true
-		c, _ := prop(ctx, ds, propCreated)
-		st.created = c == "yes"
-		b, _ := prop(ctx, ds, propBase)
-		st.base, _ = strconv.Atoi(b)
+		st.created = ps[propCreated] == "yes"
+		st.base, _ = strconv.Atoi(ps[propBase])
 	}
 	return st
 }
@@ -84,6 +83,9 @@ func (d *Driver) lockDataset(ds string) *sync.Mutex {
 // shutdown keeps it, so the next receiver continues from the last
 // received snapshot.
 func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
+	if _, ok := op.MigrationPhaseOf(); ok {
+		return d.receiveMigration(ctx, op, listening, report) // migrate_target.go
+	}
 	addr := op.ListenAddr
 	if addr == "" {
 		addr = d.cfg.ListenAddr
@@ -147,7 +149,10 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 		ts, err := d.contentSum(ctx, op, n, prev)
 		reply(map[string]string{"sum": ts.Sum}, err)
 	case kindCommit:
-		err := d.commitTarget(ctx, op, ds, s.Meta)
+		tidy, err := d.commitTarget(ctx, op, ds, s.Meta)
+		if err == nil {
+			err = tidy() // before the reply: the source's end is the move's
+		}
 		reply(nil, err)
 		if err == nil {
 			d.log.Info("move committed on the target", "opcode", op.Key(), "dataset", ds)
@@ -199,6 +204,10 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 		return 0, fmt.Errorf("recv: bad snapshot %q", s.Meta["snap"])
 	}
 	st := d.loadState(ctx, ds, op.Key())
+	saved := st // as the dataset's marks say: saved again only if changed
+	if !st.known {
+		saved = recvState{}
+	}
 	had, err := exists(ctx, ds)
 	if err != nil {
 		return 0, err
@@ -248,8 +257,13 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 		}
 		return got, rerr
 	}
-	if err := d.saveState(ctx, ds, st); err != nil {
-		return got, err
+	if st != saved {
+		if err := d.saveState(ctx, ds, st); err != nil {
+			return got, err
+		}
+	}
+	if s.Meta["final"] == "true" {
+		return got, nil // the commit tidies up, out of the downtime
 	}
 	// The newer snapshot is in: the older ones of this move are not needed
 	// any more. The base the dataset had before the move stays until the
@@ -268,33 +282,44 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 	return got, nil
 }
 
-// commitTarget ends a successful move on the target: only the snapshot
-// the source keeps as replication base stays (none for zfs-local), the
-// move's marks are replaced by the committed key (a second Run of the
-// opcode sees the move done), and the instance starts if it ran before.
-func (d *Driver) commitTarget(ctx context.Context, op executor.Op, ds string, meta map[string]string) error {
+// commitTarget ends a successful move on the target: the move's key is
+// marked committed (a second Run of the opcode sees the move done) and
+// the instance starts if it ran before. A start that fails takes the
+// mark back, so the move is not done and its marks still say what it
+// created. The returned tidy then drops every snapshot but the one the
+// source keeps as replication base (none for zfs-local) and the move's
+// marks: outside the downtime where the caller can run it after replying.
+func (d *Driver) commitTarget(ctx context.Context, op executor.Op, ds string, meta map[string]string) (func() error, error) {
 	keep, _ := strconv.Atoi(meta["keep"])
-	ns, err := snapNumbers(ctx, ds)
-	if err != nil {
-		return err
-	}
-	for _, k := range ns {
-		if k != keep {
-			if err := destroy(ctx, ds+"@"+snapName(k)); err != nil {
-				return err
-			}
-		}
-	}
-	for _, p := range []string{propMigration, propCreated, propBase} {
-		_ = inherit(ctx, ds, p)
-	}
 	if err := setProp(ctx, ds, propCommitted, op.Key()); err != nil {
-		return err
+		return nil, err
 	}
 	if meta["start"] == "true" {
-		return d.cfg.Runtime.Start(ctx, d.instance(ctx, op.Instance))
+		if err := d.cfg.Runtime.Start(ctx, d.instance(ctx, op.Instance)); err != nil {
+			if ierr := inherit(context.WithoutCancel(ctx), ds, propCommitted); ierr != nil {
+				err = errors.Join(err, ierr)
+			}
+			return nil, err
+		}
 	}
-	return nil
+	return func() error {
+		ctx := context.WithoutCancel(ctx) // the receiver may be stopping
+		ns, err := snapNumbers(ctx, ds)
+		if err != nil {
+			return err
+		}
+		for _, k := range ns {
+			if k != keep {
+				if err := destroy(ctx, ds+"@"+snapName(k)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range []string{propMigration, propCreated, propBase} {
+			_ = inherit(ctx, ds, p)
+		}
+		return nil
+	}, nil
 }
 
 // rollbackTarget undoes what the move with key received: the dataset if
@@ -337,17 +362,20 @@ func (d *Driver) rollbackTarget(ctx context.Context, ds, key string) error {
 // about need bytes runs, when they would leave less than that (RFD 34,
 // Snapshot quotas), and returns what puts them back.
 func (d *Driver) quotaHeadroom(ctx context.Context, ds string, need int64) (func(), error) {
-	ok, err := exists(ctx, ds)
-	if err != nil || !ok {
-		return func() {}, err
+	ps, err := props(ctx, ds, "used", "quota", "refquota")
+	if errors.Is(err, ErrNotFound) {
+		return func() {}, nil
 	}
-	used, err := propInt(ctx, ds, "used")
+	if err != nil {
+		return nil, err
+	}
+	used, err := num(ps["used"])
 	if err != nil {
 		return nil, err
 	}
 	var undo []func()
 	for _, q := range []string{"quota", "refquota"} {
-		limit, err := propInt(ctx, ds, q)
+		limit, err := num(ps[q])
 		if err != nil {
 			return nil, err
 		}

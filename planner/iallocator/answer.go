@@ -14,5 +14,5 @@ func Answer(input []byte, o planner.Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return EncodeResult(p)
+	return EncodeAnswer(r.Kind, p)
 }

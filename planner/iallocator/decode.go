@@ -170,10 +170,24 @@ func decodeRequest(data json.RawMessage, c *planner.Cluster) (planner.Request, e
 				return r, fieldErr(fmt.Sprintf("request.target_groups[%d]", i), fmt.Sprintf("unknown node group %q", g))
 			}
 		}
-	case "allocate", "relocate", "multi-allocate", "allocate-secondary":
-		return r, fieldErr("request.type", fmt.Sprintf("%q requests are not supported; Drove answers node-evacuate and change-group", kind))
+	case planner.Allocate:
+		return decodeAllocate(obj, c)
+	case planner.MultiAllocate:
+		return decodeMultiAllocate(obj, c)
+	case planner.Relocate:
+		return decodeRelocate(obj, c)
+	case planner.AllocateSecondary:
+		var name string
+		if err := obj.required("name", &name); err != nil {
+			return r, err
+		}
+		if c.InstanceIndex(name) < 0 {
+			return r, fieldErr("request.name", fmt.Sprintf("unknown instance %q", name))
+		}
+		r.Instances = []string{name}
+		return r, nil
 	default:
-		return r, fieldErr("request.type", fmt.Sprintf("unknown request type %q (want node-evacuate or change-group)", kind))
+		return r, fieldErr("request.type", fmt.Sprintf("unknown request type %q (want node-evacuate, change-group, allocate, multi-allocate, relocate or allocate-secondary)", kind))
 	}
 	if err := obj.required("instances", &r.Instances); err != nil {
 		return r, err
@@ -216,6 +230,11 @@ func decodeGroup(uuid string, data json.RawMessage, clusterPolicy planner.IPolic
 	}
 	if v, ok := obj.get("ipolicy"); ok {
 		if g.Policy, err = decodePolicy(v, path+".ipolicy"); err != nil {
+			return g, err
+		}
+	}
+	if v, ok := obj.get("networks"); ok {
+		if err := decodeInto(v, path+".networks", &g.Networks); err != nil {
 			return g, err
 		}
 	}

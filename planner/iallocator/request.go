@@ -36,7 +36,7 @@ func EncodeRequest(c *planner.Cluster, r planner.Request) ([]byte, error) {
 			gt = []string{}
 		}
 		w.kv(g.UUID, map[string]any{"name": g.Name, "alloc_policy": string(g.AllocPolicy),
-			"networks": []string{}, "ipolicy": wirePolicyOf(g.Policy), "tags": gt})
+			"networks": nonNil(g.Networks), "ipolicy": wirePolicyOf(g.Policy), "tags": gt})
 	}
 	w.close()
 	w.key("nodes")
@@ -66,6 +66,9 @@ func EncodeRequest(c *planner.Cluster, r planner.Request) ([]byte, error) {
 	}
 	w.close()
 	req := map[string]any{"type": string(r.Kind), "instances": nonNil(r.Instances)}
+	if f := requestFields(c, r, hv); f != nil {
+		req = f
+	}
 	switch r.Kind {
 	case planner.NodeEvacuate:
 		req["evac_mode"] = string(r.Mode)

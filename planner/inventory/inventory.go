@@ -114,21 +114,43 @@ func DiskTotal(s events.Size) int64 {
 // FreeOf derives a node's free memory and disk from its totals and the
 // instances placed on it now. Nodes report free space only when they
 // announce themselves; deriving it keeps the snapshot consistent while
-// instances move, and matches the planner's books exactly (reserved memory
-// is zero, so nothing is "missing" against the records).
+// instances move, and matches the planner's books exactly: free memory is
+// total - reserved - running primaries, so nothing is "missing" against
+// the records.
 func (inv *Inventory) FreeOf(node string) (mem, disk int64) {
 	n := inv.Nodes[node]
-	mem, disk = n.Total.MemoryMiB, n.Total.DiskMiB
-	for _, name := range inv.InstanceOrder {
-		in := inv.Instances[name]
-		if in.PrimaryNode == node && in.RunState == events.RunRunning {
-			mem -= in.Size.MemoryMiB
-		}
-		if in.Storage.UsesLocalDisk() && (in.PrimaryNode == node || in.SecondaryNode == node) {
-			disk -= DiskTotal(in.Size)
+	u := inv.used(func(name string) bool { return name == node })[node]
+	return n.Total.MemoryMiB - n.ReservedMemoryMiB - u.mem, n.Total.DiskMiB - u.disk
+}
+
+// usage is what the instances placed on a node take of it.
+type usage struct{ mem, disk int64 }
+
+// used sums, in one pass over the instances, what they take of each node
+// for which want is true: building the whole cluster is then O(nodes +
+// instances), not O(nodes × instances).
+func (inv *Inventory) used(want func(node string) bool) map[string]usage {
+	out := map[string]usage{}
+	add := func(node string, mem, disk int64) {
+		if node != "" && want(node) {
+			u := out[node]
+			u.mem, u.disk = u.mem+mem, u.disk+disk
+			out[node] = u
 		}
 	}
-	return mem, disk
+	for _, name := range inv.InstanceOrder {
+		in := inv.Instances[name]
+		if in.RunState == events.RunRunning {
+			add(in.PrimaryNode, in.Size.MemoryMiB, 0)
+		}
+		if in.Storage.UsesLocalDisk() {
+			add(in.PrimaryNode, 0, DiskTotal(in.Size))
+			if in.SecondaryNode != in.PrimaryNode {
+				add(in.SecondaryNode, 0, DiskTotal(in.Size))
+			}
+		}
+	}
+	return out
 }
 
 // NodeState returns the node's whole state as a NodeUpdated would restate
@@ -154,24 +176,26 @@ func (inv *Inventory) Cluster() *planner.Cluster {
 	groupIdx := map[string]int{}
 	for _, name := range inv.groupOrder {
 		g := inv.groups[name]
+		c.Tags = unionTags(c.Tags, g.ClusterTags)
 		groupIdx[name] = len(c.Groups)
 		c.Groups = append(c.Groups, planner.Group{
 			UUID: g.Name, Name: g.Name, AllocPolicy: planner.AllocPolicy(g.AllocPolicy),
-			Policy: planner.DefaultIPolicy(), Tags: g.Tags,
+			Policy: groupPolicy(g.Policy), Tags: g.Tags,
 		})
 	}
 	nodeIdx := map[string]int{}
+	used := inv.used(func(string) bool { return true })
 	for _, name := range inv.nodeOrder {
 		n := inv.Nodes[name]
 		g, ok := groupIdx[n.Group]
 		if !ok {
 			g = -1
 		}
-		freeMem, freeDisk := inv.FreeOf(name)
+		freeMem, freeDisk := n.Total.MemoryMiB-n.ReservedMemoryMiB-used[name].mem, n.Total.DiskMiB-used[name].disk
 		nodeIdx[name] = len(c.Nodes)
 		c.Nodes = append(c.Nodes, planner.Node{
 			Name: n.Name, Group: g,
-			TotalMemory: n.Total.MemoryMiB, FreeMemory: freeMem,
+			TotalMemory: n.Total.MemoryMiB, FreeMemory: freeMem, ReservedMemory: n.ReservedMemoryMiB,
 			TotalDisk: n.Total.DiskMiB, FreeDisk: freeDisk,
 			TotalCPUs: int64(n.Total.CPUs), TotalSpindles: int64(n.Total.Spindles),
 			FreeSpindles: int64(n.Free.Spindles),

@@ -78,6 +78,14 @@ func (p *pass) pickTarget(in *events.InstanceDeclared, want string) (string, str
 		case in.Storage.UsesLocalDisk() && disk < inventory.DiskTotal(in.Size):
 			return "", fmt.Sprintf("node %s has %d MiB of disk free, the instance needs %d", want, disk, inventory.DiskTotal(in.Size))
 		}
+		// The planner's own rules too: CPU and spindle ratios, N+1,
+		// exclusion and migration tags, the instance policy.
+		if why, err := planner.CheckTarget(inv.Cluster(), in.Name, want, p.env.Options); err != nil || why != "" {
+			if err != nil {
+				why = err.Error()
+			}
+			return "", why
+		}
 		return want, ""
 	}
 	req := planner.Request{Kind: planner.NodeEvacuate, Mode: planner.PrimaryOnly,
@@ -106,9 +114,17 @@ func (p *pass) start(r events.MigrationStateChanged, cause events.Envelope) {
 
 // dispatch sends phase to the source node's executor and records r.
 func (p *pass) dispatch(r *events.MigrationStateChanged, phase string, sync int, cause events.Envelope) {
+	if p.emitPhase(r, phase, sync, cause) {
+		r.Phase = phase
+	}
+	p.record(*r, cause)
+}
+
+// emitPhase dispatches phase to the source, or fails r when the source is
+// offline; it reports whether it dispatched.
+func (p *pass) emitPhase(r *events.MigrationStateChanged, phase string, sync int, cause events.Envelope) bool {
 	if p.sourceGone(r, phase+" cannot run") {
-		p.record(*r, cause)
-		return
+		return false
 	}
 	_, seq := p.m.latest()
 	seq++
@@ -116,8 +132,7 @@ func (p *pass) dispatch(r *events.MigrationStateChanged, phase string, sync int,
 		Migration: r.Migration, Instance: r.Instance, Node: r.Source, Seq: seq, Phase: phase,
 		Source: r.Source, Target: r.Target, Sync: sync, SendMbps: p.settings().SendMbpsLimit,
 	}, fmt.Sprintf("dispatch %s (phase %d) of migration %s to %s", phase, seq, r.Migration, r.Source), cause)
-	r.Phase = phase
-	p.record(*r, cause)
+	return true
 }
 
 // sourceGone fails r when its source node is offline: every phase runs

@@ -145,9 +145,12 @@ func (p *pass) advance(r *events.MigrationStateChanged, cause events.Envelope) {
 	p.dispatch(r, events.PhaseSync, len(sizes)+1, cause)
 }
 
-// pause stops a migration after its running sync pass: the record says
-// paused at once, the pass ends, and nothing follows until sync, switch
-// or automatic.
+// pause stops a migration's running sync at once (seed 000: pausing stops
+// the send, it does not wait for the pass): a pause phase supersedes the
+// sync on the source, whose executor cancels it; the driver keeps the
+// last complete snapshot as the next sync's base. The record says paused
+// at once and keeps phase sync; nothing follows until sync, switch or
+// automatic.
 func (p *pass) pause(r *events.MigrationStateChanged, c events.Envelope) string {
 	ph := p.m.running()
 	if r.State != events.MigrationRunning || ph == nil || ph.d.Phase != events.PhaseSync {
@@ -158,7 +161,8 @@ func (p *pass) pause(r *events.MigrationStateChanged, c events.Envelope) string 
 		return fmt.Sprintf("pause only during sync (the migration is %s, phase %s)", r.State, cur)
 	}
 	r.State = events.MigrationPaused
-	r.Message = fmt.Sprintf("paused: takes effect when sync %d ends", ph.d.Sync)
+	r.Message = fmt.Sprintf("pausing: stopping sync %d", ph.d.Sync)
+	p.emitPhase(r, events.PhasePause, ph.d.Sync, c)
 	p.record(*r, c)
 	return ""
 }

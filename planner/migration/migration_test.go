@@ -114,3 +114,62 @@ func TestBeginDispatchesToTheSourceOrRefuses(t *testing.T) {
 		t.Errorf("a second pass with nothing new decided %d events", len(evs))
 	}
 }
+
+// A target an operator names is checked with the planner's own rules, not
+// only for free memory and disk: here the group's vCPU ratio, which n2's
+// 8 CPUs cannot meet for a 16-vCPU instance though memory and disk fit.
+// The refusal gives the planner's reason.
+func TestBeginChecksTheTargetWithThePlannersRules(t *testing.T) {
+	w := newWorld(t)
+	w.read(events.InstanceDeclared{Name: "wide", Owner: "acct", Storage: events.StorageZFSLocal, RunState: events.RunRunning,
+		PrimaryNode: "n1", Size: events.Size{MemoryMiB: 1024, VCPUs: 40, DisksMiB: []int64{1024}}})
+	w.read(events.MigrationActionRequested{Migration: "m1", Instance: "wide", Action: events.ActionBegin,
+		Target: "n2", Account: "acct", Role: events.RoleOperator})
+	r := record(t, Decide(w.env, w.st, "m1"))
+	if r.State != events.MigrationFailed || !strings.Contains(r.Error, "no target") || !strings.Contains(strings.ToLower(r.Error), "cpu") {
+		t.Fatalf("record %s %q; want failed with the planner's CPU reason", r.State, r.Error)
+	}
+}
+
+// Pause stops the running sync at once: a pause phase supersedes it on
+// the source, the record says paused and keeps phase sync, and when the
+// pause has ended the record counts only the syncs that completed and one
+// End says paused.
+func TestPauseStopsTheRunningSync(t *testing.T) {
+	w := newWorld(t)
+	act := func(a events.MigrationAction) []events.Envelope {
+		w.read(events.MigrationActionRequested{Migration: "m1", Instance: "vm", Action: a, Target: "n2",
+			Account: "acct", Role: events.RoleOperator})
+		return Decide(w.env, w.st, "m1")
+	}
+	ended := func(seq int, phase string, status events.JobStatus) []events.Envelope {
+		w.read(events.MigrationPhaseEnded{Migration: "m1", Instance: "vm", Node: "n1", Seq: seq, Phase: phase, Status: status})
+		return Decide(w.env, w.st, "m1")
+	}
+	act(events.ActionBegin)
+	ended(0, events.PhaseBegin, events.JobSuccess)
+	act(events.ActionSync)
+	evs := act(events.ActionPause)
+	d, err := events.As[events.MigrationPhaseDispatched](evs[0])
+	if err != nil || d.Phase != events.PhasePause || d.Seq != 2 || d.Node != "n1" {
+		t.Fatalf("pause decided %+v (%v), want a pause phase (seq 2) on n1", evs[0], err)
+	}
+	if r := record(t, evs); r.State != events.MigrationPaused || r.Phase != events.PhaseSync {
+		t.Fatalf("record %s in phase %s, want paused in sync", r.State, r.Phase)
+	}
+	ended(1, events.PhaseSync, events.JobCanceled) // the superseded sync
+	evs = ended(2, events.PhasePause, events.JobSuccess)
+	r := record(t, evs)
+	if r.State != events.MigrationPaused || r.Syncs != 0 || !strings.Contains(r.Message, "sync 1 stopped") {
+		t.Fatalf("after the pause: %s, %d syncs, %q", r.State, r.Syncs, r.Message)
+	}
+	var ends []events.End
+	for _, e := range evs {
+		if end, err := events.As[events.End](e); err == nil {
+			ends = append(ends, end)
+		}
+	}
+	if len(ends) != 1 || ends[0].State != events.EndPaused || ends[0].Phase != events.PhaseSync {
+		t.Fatalf("ends %+v, want one paused end of the sync", ends)
+	}
+}

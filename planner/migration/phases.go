@@ -48,6 +48,13 @@ func (p *pass) ended(ph *phaseRun) {
 			r.Message = msg + "; run sync again or switch"
 			p.record(r, cause)
 		}
+	case events.PhasePause:
+		r.Syncs = len(m.syncSizes())
+		r.Message = fmt.Sprintf("paused: sync %d stopped, %d syncs complete; resume with sync, switch or automatic", d.Sync, r.Syncs)
+		p.record(r, cause)
+		p.emit(events.End{Request: m.id, Job: 0, Index: d.Seq, Instance: r.Instance, Node: d.Node,
+			Phase: events.PhaseSync, State: events.EndPaused, Message: r.Message},
+			"migration "+m.id+" paused during its sync", cause)
 	case events.PhaseSwitch:
 		r.Switched, r.State = true, events.MigrationSuccessful
 		r.Message = fmt.Sprintf("switched: %s runs on %s after %d ms down; the source copy on %s is kept until finalize",

@@ -96,6 +96,13 @@ func TestFreeSpaceFollowsPlacements(t *testing.T) {
 			t.Errorf("%s free = %d MiB memory, %d MiB disk; want %v", node, m, d, want)
 		}
 	}
+	// The cluster the planner gets (built in one pass over the instances)
+	// has the same free space as FreeOf, node by node.
+	for _, n := range st.inv.Cluster().Nodes {
+		if m, d := st.inv.FreeOf(n.Name); n.FreeMemory != m || n.FreeDisk != d {
+			t.Errorf("%s: the cluster has %d/%d MiB free, FreeOf %d/%d", n.Name, n.FreeMemory, n.FreeDisk, m, d)
+		}
+	}
 	// Restating an event changes nothing: whole-state events are idempotent.
 	again := fold(t, append(envs, envs...))
 	if !reflect.DeepEqual(again.inv.Cluster(), st.inv.Cluster()) {

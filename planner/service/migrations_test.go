@@ -237,33 +237,33 @@ func TestMigrationPauseDuringSyncThenSyncThenSwitch(t *testing.T) {
 		return r.State == events.MigrationRunning && r.Phase == events.PhaseSync
 	})
 	w.act("m1", "big", events.ActionPause)
-	w.awaitMessage("m1", "paused: takes effect when sync 1 ends")
-	r := w.await("m1", "paused after the sync", func(r events.MigrationStateChanged) bool {
-		return r.State == events.MigrationPaused && r.Syncs == 1
+	// The pause stops the running sync at once: no sync completes.
+	r := w.await("m1", "paused, its sync stopped", func(r events.MigrationStateChanged) bool {
+		return r.State == events.MigrationPaused && strings.Contains(r.Message, "sync 1 stopped")
 	})
-	if !strings.Contains(r.Message, "paused") {
-		t.Fatalf("paused record %+v", r)
+	if r.Syncs != 0 || r.Phase != events.PhaseSync {
+		t.Fatalf("paused record %+v, want no sync complete and phase sync", r)
 	}
 	var ends []events.End
 	for _, e := range w.read(events.TopicProgress) {
 		if e.Type == events.TypeEnd {
-			if x := must[events.End](t, e); x.Request == "m1" && x.State == events.EndPaused {
+			if x := must[events.End](t, e); x.Request == "m1" && x.Phase == events.PhaseSync {
 				ends = append(ends, x)
 			}
 		}
 	}
-	if len(ends) != 1 {
-		t.Fatalf("paused end events %+v", ends)
+	if len(ends) != 1 || ends[0].State != events.EndPaused {
+		t.Fatalf("the sync's end events %+v, want one: paused", ends)
 	}
 	w.act("m1", "big", events.ActionPause)
 	w.awaitMessage("m1", "pause refused")
 	w.act("m1", "big", events.ActionSync)
 	w.await("m1", "synced again", func(r events.MigrationStateChanged) bool {
-		return r.State == events.MigrationPaused && r.Syncs == 2
+		return r.State == events.MigrationPaused && r.Syncs == 1
 	})
 	w.act("m1", "big", events.ActionSwitch)
 	r = w.awaitState("m1", events.MigrationSuccessful)
-	if !r.Switched || r.Syncs != 2 {
+	if !r.Switched || r.Syncs != 1 {
 		t.Fatalf("after the switch: %+v", r)
 	}
 }

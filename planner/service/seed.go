@@ -13,8 +13,8 @@ import (
 // InventoryEvents states a cluster as inventory events: GroupDeclared for
 // every group, NodeAnnounced for every node, InstanceDeclared for every
 // instance, in the cluster's order. It is the reverse of the service's fold
-// (up to what events carry: group instance policies and cluster tags are
-// not in the schema, so the service plans with Ganeti's default policy),
+// (up to what events carry: groups' instance policies and nodes' reserved
+// memory are, and the cluster's tags ride on every group),
 // and is how `drove seed` imports a cluster, a Ganeti IAllocator file
 // included (planner/iallocator.DecodeCluster).
 //
@@ -31,6 +31,7 @@ func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope
 	for _, g := range c.Groups {
 		out = append(out, events.New(events.GroupDeclared{
 			Name: g.Name, AllocPolicy: events.AllocPolicy(g.AllocPolicy), Tags: g.Tags,
+			Policy: policyEvent(g.Policy), ClusterTags: c.Tags,
 		}, opts()...))
 	}
 	for _, n := range c.Nodes {
@@ -44,7 +45,8 @@ func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope
 				CPUs: int(n.TotalCPUs), Spindles: int(n.TotalSpindles)},
 			Free: events.Resources{MemoryMiB: max(n.FreeMemory, 0), DiskMiB: max(n.FreeDisk, 0),
 				CPUs: int(max(n.TotalCPUs-n.ReservedCPUs, 0)), Spindles: int(max(n.FreeSpindles, 0))},
-			Offline: n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
+			ReservedMemoryMiB: max(n.ReservedMemory, 0),
+			Offline:           n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
 		}, opts()...))
 	}
 	states := map[planner.RunState]events.RunState{

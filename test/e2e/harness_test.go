@@ -72,11 +72,12 @@ func startWith(t *testing.T, tune func(*allinone.Config), token string) *env {
 	api := client.New(srv.URL, "e2e")
 	api.Token = token
 	e := &env{sys: sys, api: api, kcfg: kafka.Config{Brokers: k.Brokers}, t: t}
+	seeded := len(cfg.Seed().Instances)
 	e.waitFor("the inventory in the views", 60*time.Second, func() bool {
 		var list struct {
 			Items []instance `json:"items"`
 		}
-		return e.api.Get(ctx, "/v1/instances?limit=1000", &list) == nil && len(list.Items) == len(allinone.DemoCluster().Instances)
+		return e.api.Get(ctx, "/v1/instances?limit=1000", &list) == nil && len(list.Items) == seeded
 	})
 	return e
 }

@@ -280,15 +280,16 @@ func TestMigrationAbortAndPause(t *testing.T) {
 	e.act(c.Name, "sync", client.MigrateOptions{})
 	e.awaitRecord(id, time.Minute, "syncing", syncing)
 	e.act(c.Name, "pause", client.MigrateOptions{})
-	// Settings apply to running migrations: let the paused sync finish.
-	e.settings(map[string]any{"send_mbps_limit": 0})
-	e.awaitRecord(id, time.Minute, "paused after its sync", func(m client.Migration) bool {
-		return m.State == "paused" && m.Syncs == 1
+	// The pause stops the running sync at once (at 1 Mbit/s it would run
+	// for minutes): paused with no sync complete.
+	e.awaitRecord(id, time.Minute, "the sync stopped by the pause", func(m client.Migration) bool {
+		return m.State == "paused" && m.Syncs == 0 && strings.Contains(m.Message, "sync 1 stopped")
 	})
 	e.refused(c.Name, "pause", http.StatusConflict, "only possible during a sync")
+	e.settings(map[string]any{"send_mbps_limit": 0})
 	e.act(c.Name, "sync", client.MigrateOptions{})
-	e.awaitRecord(id, time.Minute, "paused after two syncs", func(m client.Migration) bool {
-		return m.State == "paused" && m.Syncs == 2
+	e.awaitRecord(id, time.Minute, "paused after a whole sync", func(m client.Migration) bool {
+		return m.State == "paused" && m.Syncs == 1
 	})
 	e.act(c.Name, "switch", client.MigrateOptions{})
 	m = e.awaitState(id, time.Minute, "successful")

@@ -79,6 +79,7 @@ func runSize(ctx context.Context, cfg config, npg int, dir string, w io.Writer) 
 		{"evacuate 4 nodes (all)", clustergen.EvacuateNodes(c, four, planner.EvacAll), four},
 		{"change-group 50", clustergen.ChangeGroupRequest(c, 50, cfg.seed), nil},
 	}
+	cases = append(cases, allocCases(c, cfg.seed)...)
 	var out []caseResult
 	for i, bc := range cases {
 		if ctx.Err() != nil {
@@ -93,7 +94,7 @@ func runSize(ctx context.Context, cfg config, npg int, dir string, w io.Writer) 
 			return out, err
 		}
 		r := caseResult{NodesPerGroup: npg, Nodes: len(c.Nodes), Instances: len(c.Instances),
-			Request: bc.name, Asked: len(bc.req.Instances), InitialScore: initial}
+			Request: bc.name, Asked: max(len(bc.req.Instances), len(bc.req.New)), InitialScore: initial}
 		r.Hail = runHail(ctx, cfg, c, path, bc)
 		r.Drove = runDrove(cfg, c, doc, path, bc, &r)
 		if cfg.droveBin != "" {
@@ -181,6 +182,10 @@ func runDrove(cfg config, c *planner.Cluster, doc []byte, path string, bc benchC
 
 // fill parses an answer into t and applies its moves.
 func fill(c *planner.Cluster, bc benchCase, stdout []byte, t *toolResult) {
+	if placing(bc.req.Kind) {
+		fillPlacement(c, bc, stdout, t)
+		return
+	}
 	a, err := parseAnswer(stdout)
 	if err != nil {
 		t.Error = err.Error()

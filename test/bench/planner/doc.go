@@ -6,9 +6,11 @@
 //
 // For each group size it generates one cluster (planner/clustergen: two
 // groups, ten instances per node, memory 60% used, a mix of storage kinds
-// hail can read) and asks both planners three things: evacuate one node,
-// evacuate four nodes (mode all), and move 50 mirrored instances to another
-// group. hail runs as a process on the request file, timed by wall clock and
+// hail can read) and asks both planners five things: evacuate one node,
+// evacuate four nodes (mode all), move 50 mirrored instances to another
+// group, allocate one new mirrored instance, and relocate one mirrored
+// instance's secondary. An allocation's or relocation's chosen nodes are
+// applied like moves (the new instance joins the cluster). hail runs as a process on the request file, timed by wall clock and
 // killed after -budget; Drove runs in process (iallocator.Answer on the
 // same bytes, best of -runs), and also as a binary when -drove-bin is given.
 //

@@ -2,9 +2,12 @@
 // of a move through Drove (zfs send → executor/transfer over TCP → zfs
 // receive, by the zfs driver's source and target sides) divided by a bare
 // `zfs send | zfs receive` of the same dataset, and the downtime of the
-// switch phase of a migrate with a write load running during the sync.
+// switch phase of a migrate with a write load running during the sync;
+// then a per-instance migration of a zfs-local instance through the whole
+// system, driven over HTTP (system.go), whose downtime and first-sync
+// throughput (÷ a bare send of the same data) go to -out as JSON.
 //
-//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5]
+//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5] [-system=false]
 //
 // It needs root and zfs-fuse (make test-deps) and creates and destroys its
 // own file-backed pools.
@@ -32,9 +35,18 @@ import (
 func main() {
 	sizeMiB := flag.Int("size-mib", 1024, "dataset size in MiB")
 	writeMiBps := flag.Float64("write-mibps", 5, "write load during the sync phase, MiB/s")
+	system := flag.Bool("system", true, "also migrate an instance through the whole system, over HTTP")
+	out := flag.String("out", "test/bench/results/zfs-migration.json", "where the system migration's figures go, as JSON")
 	flag.Parse()
 	if err := run(*sizeMiB, *writeMiBps); err != nil {
 		fmt.Fprintln(os.Stderr, "bench zfs:", err)
+		os.Exit(1)
+	}
+	if !*system {
+		return
+	}
+	if err := runSystem(*sizeMiB, *writeMiBps, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench zfs: system:", err)
 		os.Exit(1)
 	}
 }

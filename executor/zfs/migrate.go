@@ -1,0 +1,415 @@
+package zfs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/transfer"
+)
+
+// Per-instance migrations (RFD 34), one phase at a time, on the source
+// node; the target side is migrate_target.go. Each phase is a move (the
+// bulk path's source.go) over an Op named after the migration alone, so
+// that the target's marks (which move created the dataset, its base) and
+// the checksum-ahead sums carry from one phase to the next:
+//
+//   - begin checks the dataset, notes the prior run state on it
+//     (drove:prior, so a restarted driver knows it) and asks the target to
+//     reserve room (its parent exists, the quota raised where needed);
+//   - sync N snapshots and sends: full the first time, then -I from the
+//     newest snapshot both sides hold; older migration snapshots go on
+//     both sides. A cancelled sync (pause, abort, re-dispatch) stops the
+//     send at once and keeps what the target holds as the next base;
+//   - switch verifies the last synced snapshot while the instance runs,
+//     syncs once more, stops the instance, sends the final delta, compares
+//     the content sums (re-reading only changed files) and commits: the
+//     target starts it. Before the commit a fatal fault restarts the
+//     source if it ran and drops the target copy; after it the source
+//     keeps its dataset and the final snapshot, the base of a rollback;
+//   - abort drops the target copy and every migration snapshot, and puts
+//     the source back in its prior run state;
+//   - rollback stops the instance on the target, which sends what changed
+//     since the switch back (dialling a listener of this node's), and
+//     starts it here; the target copy goes;
+//   - finalize destroys the kept source copy and the target's snapshots.
+
+// User properties of a source dataset under migration.
+const (
+	propMigrating = "drove:migrating" // the migration
+	propPrior     = "drove:prior"     // running or stopped before begin
+)
+
+var _ executor.Migrator = (*Driver)(nil)
+
+// migBook remembers the phases done in this process, so that a phase run
+// again for the same seq returns its result instead of acting twice.
+type migBook struct {
+	mu   sync.Mutex
+	done map[string]executor.PhaseResult
+}
+
+func phaseKey(mp executor.MigrationPhase) string { return mp.Migration + "#" + strconv.Itoa(mp.Seq) }
+
+func (b *migBook) get(mp executor.MigrationPhase) (executor.PhaseResult, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.done[phaseKey(mp)]
+	return r, ok
+}
+
+func (b *migBook) put(mp executor.MigrationPhase, r executor.PhaseResult) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done == nil {
+		b.done = map[string]executor.PhaseResult{}
+	}
+	b.done[phaseKey(mp)] = r
+}
+
+// migrationOp is the Op both sides of every phase of a migration use: one
+// key for the whole migration (Index 0), see executor.MigrationPhaseOf.
+func migrationOp(mp executor.MigrationPhase) executor.Op {
+	return executor.Op{Request: mp.Migration, Kind: events.OpInstanceMigrate,
+		Mode:     executor.MigrationModePrefix + mp.Phase,
+		Instance: mp.Instance, Size: mp.Size, Storage: mp.Storage, RunState: mp.RunState,
+		From: mp.Source, To: mp.Target, Primary: mp.Source, Attempt: 1, AwaitReceiver: mp.AwaitReceiver}
+}
+
+// Phase runs one phase of a per-instance migration: see executor.Migrator
+// and the comment at the top of this file.
+func (d *Driver) Phase(ctx context.Context, mp executor.MigrationPhase, report func(executor.Progress)) (executor.PhaseResult, error) {
+	if mp.Storage != events.StorageZFSLocal {
+		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%w: per-instance migration of %s storage (a replicated instance moves with its replica, by evacuation)", ErrUnsupported, mp.Storage))
+	}
+	if res, ok := d.mig.get(mp); ok {
+		report(executor.Progress{Phase: mp.Phase, Current: 1, Total: 1, Message: "already done: " + res.Message})
+		return res, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return executor.PhaseResult{}, fmt.Errorf("%w: %s phase of %s not started: %v", executor.ErrCanceled, mp.Phase, mp.Migration, context.Cause(ctx))
+	}
+	op := migrationOp(mp)
+	m := &move{d: d, op: op, ds: d.Dataset(mp.Instance), report: report, phase: mp.Phase,
+		lim: transfer.NewLimiter(d.rateOf(mp)),
+		rep: MoveReport{Key: phaseKey(mp), Kind: events.OpInstanceMigrate, Instance: mp.Instance, Mode: d.feat.Mode()}}
+	stop := m.followRate(mp)
+	defer stop()
+	var res executor.PhaseResult
+	var err error
+	switch mp.Phase {
+	case events.PhaseBegin:
+		res, err = m.migBegin(ctx)
+	case events.PhaseSync:
+		res, err = m.migSync(ctx, mp)
+	case events.PhaseSwitch:
+		res, err = m.migSwitch(ctx)
+	case "abort":
+		res, err = m.migAbort(ctx)
+	case "rollback":
+		res, err = m.migRollback(ctx)
+	case "finalize":
+		res, err = m.migFinalize(ctx)
+	default:
+		err = executor.Fatal(fmt.Errorf("%w: migration phase %q", ErrUnsupported, mp.Phase))
+	}
+	if mp.Phase == events.PhaseSync || mp.Phase == events.PhaseSwitch || mp.Phase == "rollback" {
+		m.rep.Err = err
+		d.record(m.rep)
+	}
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, executor.ErrCanceled) {
+			err = fmt.Errorf("%w: %w", executor.ErrCanceled, err)
+		}
+		return executor.PhaseResult{}, err
+	}
+	m.total = max(m.total, m.current, 1)
+	m.current = m.total
+	m.progress(res.Message, 0, 0)
+	d.mig.put(mp, res)
+	return res, nil
+}
+
+// rateOf is the send cap now: the migration's current rate, else the
+// driver's default; 0 means none.
+func (d *Driver) rateOf(mp executor.MigrationPhase) int64 {
+	r := mp.SendBytesPerSecond
+	if mp.CurrentRate != nil {
+		r = mp.CurrentRate()
+	}
+	return cmp.Or(r, d.cfg.SendBytesPerSecond)
+}
+
+// followRate applies the migration's current rate to the limiter while
+// the phase runs: settings change it within seconds.
+func (m *move) followRate(mp executor.MigrationPhase) func() {
+	if mp.CurrentRate == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if r := m.d.rateOf(mp); r != m.lim.Rate() {
+					m.lim.SetRate(r)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// prior says whether the instance ran before the migration began: as
+// begin noted it on the dataset, else as the inventory says.
+func (m *move) prior(ctx context.Context) bool {
+	if v, err := prop(ctx, m.ds, propPrior); err == nil && (v == "running" || v == "stopped") {
+		return v == "running"
+	}
+	return m.op.RunState == events.RunRunning
+}
+
+// ask is request for the migration's own stream kinds: a refusal the
+// target marks fatal is fatal here too.
+func (m *move) ask(ctx context.Context, kind string, meta map[string]string) (map[string]string, error) {
+	r, err := m.request(ctx, kind, meta)
+	if err != nil && r["fatal"] == "true" {
+		return r, executor.Fatal(err)
+	}
+	return r, err
+}
+
+// clearMarks drops the bulk path's marks from the source dataset, so that
+// they do not travel to the target with -R.
+func (m *move) clearMarks(ctx context.Context) {
+	for _, p := range []string{propMigration, propCreated, propBase, propCommitted} {
+		_ = inherit(ctx, m.ds, p)
+	}
+}
+
+func (m *move) migBegin(ctx context.Context) (executor.PhaseResult, error) {
+	op := m.op
+	m.total = 1
+	m.progress(fmt.Sprintf("reserving room for %s on %s; zfs mode: %s", op.Instance, op.To, m.d.feat.Mode()), 0, 0)
+	ok, err := exists(ctx, m.ds)
+	if err != nil {
+		return executor.PhaseResult{}, executor.Transient(err)
+	}
+	if !ok {
+		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%w: %s", ErrNotFound, m.ds))
+	}
+	prior := "stopped"
+	if v, _ := prop(ctx, m.ds, propMigrating); v == op.Request {
+		prior, _ = prop(ctx, m.ds, propPrior) // begun before a crash
+	} else {
+		run, err := m.d.cfg.Runtime.Running(ctx, m.d.instance(ctx, op.Instance))
+		if err != nil {
+			return executor.PhaseResult{}, executor.Transient(err)
+		}
+		if run {
+			prior = "running"
+		}
+	}
+	need, err := propInt(ctx, m.ds, "used")
+	if err != nil {
+		return executor.PhaseResult{}, executor.Transient(err)
+	}
+	r, err := m.ask(ctx, kindReserve, map[string]string{"need": strconv.FormatInt(need, 10)})
+	if err != nil {
+		return executor.PhaseResult{}, err
+	}
+	for p, v := range map[string]string{propMigrating: op.Request, propPrior: prior} {
+		if err := setProp(ctx, m.ds, p, v); err != nil {
+			return executor.PhaseResult{}, executor.Transient(err)
+		}
+	}
+	m.current = 1
+	return executor.PhaseResult{Message: fmt.Sprintf("begin: %s reserved on %s (%d bytes needed, %s available); prior run state %s",
+		op.Instance, op.To, need, r["available"], prior)}, nil
+}
+
+func (m *move) migSync(ctx context.Context, mp executor.MigrationPhase) (executor.PhaseResult, error) {
+	m.clearMarks(ctx)
+	hello, err := m.request(ctx, kindHello, nil)
+	if err != nil {
+		return executor.PhaseResult{}, err
+	}
+	if hello["committed"] == m.op.Key() {
+		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%w: the switch of %s has committed; nothing to sync", ErrUnsupported, m.op.Request))
+	}
+	next, err := m.sendWith(ctx, false, hello)
+	if err != nil {
+		return executor.PhaseResult{}, err
+	}
+	return executor.PhaseResult{Bytes: m.sent, Message: fmt.Sprintf("sync %d of %s: %s sent to %s (%d bytes)",
+		mp.Sync, m.op.Instance, snapName(next), m.op.To, m.sent)}, nil
+}
+
+func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
+	op := m.op
+	defer m.d.forgetSums(op)
+	hello, err := m.request(ctx, kindHello, nil)
+	if err != nil {
+		return executor.PhaseResult{}, err
+	}
+	if hello["committed"] == op.Key() {
+		return executor.PhaseResult{Message: fmt.Sprintf("already switched: %s runs on %s", op.Instance, op.To)}, nil
+	}
+	if ok, err := exists(ctx, m.ds); err != nil || !ok {
+		if err != nil {
+			return executor.PhaseResult{}, executor.Transient(err)
+		}
+		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%w: %s", ErrNotFound, m.ds))
+	}
+	m.clearMarks(ctx)
+	prior := m.prior(ctx)
+	local, err := snapNumbers(ctx, m.ds)
+	if err != nil {
+		return executor.PhaseResult{}, executor.Transient(err)
+	}
+	base := commonNewest(local, hello["snaps"])
+	if base == 0 { // no sync yet: a full send while the instance runs
+		if base, err = m.sendWith(ctx, false, hello); err != nil {
+			return executor.PhaseResult{}, m.switchFailed(ctx, err, false, prior)
+		}
+	}
+	if prior {
+		if err := m.verifyAheadOf(ctx, base); err != nil {
+			return executor.PhaseResult{}, m.switchFailed(ctx, err, false, prior)
+		}
+	}
+	var down time.Time
+	if prior {
+		m.progress("stopping "+op.Instance+" on "+op.From+" for the final delta", 0, 0)
+		down = time.Now()
+		if err := m.d.cfg.Runtime.Stop(ctx, m.d.instance(ctx, op.Instance)); err != nil {
+			return executor.PhaseResult{}, m.switchFailed(ctx, executor.Transient(err), true, prior)
+		}
+	}
+	// The target holds the last snapshot sent: no need to ask it again.
+	last := base
+	if n := len(m.rep.Syncs); n > 0 {
+		last = m.rep.Syncs[n-1].Snapshot
+	}
+	final, err := m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)})
+	if err != nil {
+		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
+	}
+	began := time.Now()
+	sendTime := m.rep.Syncs[len(m.rep.Syncs)-1].Duration
+	sum, err := m.verify(ctx, final, m.verified)
+	m.rep.ChecksumTime = time.Since(began)
+	if err != nil {
+		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
+	}
+	began = time.Now()
+	if err := m.commit(ctx, final, prior); err != nil {
+		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
+	}
+	commitTime := time.Since(began)
+	if !down.IsZero() {
+		m.rep.Downtime = time.Since(down)
+	}
+	// Past the point of no return. The source keeps its copy and the
+	// final snapshot, the base of a rollback, until finalize.
+	bg := context.WithoutCancel(ctx)
+	if err := m.dropSnapshots(bg, final); err != nil {
+		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
+	}
+	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime,
+		Message: fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, downtime %s (final send %s, checksum %s reading %d bytes, commit and start %s); checksum %s, %s ahead of the switch",
+			op.Instance, op.To, len(m.rep.Syncs), m.sent, m.rep.FinalDelta, m.rep.Downtime.Round(time.Millisecond),
+			sendTime.Round(time.Millisecond), m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead,
+			commitTime.Round(time.Millisecond), sum, m.rep.AheadTime.Round(time.Millisecond))}, nil
+}
+
+// commit asks the target to commit and start the instance. A lost reply
+// is settled by asking again: restarting the source of a switch the
+// target committed would run the instance twice.
+func (m *move) commit(ctx context.Context, final int, start bool) error {
+	_, err := m.request(ctx, kindCommit, map[string]string{"keep": strconv.Itoa(final), "start": strconv.FormatBool(start)})
+	if err == nil || errors.Is(err, executor.ErrFatal) {
+		return err
+	}
+	hello, herr := m.request(ctx, kindHello, nil)
+	if herr == nil && hello["committed"] == m.op.Key() {
+		return nil
+	}
+	return err
+}
+
+// switchFailed puts the source back after a failed switch: the instance
+// restarts if the switch stopped it. A fatal fault also drops the target
+// copy and the migration snapshots; a transient one (retried) or a cancel
+// keeps them, the base of the next attempt or of an abort.
+func (m *move) switchFailed(ctx context.Context, err error, stopped, prior bool) error {
+	bg := context.WithoutCancel(ctx)
+	if stopped && prior {
+		if serr := m.d.cfg.Runtime.Start(bg, m.d.instance(bg, m.op.Instance)); serr != nil {
+			err = errors.Join(err, fmt.Errorf("restarting the source: %w", serr))
+		}
+	}
+	if ctx.Err() != nil || executor.IsTransient(err) {
+		return err
+	}
+	actx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	if _, aerr := m.request(actx, kindAbort, map[string]string{"why": err.Error()}); aerr != nil {
+		m.d.log.Warn("could not drop the target copy after a failed switch", "err", aerr)
+	}
+	if derr := m.dropSnapshots(bg, 0); derr != nil {
+		m.d.log.Warn("dropping the migration snapshots failed", "dataset", m.ds, "err", derr)
+	}
+	if !errors.Is(err, executor.ErrFatal) {
+		err = executor.Fatal(err)
+	}
+	return err
+}
+
+// dropSnapshots destroys the dataset's migration snapshots but keep.
+func (m *move) dropSnapshots(ctx context.Context, keep int) error {
+	ns, err := snapNumbers(ctx, m.ds)
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		if n != keep {
+			if err := destroy(ctx, m.ds+"@"+snapName(n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// restorePrior puts the source back in its prior run state and drops the
+// migration's marks from it.
+func (m *move) restorePrior(ctx context.Context, prior bool) error {
+	in := m.d.instance(ctx, m.op.Instance)
+	run, err := m.d.cfg.Runtime.Running(ctx, in)
+	if err != nil {
+		return err
+	}
+	if prior && !run {
+		if err := m.d.cfg.Runtime.Start(ctx, in); err != nil {
+			return err
+		}
+	}
+	m.clearMarks(ctx)
+	for _, p := range []string{propMigrating, propPrior} {
+		_ = inherit(ctx, m.ds, p)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+)
+
+// placementPolicyViolation checks a new (or recreated) instance against
+// the instance policy of the group it would land in, the way hail does
+// before placing it: the storage kind must be allowed, and memory, every
+// disk's size, vCPUs, spindles and the disk count must fall within one of
+// the min/max ranges. Unlike Ganeti's own cluster code, hail does not look
+// at NICs, so neither does this. It returns "" when the instance fits.
+//
+// excl is the target node's exclusive storage: then the spindles checked
+// are those of the disks (unknown spindles never fit), else spindle use.
+func placementPolicyViolation(in *Instance, pol *IPolicy, excl bool) string {
+	if len(pol.DiskTemplates) > 0 && !slices.Contains(pol.DiskTemplates, in.Storage) {
+		return fmt.Sprintf("storage kind %q is not allowed by the group's instance policy", in.Storage)
+	}
+	if len(pol.MinMax) == 0 {
+		return ""
+	}
+	var first string
+	for _, mm := range pol.MinMax {
+		v := rangeViolation(in, mm, excl)
+		if v == "" {
+			return ""
+		}
+		if first == "" {
+			first = v
+		}
+	}
+	return first
+}
+
+// rangeViolation checks one min/max range, in hail's order.
+func rangeViolation(in *Instance, mm MinMax, excl bool) string {
+	out := func(name string, v, lo, hi int64) string {
+		if v < lo {
+			return fmt.Sprintf("%s %d is below the policy minimum %d", name, v, lo)
+		}
+		if v > hi {
+			return fmt.Sprintf("%s %d is above the policy maximum %d", name, v, hi)
+		}
+		return ""
+	}
+	if v := out("memory", in.Memory, mm.Min.MemorySize, mm.Max.MemorySize); v != "" {
+		return v
+	}
+	for _, d := range in.Disks {
+		if v := out("disk size", d.Size, mm.Min.DiskSize, mm.Max.DiskSize); v != "" {
+			return v
+		}
+	}
+	if v := out("vCPUs", in.VCPUs, mm.Min.CPUCount, mm.Max.CPUCount); v != "" {
+		return v
+	}
+	if excl {
+		sp := totalSpindles(in.Disks)
+		if sp < 0 {
+			return "the disks' spindles are unknown and the node has exclusive storage"
+		}
+		if v := out("spindles", sp, mm.Min.SpindleUse, mm.Max.SpindleUse); v != "" {
+			return v
+		}
+	} else if v := out("spindle use", in.SpindleUse, mm.Min.SpindleUse, mm.Max.SpindleUse); v != "" {
+		return v
+	}
+	if in.Storage != Diskless {
+		if v := out("disk count", int64(len(in.Disks)), mm.Min.DiskCount, mm.Max.DiskCount); v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,338 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/executor/zfs"
+	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/test/zfsenv"
+)
+
+// The ZFS end-to-end tests run the whole system on real parts: every node
+// of a one-group, three-node cluster is a zfs-fuse pool (test/zfsenv,
+// whose watchdog restarts a deadlocked daemon and fails the test saying
+// so; make test then runs these tests once more, test/tools/zfs-tests.sh),
+// every instance a dataset with generated content and a process that
+// keeps rewriting a file in it (allinone.ZFSDemo), every executor the ZFS
+// driver with the process runtime. The sim driver is nowhere.
+//
+// What the test knows about the data it learns itself: its runtime wraps
+// each node's, and hashes the instance's mounted dataset right after the
+// process stopped on the source (what the final snapshot holds) and right
+// before it starts on the target (what arrived), with its own tree hash.
+
+// zfsNodes is the cluster of these tests: node-g1-1 … node-g1-3, each the
+// primary of local-K and repl-K (replica on the next node).
+func zfsCluster() *planner.Cluster { return allinone.ZFSCluster(1, 3) }
+
+// zenv is env on ZFS.
+type zenv struct {
+	*env
+	demo     *allinone.ZFSDemo
+	switches *switchLog
+}
+
+// zfsWorkload rewrites 16 KiB every 20 ms: about 800 KB/s per instance,
+// so every sync has a real delta.
+var zfsWorkload = allinone.Workload{Block: 16 << 10, Blocks: 256, Interval: 20 * time.Millisecond}
+
+// startZfs starts the system on fresh pools, one per node, tune applied
+// to each node's ZFS driver configuration (nil: none).
+func startZfs(t *testing.T, tune func(node string, cfg *zfs.Config)) *zenv {
+	t.Helper()
+	zfsenv.Require(t)
+	cluster := zfsCluster()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	z := &zenv{switches: &switchLog{}}
+	z.demo = &allinone.ZFSDemo{Pools: map[string]string{}, StateDir: t.TempDir(), ContentBytes: 4 << 20,
+		Workload: zfsWorkload, Logger: testLogger(),
+		Tune: func(node string, cfg *zfs.Config) {
+			cfg.ReportInterval = 100 * time.Millisecond
+			cfg.Runtime = recordingRuntime{Runtime: cfg.Runtime, node: node, log: z.switches}
+			if tune != nil {
+				tune(node, cfg)
+			}
+		}}
+	for _, n := range cluster.Nodes {
+		z.demo.Pools[n.Name] = zfsenv.Pool(t, n.Name, 256)
+	}
+	// Registered after the pools, so it runs before they are destroyed,
+	// and before the system starts, so it runs after the system stopped.
+	t.Cleanup(func() {
+		if _, err := z.demo.StopWorkloads(context.Background()); err != nil {
+			t.Errorf("stopping the workloads: %v", err)
+		}
+	})
+	if err := z.demo.Provision(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	z.env = startWith(t, func(cfg *allinone.Config) {
+		cfg.Seed, cfg.Driver = zfsCluster, z.demo.Driver
+	}, "")
+	return z
+}
+
+// recordingRuntime is a node's runtime with the test's own hash of the
+// dataset at each stop and start.
+type recordingRuntime struct {
+	zfs.Runtime
+	node string
+	log  *switchLog
+}
+
+func (r recordingRuntime) Stop(ctx context.Context, in zfs.Instance) error {
+	run, err := r.Runtime.Running(ctx, in)
+	if err != nil {
+		return err
+	}
+	if err := r.Runtime.Stop(ctx, in); err != nil || !run {
+		return err
+	}
+	r.log.add(in.Name, r.node, "stop", in.Mountpoint)
+	return nil
+}
+
+func (r recordingRuntime) Start(ctx context.Context, in zfs.Instance) error {
+	if run, err := r.Runtime.Running(ctx, in); err != nil || run {
+		return err
+	}
+	r.log.add(in.Name, r.node, "start", in.Mountpoint)
+	return r.Runtime.Start(ctx, in)
+}
+
+// switchLog is every stop and start of an instance, with the dataset's
+// hash at that moment.
+type switchLog struct {
+	mu  sync.Mutex
+	evs []switchEvent
+}
+
+type switchEvent struct {
+	instance, node, what, sum string
+	at                        time.Time
+}
+
+func (l *switchLog) add(instance, node, what, dir string) {
+	sum, err := treeHash(dir)
+	if err != nil {
+		sum = "error: " + err.Error()
+	}
+	l.mu.Lock()
+	l.evs = append(l.evs, switchEvent{instance, node, what, sum, time.Now()})
+	l.mu.Unlock()
+}
+
+func (l *switchLog) of(instance string) []switchEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []switchEvent
+	for _, e := range l.evs {
+		if e.instance == instance {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// treeHash is the test's own hash of a directory: every regular file's
+// relative path and the sha256 of its content, in lexical order.
+func treeHash(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() && rel == ".zfs" {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		// What ZFS holds, not what the kernel cached before a receive
+		// changed the dataset under zfs-fuse.
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return err
+		}
+		fh := sha256.New()
+		if _, err := io.Copy(fh, f); err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%x\n", rel, fh.Sum(nil))
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+// zfsOut runs a zfs command and returns its output, failing the test if
+// it fails.
+func (z *zenv) zfsOut(args ...string) string {
+	z.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "zfs", args...).CombinedOutput()
+	if err != nil {
+		z.t.Fatalf("zfs %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// datasets lists what node's pool holds of instance: the dataset and its
+// snapshots ("" and "@migrate-snap-N"); nil when nothing.
+func (z *zenv) datasets(node, instance string) []string {
+	z.t.Helper()
+	ds := z.demo.Dataset(node, instance)
+	var out []string
+	for _, name := range strings.Fields(z.zfsOut("list", "-H", "-o", "name", "-t", "all", "-r", z.demo.Parent(node))) {
+		if rest, ok := strings.CutPrefix(name, ds); ok && (rest == "" || strings.HasPrefix(rest, "@")) {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+// snapshots lists the migration snapshot numbers of instance on node.
+func (z *zenv) snapshots(node, instance string) []string {
+	var out []string
+	for _, s := range z.datasets(node, instance) {
+		if strings.HasPrefix(s, "@migrate-snap-") {
+			out = append(out, strings.TrimPrefix(s, "@"))
+		}
+	}
+	return out
+}
+
+// snapshotHash clones node's snapshot of instance, hashes the clone with
+// treeHash, and destroys it.
+func (z *zenv) snapshotHash(node, instance, snap string) string {
+	z.t.Helper()
+	clone := z.demo.Parent(node) + "/e2e-check-" + instance
+	z.zfsOut("clone", z.demo.Dataset(node, instance)+"@"+snap, clone)
+	defer z.destroyBusy(clone)
+	mp := strings.TrimSpace(z.zfsOut("get", "-H", "-o", "value", "mountpoint", clone))
+	sum, err := treeHash(mp)
+	if err != nil {
+		z.t.Fatalf("hashing %s: %v", clone, err)
+	}
+	return sum
+}
+
+// destroyBusy destroys a dataset that zfs-fuse may call busy for a
+// moment after it was read.
+func (z *zenv) destroyBusy(ds string) {
+	z.t.Helper()
+	var out []byte
+	var err error
+	z.waitFor("destroying "+ds, 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err = exec.CommandContext(ctx, "zfs", "destroy", ds).CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "busy") {
+			z.t.Fatalf("zfs destroy %s: %v: %s", ds, err, out)
+		}
+		return err == nil
+	})
+}
+
+// mountpoint is where instance's dataset on node is mounted.
+func (z *zenv) mountpoint(node, instance string) string {
+	z.t.Helper()
+	return strings.TrimSpace(z.zfsOut("get", "-H", "-o", "value", "mountpoint", z.demo.Dataset(node, instance)))
+}
+
+// running says whether instance's workload runs on node.
+func (z *zenv) running(node, instance string) bool {
+	z.t.Helper()
+	rt, err := z.demo.Runtime(node)
+	if err != nil {
+		z.t.Fatal(err)
+	}
+	run, err := rt.Running(context.Background(), zfs.Instance{Name: instance, Node: node})
+	if err != nil {
+		z.t.Fatal(err)
+	}
+	return run
+}
+
+// baseIntact checks that the generated file "base" of instance on node is
+// byte for byte what was generated at the start.
+func (z *zenv) baseIntact(node, instance string) {
+	z.t.Helper()
+	dir := z.t.TempDir()
+	if err := allinone.GenerateContent(dir, instance, z.demo.ContentBytes); err != nil {
+		z.t.Fatal(err)
+	}
+	want := fileHash(z.t, filepath.Join(dir, "base"))
+	if got := fileHash(z.t, filepath.Join(z.mountpoint(node, instance), "base")); got != want {
+		z.t.Errorf("%s on %s: base is %s, generated %s", instance, node, got, want)
+	}
+}
+
+func fileHash(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// switchedIntact checks that instance's last stop on from and the start
+// on to after it saw the same content, by the test's own hash.
+func (z *zenv) switchedIntact(instance, from, to string) {
+	z.t.Helper()
+	evs := z.switches.of(instance)
+	var stop, start *switchEvent
+	for i := range evs {
+		e := &evs[i]
+		if e.node == from && e.what == "stop" {
+			stop, start = e, nil
+		}
+		if stop != nil && e.node == to && e.what == "start" {
+			start = e
+		}
+	}
+	switch {
+	case stop == nil || start == nil:
+		z.t.Errorf("%s: no stop on %s followed by a start on %s: %+v", instance, from, to, evs)
+	case strings.HasPrefix(stop.sum, "error") || stop.sum != start.sum:
+		z.t.Errorf("%s: content at the stop on %s %s, at the start on %s %s", instance, from, stop.sum, to, start.sum)
+	}
+}
+
+// testLogger is the workloads' and drivers' logger: warnings, or
+// everything with DROVE_E2E_DEBUG set.
+func testLogger() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("DROVE_E2E_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
