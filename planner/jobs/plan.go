@@ -113,6 +113,11 @@ func (p *pass) validate() (instances []string, reason string) {
 		if other, ok := busy[in]; ok && other != r.id {
 			return nil, fmt.Sprintf("instance %q is already being moved by active request %s", in, other)
 		}
+		if p.env.Migrating != nil {
+			if m := p.env.Migrating(in); m != "" {
+				return nil, fmt.Sprintf("instance %q is being migrated by migration %s", in, m)
+			}
+		}
 	}
 	return instances, ""
 }
