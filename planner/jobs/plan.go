@@ -26,6 +26,7 @@ func (p *pass) plan(refresh bool) bool {
 		return false
 	}
 	c := inv.Cluster()
+	p.reserveInFlight(c)
 	var drain []string
 	if r.kind == events.TypeEvacuationRequested {
 		for _, n := range r.evac.Nodes {
