@@ -54,6 +54,12 @@ const (
 	// GroupExecutorPrefix + node name is each node executor's group: every
 	// node reads the opcodes topic on its own.
 	GroupExecutorPrefix = "drove-executor-"
+
+	// GroupPlannerElection is the planner services' election, not a reader
+	// of events: the member assigned partition 0 of drove.inventory leads,
+	// the others stand by (planner/service/election.go). It commits no
+	// offsets, so renaming it replays nothing.
+	GroupPlannerElection = "drove-planner-election"
 )
 
 // ExecutorGroup is the consumer group of the executor on node. Renaming a

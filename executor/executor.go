@@ -128,7 +128,13 @@ func (e *Executor) Run(ctx context.Context) error {
 	if err := e.recover(ctx); err != nil {
 		return err
 	}
-	cons, err := kafka.NewConsumer(e.cfg.Kafka, events.ExecutorGroup(e.cfg.Node),
+	// A static member: an executor restarted after a crash takes its
+	// place in its node's group at once (kafka.Config.InstanceID).
+	kc := e.cfg.Kafka
+	if kc.InstanceID == "" {
+		kc.InstanceID = events.ExecutorGroup(e.cfg.Node)
+	}
+	cons, err := kafka.NewConsumer(kc, events.ExecutorGroup(e.cfg.Node),
 		events.TopicOpcodes, events.TopicInventory, events.TopicSettings)
 	if err != nil {
 		return err

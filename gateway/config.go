@@ -42,6 +42,12 @@ type Config struct {
 	// producer's kafka.Config). Without it the health check only knows a
 	// producer was given: kafka.Producer has no ping of its own.
 	KafkaCheck func(context.Context) error
+	// Parts, when set, is called by GET /healthz to list the components
+	// running beside the gateway (`drove dev`) and how each is: "running",
+	// "running (restarted N times; ...)", "restarting (...)" or "down
+	// (...)"; either of the last two makes /healthz 503. Its words are
+	// served as they are, so they must carry no error text.
+	Parts func() map[string]string
 
 	// KeepAlive is how often an idle watch stream gets a keepalive line.
 	// Default 15s.

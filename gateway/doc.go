@@ -31,7 +31,9 @@
 //     are folded into one count per caller and reason (auditlimit.go).
 //     Path segments and query values must be UTF-8 text without NUL (400).
 //   - /healthz names the part that fails (postgres, kafka), never the
-//     error's text, which carries hosts, users and connection strings.
+//     error's text, which carries hosts, users and connection strings;
+//     beside `drove dev` it also lists each component (Config.Parts):
+//     running, restarted N times, restarting or down.
 //
 // The views are defined in projector/schema (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,6 +305,15 @@ func (g *Gateway) healthz(c *gin.Context) error {
 		} else {
 			checks["kafka"] = "ok"
 		}
+	}
+	if g.cfg.Parts != nil {
+		parts := g.cfg.Parts()
+		for _, state := range parts {
+			if strings.HasPrefix(state, "down") || strings.HasPrefix(state, "restarting") {
+				ok = false
+			}
+		}
+		checks["parts"] = parts
 	}
 	if !ok {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "checks": checks})

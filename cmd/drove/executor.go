@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/process"
 	"github.com/drovehq/drove/executor/qemu"
@@ -81,13 +82,16 @@ Drivers:
 	defer closeDriver()
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
-	e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node),
-		ListenAddr: df.listenAddr, AdvertiseAddr: df.advertise, Logger: log, Metrics: reg,
-		Transfer: id, PlainTransfer: tf.plain}, d)
+	err = supervise.Run(ctx, supervise.Part{Name: "executor/" + *node, Log: log}, func(ctx context.Context) error {
+		e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node),
+			ListenAddr: df.listenAddr, AdvertiseAddr: df.advertise, Logger: log, Metrics: reg,
+			Transfer: id, PlainTransfer: tf.plain}, d)
+		if err != nil {
+			return err
+		}
+		return e.Run(ctx)
+	})
 	if err != nil {
-		return fail(stderr, "executor", err)
-	}
-	if err := e.Run(ctx); err != nil && ctx.Err() == nil {
 		return fail(stderr, "executor", err)
 	}
 	return exitOK

@@ -21,6 +21,7 @@ import (
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
@@ -171,21 +172,26 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	// transactional id, or they would fence each other.
 	host, _ := os.Hostname()
 	kcfg.TransactionalID = fmt.Sprintf("drove-gateway-%s-%d", host, os.Getpid())
-	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
-		return fail(stderr, "gateway", err)
-	}
-	prod, err := kafka.NewProducer(kcfg)
-	if err != nil {
-		return fail(stderr, "gateway", err)
-	}
-	defer prod.Close()
 	reg := newRegistry()
-	g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
-		KafkaCheck: prod.Ping, Tokens: tokens}, pool, prod)
+	// The pool and the producer reconnect by themselves; what stops the
+	// server (topics not there yet, the listener) is restarted.
+	err = supervise.Run(ctx, supervise.Part{Name: "gateway", Log: log}, func(ctx context.Context) error {
+		if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+			return err
+		}
+		prod, err := kafka.NewProducer(kcfg)
+		if err != nil {
+			return err
+		}
+		defer prod.Close()
+		g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
+			KafkaCheck: prod.Ping, Tokens: tokens}, pool, prod)
+		if err != nil {
+			return err
+		}
+		return g.Run(ctx)
+	})
 	if err != nil {
-		return fail(stderr, "gateway", err)
-	}
-	if err := g.Run(ctx); err != nil && ctx.Err() == nil {
 		return fail(stderr, "gateway", err)
 	}
 	return exitOK
@@ -198,11 +204,13 @@ Usage: drove planner [flags]
 Runs the planner service: turns requests into plans, marks evacuated nodes
 drained, releases jobs as their dependencies are met and within per-node and
 per-cluster limits, and closes each request with what moved and what did
-not. Run one; a second one fences the first.`, stderr)
+not. Run several: they elect one through Kafka's group membership; the
+others stand by and take over within seconds when it dies (--standby).`, stderr)
 	var sf serviceFlags
 	sf.register(fs, false)
 	maxRunning := fs.Int("max-running-moves", 5, "jobs running at once across the cluster")
 	maxPerNode := fs.Int("max-moves-per-node", 2, "moves a node sends at once")
+	standby := fs.Bool("standby", true, "run several: they elect one that decides, the others stand by and take over when it dies; false: this one decides at once and fences any other")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
@@ -213,11 +221,20 @@ not. Run one; a second one fences the first.`, stderr)
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
 	cfg := service.Config{Kafka: sf.kafka("drove-planner"), MaxRunningMoves: *maxRunning, Logger: log, Metrics: reg}
 	cfg.Options.MaxMovesPerNode = *maxPerNode
-	s, err := service.New(cfg)
-	if err != nil {
-		return fail(stderr, "planner", err)
+	cfg.Standby = *standby
+	part := supervise.Part{Name: "planner", Log: log}
+	if *standby {
+		// Fenced means another instance leads now: stand by again.
+		part.Permanent = func(err error) bool { return !errors.Is(err, kafka.ErrFenced) && supervise.Permanent(err) }
 	}
-	if err := s.Run(ctx); err != nil && ctx.Err() == nil {
+	err := supervise.Run(ctx, part, func(ctx context.Context) error {
+		s, err := service.New(cfg)
+		if err != nil {
+			return err
+		}
+		return s.Run(ctx)
+	})
+	if err != nil {
 		return fail(stderr, "planner", err)
 	}
 	return exitOK
@@ -244,14 +261,19 @@ event's effect commits with its offset).`, stderr)
 	defer pool.Close()
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
-	if err := projector.ApplySchema(ctx, pool, sf.schema); err != nil {
-		return fail(stderr, "projector", err)
-	}
-	p, err := projector.New(projector.Config{Kafka: sf.kafka("drove-projector"), Schema: sf.schema, Logger: log, Registerer: reg}, pool)
+	// Postgres or the broker restarting ends a Run; the next one resumes
+	// from the offsets the views recorded.
+	err = supervise.Run(ctx, supervise.Part{Name: "projector", Log: log}, func(ctx context.Context) error {
+		if err := projector.ApplySchema(ctx, pool, sf.schema); err != nil {
+			return err
+		}
+		p, err := projector.New(projector.Config{Kafka: sf.kafka("drove-projector"), Schema: sf.schema, Logger: log, Registerer: reg}, pool)
+		if err != nil {
+			return err
+		}
+		return p.Run(ctx)
+	})
 	if err != nil {
-		return fail(stderr, "projector", err)
-	}
-	if err := p.Run(ctx); err != nil && ctx.Err() == nil {
 		return fail(stderr, "projector", err)
 	}
 	return exitOK

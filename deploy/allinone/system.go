@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor"
@@ -109,10 +110,13 @@ type System struct {
 	tmpPKI string
 }
 
-// part is one running component.
+// part is one running component, restarted by supervise when it stops.
 type part struct {
-	cancel context.CancelFunc
-	done   chan error
+	cancel   context.CancelFunc
+	done     chan error
+	restarts int  // guarded by System.mu
+	waiting  bool // stopped and waiting to restart; guarded by System.mu
+	failed   bool // stopped for good; guarded by System.mu
 }
 
 // Start starts every component and, if the log has no inventory,
@@ -164,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	g, err := gateway.New(gateway.Config{Addr: cfg.GatewayAddr, Schema: cfg.Schema, Logger: s.log.With("part", "gateway"),
-		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping, Tokens: cfg.GatewayTokens,
+		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping, Tokens: cfg.GatewayTokens, Parts: s.Parts,
 		RefusalAuditBurst: cfg.RefusalAuditBurst}, pool, s.producer)
 	if err != nil {
 		s.closeAll()
@@ -214,7 +218,10 @@ func (s *System) seed(ctx context.Context, c *planner.Cluster) error {
 	return service.Seed(ctx, p, service.InventoryEvents(c, events.Reason{Actor: "drove dev", Why: "demo cluster"}))
 }
 
-// run starts a component in the background.
+// run starts a component in the background under supervise: when it
+// stops with an error a restart may cure it is built and started again,
+// and the restart is logged and shown by Parts (and so /healthz). f must
+// build its component afresh each call.
 func (s *System) run(name string, f func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &part{cancel: cancel, done: make(chan error, 1)}
@@ -222,33 +229,80 @@ func (s *System) run(name string, f func(context.Context) error) {
 	s.parts[name] = p
 	s.mu.Unlock()
 	go func() {
-		err := f(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("component stopped", "part", name, "err", err)
+		err := supervise.Run(ctx, supervise.Part{Name: name, Log: s.log,
+			OnRestart: func(n int, _ error) { s.setPart(p, func() { p.restarts, p.waiting = n, true }) }},
+			func(ctx context.Context) error {
+				s.setPart(p, func() { p.waiting = false })
+				return f(ctx)
+			})
+		if err != nil {
+			s.log.Error("component stopped for good: no restart cures this", "part", name, "err", err)
+			s.setPart(p, func() { p.failed = true })
 		}
 		p.done <- err
 	}()
 }
 
+func (s *System) setPart(p *part, change func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	change()
+}
+
+// Parts says how each component is: "running", "running (restarted N
+// times; ...)", "restarting (...)" while it waits to start again, or
+// "down (...)" after an error no restart cures. It names no error:
+// /healthz serves it to anyone.
+func (s *System) Parts() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.parts))
+	for name, p := range s.parts {
+		switch {
+		case p.failed:
+			out[name] = fmt.Sprintf("down (stopped for good after %d restarts; the log says why)", p.restarts)
+		case p.waiting:
+			out[name] = fmt.Sprintf("restarting (restart %d; the log says why)", p.restarts)
+		case p.restarts > 0:
+			out[name] = fmt.Sprintf("running (restarted %d times; the log says why)", p.restarts)
+		default:
+			out[name] = "running"
+		}
+	}
+	return out
+}
+
 // StartProjector starts (or restarts) the projector.
 func (s *System) StartProjector(_ context.Context) error {
-	p, err := projector.New(projector.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-projector"},
-		Schema: s.cfg.Schema, Logger: s.log.With("part", "projector"), Registerer: s.registerer("projector")}, s.Pool)
-	if err != nil {
+	cfg := projector.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-projector"},
+		Schema: s.cfg.Schema, Logger: s.log.With("part", "projector"), Registerer: s.registerer("projector")}
+	if _, err := projector.New(cfg, s.Pool); err != nil {
 		return err
 	}
-	s.run("projector", p.Run)
+	s.run("projector", func(ctx context.Context) error {
+		p, err := projector.New(cfg, s.Pool)
+		if err != nil {
+			return err
+		}
+		return p.Run(ctx)
+	})
 	return nil
 }
 
 // StartPlanner starts (or restarts) the planner service.
 func (s *System) StartPlanner(_ context.Context) error {
-	svc, err := service.New(service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"},
-		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner")})
-	if err != nil {
+	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"},
+		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner")}
+	if _, err := service.New(cfg); err != nil {
 		return err
 	}
-	s.run("planner", svc.Run)
+	s.run("planner", func(ctx context.Context) error {
+		svc, err := service.New(cfg)
+		if err != nil {
+			return err
+		}
+		return svc.Run(ctx)
+	})
 	return nil
 }
 
@@ -263,12 +317,21 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	e, err := executor.New(executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
-		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}, d)
+	cfg := executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
+		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
+	e, err := executor.New(cfg, d)
 	if err != nil {
 		return err
 	}
-	s.run("executor/"+node, e.Run)
+	s.run("executor/"+node, func(ctx context.Context) error {
+		if e == nil { // a restart: the last one's producer is closed
+			if e, err = executor.New(cfg, d); err != nil {
+				return err
+			}
+		}
+		defer func() { e = nil }()
+		return e.Run(ctx)
+	})
 	return nil
 }
 

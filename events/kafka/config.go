@@ -1,7 +1,10 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -50,6 +53,23 @@ type Config struct {
 	TLS TLS
 	// SASL authenticates to brokers (security.go); zero: none.
 	SASL SASL
+	// Logger hears what a client rides out (fetches and commits retried
+	// while a broker restarts). Default slog.Default().
+	Logger *slog.Logger
+	// InstanceID, when set, makes a Consumer a static member of its group:
+	// a restarted consumer with the same id takes its predecessor's place
+	// at once, instead of the group waiting out the dead member's session
+	// (and a whole rebalance) first, as it must after a crash. It must be
+	// stable across restarts and never used by two live consumers of a
+	// group; an executor uses its node's group name.
+	InstanceID string
+	// Dial, when set, opens the connections to brokers instead of
+	// net.Dialer; tests cut a client off the network with it, as a crash
+	// or a partition would (no goodbye reaches the broker).
+	Dial func(ctx context.Context, network, host string) (net.Conn, error)
+	// Retry paces those retries. Default: from 100ms doubling to 5s, until
+	// the step succeeds, fails for good or the context ends.
+	Retry Backoff
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -80,6 +100,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRecordBytes == 0 {
 		c.MaxRecordBytes = 8 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Retry == (Backoff{}) {
+		c.Retry = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	}
 	return c
 }
@@ -136,11 +162,20 @@ func (c Config) validate(producer bool) error {
 
 // clientOpts are the options every client of this package shares.
 func (c Config) clientOpts() []kgo.Opt {
-	return append([]kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ClientID(c.ClientID),
 		kgo.DialTimeout(c.DialTimeout),
 		kgo.FetchMaxWait(c.FetchMaxWait),
 		kgo.FetchMaxPartitionBytes(int32(c.MaxRecordBytes)),
-	}, c.securityOpts()...)
+	}
+	return append(opts, c.DialOpts()...)
+}
+
+// DialOpts are the kgo options of how to reach and authenticate to the
+// brokers — Dial, TLS and SASL (security.go) — for packages that build
+// their own kgo clients from a Config (the planner service, the
+// projector): every client of a Config is secured alike.
+func (c Config) DialOpts() []kgo.Opt {
+	return c.securityOpts()
 }

@@ -1,8 +1,12 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -63,19 +67,39 @@ var (
 )
 
 // IsRetryable reports whether repeating the failed operation may succeed:
-// an aborted append, or a franz-go error Kafka marks retriable. A fenced
-// producer's append is aborted too, but no retry can succeed, so fencing
-// is checked first.
+// an aborted append, a franz-go error Kafka marks retriable, a broker that
+// cannot be reached or dropped the connection (a broker restarting), or a
+// consumer group session lost meanwhile. A fenced producer's append is
+// aborted too, but no retry can succeed, so fencing is checked first;
+// configuration, topic settings and undecodable records need an operator.
 func IsRetryable(err error) bool {
+	var perm permanent
 	switch {
+	case err == nil, errors.As(err, &perm), errors.Is(err, ErrAuth), errors.Is(err, ErrTLS):
+		return false
 	case errors.Is(err, ErrFenced), errors.Is(err, ErrClosed),
 		errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrUndecodable),
-		errors.Is(err, ErrAuth), errors.Is(err, ErrTLS):
+		errors.Is(err, ErrTopicConfig), errors.Is(err, ErrRecordTooLarge),
+		errors.Is(err, context.Canceled):
 		return false
-	case errors.Is(err, ErrAborted):
+	case errors.Is(err, ErrAborted), isNetwork(err),
+		errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.IllegalGeneration),
+		errors.Is(err, kerr.FencedInstanceID), errors.Is(err, kerr.UnknownProducerID),
+		errors.Is(err, kerr.InvalidProducerIDMapping), errors.Is(err, kerr.InvalidTxnState),
+		errors.Is(err, kerr.BrokerNotAvailable), isFirstReadEOF(err):
 		return true
 	}
 	return kerr.IsRetriable(err)
+}
+
+// isNetwork reports a transport failure: refused, reset or timed-out
+// connections and streams cut short, as a broker restart causes.
+func isNetwork(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // translate maps franz-go errors onto the sentinels, keeping the original.
@@ -93,4 +117,11 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
 	}
 	return err
+}
+
+// isFirstReadEOF is franz-go's word for a connection the broker closed
+// before answering, as it does while shutting down.
+func isFirstReadEOF(err error) bool {
+	var e *kgo.ErrFirstReadEOF
+	return errors.As(err, &e)
 }

@@ -155,14 +155,21 @@ func privateFile(path string) error {
 // with the reason rather than fall back to plain TCP.
 func (c Config) securityOpts() []kgo.Opt {
 	var opts []kgo.Opt
-	if c.TLS.On() {
+	switch {
+	case c.TLS.On():
 		cfg, err := c.TLS.config()
 		if err != nil {
 			return []kgo.Opt{kgo.Dialer(func(context.Context, string, string) (net.Conn, error) {
 				return nil, fmt.Errorf("kafka TLS: %w", err)
 			})}
 		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
+		if c.Dial == nil {
+			opts = append(opts, kgo.DialTLSConfig(cfg))
+			break
+		}
+		opts = append(opts, kgo.Dialer(tlsOver(c.Dial, cfg)))
+	case c.Dial != nil:
+		opts = append(opts, kgo.Dialer(c.Dial))
 	}
 	user := c.SASL.User
 	pass, err := c.SASL.password()
@@ -209,4 +216,28 @@ func (c Config) explain(err error) error {
 		return fmt.Errorf("%w: %w", ErrTLS, err)
 	}
 	return err
+}
+
+// tlsOver is a dialer that opens TLS over dial's connections (Config.Dial
+// and TLS together; kgo takes one dialer only), checking each broker's
+// certificate against its host unless cfg names a server.
+func tlsOver(dial func(ctx context.Context, network, host string) (net.Conn, error), cfg *tls.Config) func(ctx context.Context, network, host string) (net.Conn, error) {
+	return func(ctx context.Context, network, host string) (net.Conn, error) {
+		raw, err := dial(ctx, network, host)
+		if err != nil {
+			return nil, err
+		}
+		c := cfg.Clone()
+		if c.ServerName == "" {
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				c.ServerName = h
+			}
+		}
+		tc := tls.Client(raw, c)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
 }

@@ -130,17 +130,23 @@ func TestTLSAndSASLConnect(t *testing.T) {
 	ca := newTestCA(t)
 	_, certFile, keyFile := ca.issue(t, false)
 	tlsOK := TLS{CAFile: ca.caFile, CertFile: certFile, KeyFile: keyFile}
+	var d net.Dialer
 	for _, tc := range []struct {
 		name string
 		sasl SASL
+		dial bool // through Config.Dial, as tests that cut clients off do
 	}{
-		{"SCRAM-SHA-512", SASL{Mechanism: MechanismScramSHA512, User: "drove", Password: "s3cret-scram-pw"}},
-		{"PLAIN over TLS", SASL{Mechanism: "plain", User: "plainuser", Password: "s3cret-plain-pw"}},
+		{"SCRAM-SHA-512", SASL{Mechanism: MechanismScramSHA512, User: "drove", Password: "s3cret-scram-pw"}, false},
+		{"PLAIN over TLS", SASL{Mechanism: "plain", User: "plainuser", Password: "s3cret-plain-pw"}, false},
+		{"SCRAM-SHA-512 over Config.Dial", SASL{Mechanism: MechanismScramSHA512, User: "drove", Password: "s3cret-scram-pw"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := secureCluster(t, ca, true)
 			cfg.TLS, cfg.SASL = tlsOK, tc.sasl
-			cfg.TransactionalID = "test-tls-" + tc.sasl.User
+			if tc.dial {
+				cfg.Dial = d.DialContext
+			}
+			cfg.TransactionalID = fmt.Sprintf("test-tls-%s-%v", tc.sasl.User, tc.dial)
 			if err := roundTrip(t, cfg); err != nil {
 				t.Fatal(err)
 			}

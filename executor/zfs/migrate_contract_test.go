@@ -175,3 +175,35 @@ func TestMigrationPhasesAfterACrash(t *testing.T) {
 		t.Fatalf("left after the rollback: %v %v", left, err)
 	}
 }
+
+// TestBeginRaisesTheTargetQuota: the target's parent has a quota too
+// small for the instance; begin raises it, and the migration goes on.
+func TestBeginRaisesTheTargetQuota(t *testing.T) {
+	nodes := []string{drivertest.Node1, drivertest.Node2, drivertest.Node3}
+	pools := map[string]string{}
+	for i, n := range nodes {
+		pools[n] = zfsenv.Pool(t, fmt.Sprintf("q%d", i+1), 128)
+	}
+	w := newContractWorld(t, nodes, pools, "quota")
+	parent := w.nodes[drivertest.Node3].parent
+	zfsenv.Run(t, "zfs", "set", "quota=4M", parent)
+	var local drivertest.Instance
+	for _, i := range drivertest.FixtureFor(zfsStorage) {
+		if i.Storage == events.StorageZFSLocal {
+			local = i
+		}
+	}
+	for seq, name := range []string{"begin", "sync", "switch"} {
+		res, err := w.Phase(t.Context(), executor.MigrationPhase{Migration: "mq", Seq: seq + 1, Phase: name, Sync: 1,
+			Instance: local.Name, Size: local.Size, Storage: local.Storage, RunState: local.RunState,
+			Source: drivertest.Node1, Target: drivertest.Node3}, func(executor.Progress) {})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: %s", name, res.Message)
+	}
+	q := strings.TrimSpace(zfsenv.Run(t, "zfs", "get", "-Hp", "-o", "value", "quota", parent))
+	if q == "4194304" || q == "0" {
+		t.Fatalf("the target's quota is %s, want raised above 4M", q)
+	}
+}

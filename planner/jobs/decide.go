@@ -45,6 +45,11 @@ type Env struct {
 	Producer string
 	// PlanTook, if not nil, is told how long each planner.Compute took.
 	PlanTook func(time.Duration)
+	// Migrating, if not nil, names the active per-instance migration of
+	// an instance ("" if none): a request that would move an instance a
+	// migration is moving is rejected, as one that would move an instance
+	// of another active request is, or the two would move it at once.
+	Migrating func(instance string) string
 }
 
 // Decision is what one pass decided for one request.

@@ -97,3 +97,38 @@ func TestReleaseWithinLimitsThenCancel(t *testing.T) {
 		t.Fatalf("on cancel decided %v, want %v", types(d), want)
 	}
 }
+
+// A plan counts the room other active requests' moves still need: a lands
+// on n3 for r1, whose job has not ended, so r2 cannot put b there too
+// although the inventory still shows n3 empty (test/chaos found two plans
+// filling one node before this).
+func TestPlanReservesTheRoomOfMovesInFlight(t *testing.T) {
+	w := newWorld()
+	w.read(events.GroupDeclared{Name: "g1", AllocPolicy: events.AllocPreferred})
+	for _, n := range []string{"n1", "n2", "n3"} {
+		w.read(events.NodeAnnounced{Name: n, Group: "g1", VMCapable: true,
+			Total: events.Resources{MemoryMiB: 8192, DiskMiB: 100 << 10, CPUs: 16, Spindles: 4}})
+	}
+	for name, node := range map[string]string{"a": "n1", "b": "n2"} {
+		w.read(events.InstanceDeclared{Name: name, Owner: "acct", Storage: events.StorageRBD, RunState: events.RunRunning,
+			PrimaryNode: node, Size: events.Size{MemoryMiB: 6144, VCPUs: 1, DisksMiB: []int64{1024}}})
+	}
+	plan := func(id, node string) events.PlanComputed {
+		t.Helper()
+		w.read(events.EvacuationRequested{Request: id, Nodes: []string{node}, Mode: events.EvacAll})
+		for _, e := range Decide(w.env, w.st, id).Events {
+			if p, err := events.As[events.PlanComputed](e); err == nil {
+				return p
+			}
+		}
+		t.Fatalf("%s: no plan", id)
+		return events.PlanComputed{}
+	}
+	if p := plan("r1", "n1"); len(p.Moved) != 1 || p.Moved[0].Nodes[0] != "n3" {
+		t.Fatalf("r1 planned %+v, want a moved to n3 (n2 has 2 GiB free)", p.Moved)
+	}
+	p := plan("r2", "n2")
+	if len(p.Moved) != 0 || len(p.Failed) != 1 || p.Failed[0].Instance != "b" {
+		t.Fatalf("r2 planned moved %+v, failed %+v; want b failed: n3's room is a's, n1 is drained", p.Moved, p.Failed)
+	}
+}

@@ -26,6 +26,7 @@ func (p *pass) plan(refresh bool) bool {
 		return false
 	}
 	c := inv.Cluster()
+	p.reserveInFlight(c)
 	var drain []string
 	if r.kind == events.TypeEvacuationRequested {
 		for _, n := range r.evac.Nodes {
@@ -112,6 +113,11 @@ func (p *pass) validate() (instances []string, reason string) {
 	for _, in := range instances {
 		if other, ok := busy[in]; ok && other != r.id {
 			return nil, fmt.Sprintf("instance %q is already being moved by active request %s", in, other)
+		}
+		if p.env.Migrating != nil {
+			if m := p.env.Migrating(in); m != "" {
+				return nil, fmt.Sprintf("instance %q is being migrated by migration %s", in, m)
+			}
 		}
 	}
 	return instances, ""

@@ -246,6 +246,16 @@ func (ms *State) activeOn(instance string) *mig {
 	return nil
 }
 
+// ActiveOn names the active migration of instance, "" if none: the
+// requests' planner (planner/jobs) must not move an instance a migration
+// is moving.
+func (ms *State) ActiveOn(instance string) string {
+	if m := ms.activeOn(instance); m != nil {
+		return m.id
+	}
+	return ""
+}
+
 // slotsUsed counts the migrations holding a slot on node.
 func (ms *State) slotsUsed(node string) int {
 	n := 0

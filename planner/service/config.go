@@ -57,6 +57,15 @@ type Config struct {
 	// for the progress timeout is dispatched again before the migration
 	// fails. Default 2.
 	StallRetries int
+	// Standby lets several instances run: they hold an election through
+	// Kafka's group membership (election.go), the leader decides and the
+	// others wait, ready to take over when it dies. Off, Run decides at
+	// once (one instance; a second fences the first).
+	Standby bool
+	// ElectionTimeout is how long a leader may be silent before a standby
+	// takes over: the election's group session timeout. Default 6s (the
+	// least Kafka allows by default).
+	ElectionTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Metrics registers the service's collectors; nil means a private
@@ -95,6 +104,9 @@ func (c Config) withDefaults() Config {
 	if c.StallRetries == 0 {
 		c.StallRetries = 2
 	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = 6 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -132,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if c.StallRetries < 0 {
 		ps = append(ps, fmt.Sprintf("StallRetries: negative (%d)", c.StallRetries))
+	}
+	if c.ElectionTimeout < 0 {
+		ps = append(ps, fmt.Sprintf("ElectionTimeout: negative (%s)", c.ElectionTimeout))
 	}
 	if len(ps) > 0 {
 		errs = append(errs, errors.New(strings.Join(ps, "; ")))

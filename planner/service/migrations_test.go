@@ -392,3 +392,20 @@ func TestStalledPhaseIsRetriedThenFails(t *testing.T) {
 func contextWithCancel(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithCancel(ctx)
 }
+
+// An evacuation that would move an instance a migration is moving is
+// rejected, naming the migration: the two would move it at once (test/chaos
+// found an instance placed twice that way).
+func TestEvacuationOfAMigratingInstanceRejected(t *testing.T) {
+	w := newMigWorld(t, false, nil)
+	w.act("m1", "vm1", events.ActionBegin)
+	w.awaitState("m1", events.MigrationPaused)
+	evacuate(w.harness, "r1", false, "n1")
+	rej, err := events.As[events.RequestRejected](w.closed("r1"))
+	if err != nil {
+		t.Fatalf("r1 closed by something else than a rejection: %v", err)
+	}
+	if !strings.Contains(rej.Reason, `"vm1" is being migrated by migration m1`) {
+		t.Fatalf("rejected for %q; want the migration named", rej.Reason)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -34,6 +35,7 @@ type Service struct {
 
 	readyOnce sync.Once
 	ready     chan struct{}
+	leading   atomic.Bool // with Standby: a term runs (election.go)
 }
 
 // New validates cfg and returns a service; it contacts no broker.
@@ -49,6 +51,10 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg, log: cfg.Logger.With("service", "planner"), m: m, ready: make(chan struct{})}, nil
 }
 
+// Leading reports whether this instance, run with Config.Standby, leads
+// the election now (a term of it is running).
+func (s *Service) Leading() bool { return s.leading.Load() }
+
 // Ready is closed once Run has rebuilt the state from the log and taken
 // the decisions it found pending.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
@@ -59,8 +65,15 @@ func (s *Service) Ready() <-chan struct{} { return s.ready }
 // that does not decode, an append that cannot be made, or fencing by a
 // newer instance (the error wraps kafka.ErrFenced). Each Run starts from
 // scratch, so calling it again after an error is a clean restart.
+//
+// With Config.Standby, Run first joins the election and decides only
+// while it leads (see lead).
 func (s *Service) Run(ctx context.Context) error {
-	err := s.run(ctx)
+	run := s.run
+	if s.cfg.Standby {
+		run = s.lead
+	}
+	err := run(ctx)
 	if ctx.Err() != nil {
 		// Shutting down: whatever was decided and not appended is not in
 		// the log, and the next start decides it again.
@@ -218,7 +231,8 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 func (l *loop) decideAll(ctx context.Context) error {
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
-		PlanTook: func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) }}
+		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
+		Migrating: l.st.migs.ActiveOn}
 	for _, id := range l.st.reqs.Order() {
 		if !l.st.reqs.Active(id) {
 			continue
@@ -306,7 +320,7 @@ func clientOpts(kc kafka.Config) []kgo.Opt {
 	if kc.FetchMaxWait > 0 {
 		wait = kc.FetchMaxWait
 	}
-	return append(opts, kgo.FetchMaxWait(wait))
+	return append(append(opts, kgo.FetchMaxWait(wait)), kc.DialOpts()...)
 }
 
 // fence takes the transactional id over, aborting any transaction an older

@@ -1,0 +1,134 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/drovehq/drove/events"
+)
+
+// restartableBroker is a kfake cluster persisted in a directory on a fixed
+// port, so that it can be stopped and started again as a restarted broker.
+type restartableBroker struct {
+	t    *testing.T
+	dir  string
+	port int
+	c    *kfake.Cluster
+}
+
+func newRestartableBroker(t *testing.T) *restartableBroker {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	b := &restartableBroker{t: t, dir: t.TempDir(), port: port}
+	b.start()
+	t.Cleanup(func() { b.c.Close() })
+	return b
+}
+
+func (b *restartableBroker) start() {
+	b.t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(b.port), kfake.DataDir(b.dir),
+		kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(3))
+	if err != nil {
+		b.t.Fatalf("kfake on port %d: %v", b.port, err)
+	}
+	b.c = c
+}
+
+// restart stops the broker (its clients' connections drop) and starts it
+// again on the same directory and port.
+func (b *restartableBroker) restart() {
+	b.c.Close()
+	b.start()
+}
+
+func (b *restartableBroker) config(t *testing.T) Config {
+	return Config{Brokers: []string{fmt.Sprintf("127.0.0.1:%d", b.port)}, ClientID: "drove-test",
+		TransactionalID: "test-" + t.Name(), FetchMaxWait: 100 * time.Millisecond, SessionTimeout: 6 * time.Second,
+		Retry: Backoff{Initial: 50 * time.Millisecond, Max: time.Second}}
+}
+
+// appendRetrying appends one event until it is in the log, the way every
+// service appends: same event (same id) again while a retry may succeed.
+func appendRetrying(ctx context.Context, p *Producer, topic string, e events.Envelope) error {
+	return Backoff{Initial: 50 * time.Millisecond, Max: time.Second}.Do(ctx,
+		func(err error) bool { return IsRetryable(err) || errors.Is(err, ErrUncertain) },
+		func(int) error { return p.Append(ctx, topic, e) }, nil)
+}
+
+// A broker restart under a running producer and a running consumer loses
+// nothing: every event appended is handled, the consumer keeps running.
+func TestBrokerRestartLosesNothing(t *testing.T) {
+	const topic, n = "drove.test.restart", 60
+	b := newRestartableBroker(t)
+	cfg := b.config(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	if err := EnsureTopics(ctx, cfg, 3, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := newProducer(t, cfg)
+
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	all := make(chan struct{})
+	cctx, stopConsumer := context.WithCancel(ctx)
+	done := runConsumer(t, cctx, cfg, "drove-test-restart", topic, func(_ context.Context, rec Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[rec.Event.ID] = true // handlers deduplicate on event id
+		if len(seen) == n {
+			close(all)
+		}
+		return nil
+	})
+
+	third := make(chan struct{})
+	produced := make(chan error, 1)
+	want := make([]string, n)
+	go func() {
+		for i := range n {
+			e := event(fmt.Sprintf("req-%d", i))
+			if err := appendRetrying(ctx, p, topic, e); err != nil {
+				produced <- fmt.Errorf("append %d: %w", i, err)
+				return
+			}
+			mu.Lock()
+			want[i] = e.ID
+			mu.Unlock()
+			if i == n/3 {
+				close(third)
+			}
+		}
+		produced <- nil
+	}()
+	wait(t, ctx, third, "a third of the events appended")
+	b.restart()
+	if err := wait(t, ctx, produced, "every append"); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ctx, all, "every event handled after the restart")
+	stopConsumer()
+	if err := wait(t, ctx, done, "the consumer's end"); err != nil {
+		t.Fatalf("consumer ended with %v; it should ride out the restart", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, id := range want {
+		if !seen[id] {
+			t.Errorf("event %d (%s) appended but never handled", i, id)
+		}
+	}
+}
