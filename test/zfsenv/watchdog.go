@@ -53,9 +53,7 @@ func watch(t testing.TB) {
 				return
 			case <-tick.C:
 			}
-			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-			err := exec.CommandContext(pctx, "zpool", "list", "-H", "-o", "name").Run()
-			cancel()
+			err := probe(ctx)
 			if ctx.Err() != nil {
 				return
 			}
@@ -68,7 +66,7 @@ func watch(t testing.TB) {
 			}
 			restartDaemon()
 			fmt.Fprintln(os.Stderr, DeadlockMarker)
-			t.Errorf("%s: zpool did not answer for %s; the daemon was killed and started again (the ZFS stand-in failed, not necessarily the code under test)",
+			t.Errorf("%s: zpool or the daemon's FUSE mount did not answer for %s; the daemon was killed and started again (the ZFS stand-in failed, not necessarily the code under test)",
 				DeadlockMarker, time.Duration(deadAfter)*(probeEvery+probeTimeout))
 			return
 		}
@@ -101,4 +99,60 @@ func restartDaemon() {
 		_ = os.Remove(c)
 	}
 	_ = ensureDaemon()
+}
+
+// kstatMount is a FUSE mount zfs-fuse serves from start to stop.
+const kstatMount = "/zfs-kstat"
+
+// probe asks the daemon both ways work reaches it: a zpool command, and a
+// stat through its FUSE mount. zfs-fuse has been seen hung on its FUSE
+// side alone (zfs create and every file access stuck, zpool list still
+// answering), which a zpool probe misses. Each must finish within
+// probeTimeout; a command stuck in the kernel is left behind rather than
+// waited for, so the probe itself never hangs.
+func probe(ctx context.Context) error {
+	probes := [][]string{{"zpool", "list", "-H", "-o", "name"}}
+	if mounted(kstatMount) {
+		probes = append(probes, []string{"stat", "-f", kstatMount})
+	}
+	for _, args := range probes {
+		if err := runWithin(ctx, probeTimeout, args); err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+		}
+	}
+	return nil
+}
+
+// runWithin runs args and waits at most d for it to exit.
+func runWithin(ctx context.Context, d time.Duration, args []string) error {
+	cmd := exec.Command(args[0], args[1:]...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	_ = cmd.Process.Kill() // may stay in the kernel; its Wait goroutine ends when it does
+	return fmt.Errorf("no answer within %s", d)
+}
+
+// mounted reports whether path is a mount point now.
+func mounted(path string) bool {
+	b, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == path {
+			return true
+		}
+	}
+	return false
 }
