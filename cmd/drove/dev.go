@@ -14,6 +14,12 @@ import (
 	"github.com/drovehq/drove/gateway"
 )
 
+// devFlags are drove dev's settings.
+type devFlags struct {
+	dir, addr, brokerAddr, logLevel, driver, tokens string
+	pgPort                                          int
+}
+
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dev", `
 Usage: drove dev [flags]     (make run; make run-zfs for --driver zfs)
@@ -30,78 +36,85 @@ named drove-<node>, each instance a dataset in it with generated content
 and a process that keeps writing to it, and each node's executor moves
 datasets with the ZFS driver. A clean stop (Ctrl-C) stops the processes and
 exports the pools; a restart on the same --dir imports them again.`, stderr)
-	dir := fs.String("dir", ".drove", "where the broker and Postgres keep their data")
-	addr := fs.String("addr", "localhost:8080", "the gateway's address")
-	brokerAddr := fs.String("broker-addr", embedded.DefaultBrokerAddr, "the embedded broker's address")
-	pgPort := fs.Int("pg-port", embedded.DefaultPostgresPort, "the embedded Postgres port (on 127.0.0.1)")
-	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
-	driver := fs.String("driver", "sim", "sim (a simulated data path) or zfs (ZFS pools, processes)")
-	tokens := fs.String("tokens", os.Getenv("DROVE_TOKENS"), `bearer tokens for the API, "tok1=alice:operator,tok2=acct-42:owner" (env DROVE_TOKENS); empty: no authentication, everyone is an operator`)
+	var f devFlags
+	fs.StringVar(&f.dir, "dir", ".drove", "where the broker and Postgres keep their data")
+	fs.StringVar(&f.addr, "addr", "localhost:8080", "the gateway's address")
+	fs.StringVar(&f.brokerAddr, "broker-addr", embedded.DefaultBrokerAddr, "the embedded broker's address")
+	fs.IntVar(&f.pgPort, "pg-port", embedded.DefaultPostgresPort, "the embedded Postgres port (on 127.0.0.1)")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error")
+	fs.StringVar(&f.driver, "driver", "sim", "sim (a simulated data path) or zfs (ZFS pools, processes)")
+	fs.StringVar(&f.tokens, "tokens", os.Getenv("DROVE_TOKENS"), `bearer tokens for the API, "tok1=alice:operator,tok2=acct-42:owner" (env DROVE_TOKENS); empty: no authentication, everyone is an operator`)
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
-	if *driver != "sim" && *driver != "zfs" {
-		return fail(stderr, "dev", fmt.Errorf("unknown --driver %q: sim or zfs", *driver))
-	}
-	abs, err := filepath.Abs(*dir)
-	if err != nil {
+	if err := f.dev(stdout, stderr); err != nil {
 		return fail(stderr, "dev", err)
 	}
-	accounts, err := gateway.ParseTokens(*tokens)
+	return exitOK
+}
+
+// dev starts the embedded infrastructure and the system on it, and runs
+// until a signal.
+func (f devFlags) dev(stdout, stderr io.Writer) error {
+	if f.driver != "sim" && f.driver != "zfs" {
+		return fmt.Errorf("unknown --driver %q: sim or zfs", f.driver)
+	}
+	abs, err := filepath.Abs(f.dir)
 	if err != nil {
-		return fail(stderr, "dev", err)
+		return err
+	}
+	accounts, err := gateway.ParseTokens(f.tokens)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
-
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(*logLevel))
+	_ = level.UnmarshalText([]byte(f.logLevel))
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	fmt.Fprintf(stdout, "Starting Drove (data in %s)...\n", abs)
-	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(abs, "kafka"), Addr: *brokerAddr})
+	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(abs, "kafka"), Addr: f.brokerAddr})
 	if err != nil {
-		return fail(stderr, "dev", err)
+		return err
 	}
 	defer broker.Stop()
-	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(abs, "postgres"), Port: *pgPort})
+	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(abs, "postgres"), Port: f.pgPort})
 	if err != nil {
-		return fail(stderr, "dev", err)
+		return err
 	}
 	defer pg.Stop()
 	if err := pg.EnsureDatabase(ctx, embedded.DefaultDatabase); err != nil {
-		return fail(stderr, "dev", err)
+		return err
 	}
-
 	cfg := allinone.Config{
 		Brokers:       broker.Addrs(),
 		DatabaseURL:   pg.URL(embedded.DefaultDatabase),
-		GatewayAddr:   *addr,
+		GatewayAddr:   f.addr,
 		Logger:        log,
 		Seed:          allinone.DemoCluster,
 		Sim:           allinone.DemoSim(),
 		GatewayTokens: accounts,
 		PKIDir:        filepath.Join(abs, "pki"),
 	}
-	var zdev *zfsDev
-	if *driver == "zfs" {
-		if zdev, err = startZFSDev(ctx, abs, log, stdout); err != nil {
-			return fail(stderr, "dev", err)
+	if f.driver == "zfs" {
+		zdev, err := startZFSDev(ctx, abs, log, stdout)
+		if err != nil {
+			return err
 		}
 		cfg.Seed, cfg.Driver = allinone.ZFSDemoCluster, zdev.demo.Driver
-		defer func() {
-			if err := zdev.stop(context.Background()); err != nil {
-				fmt.Fprintf(stderr, "drove dev: stopping the ZFS demo: %v\n", err)
-			} else {
-				fmt.Fprintf(stdout, "Workloads stopped, pools exported; their files stay in %s.\n", zdev.dir)
-			}
-		}()
+		defer zdev.stopAndSay(stdout, stderr)
+		return f.serve(ctx, cfg, zdev, stdout, stderr)
 	}
+	return f.serve(ctx, cfg, nil, stdout, stderr)
+}
+
+// serve runs the system on cfg until ctx ends, saying how to use it.
+func (f devFlags) serve(ctx context.Context, cfg allinone.Config, zdev *zfsDev, stdout, stderr io.Writer) error {
 	sys, err := allinone.Start(ctx, cfg)
 	if err != nil {
-		return fail(stderr, "dev", err)
+		return err
 	}
-	node := sys.Nodes[0]
 	fmt.Fprintf(stdout, `
 Drove is running: %d nodes, API at http://%s (metrics at /metrics).
 Kafka brokers %v, Postgres %s.
@@ -111,7 +124,7 @@ Try:
   go run ./cmd/drove plans                       # every request and its status
 
 (or build it once: make build, then bin/drove ...). Ctrl-C stops everything.
-`, len(sys.Nodes), *addr, broker.Addrs(), pg.URL("drove"), node)
+`, len(sys.Nodes), f.addr, cfg.Brokers, cfg.DatabaseURL, sys.Nodes[0])
 	if zdev != nil {
 		zdev.describe(stdout)
 	}
@@ -122,5 +135,5 @@ Try:
 	if err := sys.Stop(sctx); err != nil {
 		fmt.Fprintf(stderr, "drove dev: stopping: %v\n", err)
 	}
-	return exitOK
+	return nil
 }

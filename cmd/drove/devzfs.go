@@ -130,3 +130,13 @@ and migrate one zfs-local instance on its own (RFD 34), its data synced while it
   go run ./cmd/drove migrate local-1 --automatic --watch
 `, z.pools[0].Name)
 }
+
+// stopAndSay stops the demo's workloads and exports its pools, and says
+// where their files stay.
+func (z *zfsDev) stopAndSay(stdout, stderr io.Writer) {
+	if err := z.stop(context.Background()); err != nil {
+		fmt.Fprintf(stderr, "drove dev: stopping the ZFS demo: %v\n", err)
+		return
+	}
+	fmt.Fprintf(stdout, "Workloads stopped, pools exported; their files stay in %s.\n", z.dir)
+}
