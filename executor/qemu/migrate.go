@@ -201,6 +201,11 @@ func (s *sourceState) progress(info migrationInfo, phase, msg string) {
 		if p.BytesPerSecond == 0 && !s.lastAt.IsZero() && r.Transferred > s.lastBytes {
 			p.BytesPerSecond = int64(float64(r.Transferred-s.lastBytes) / now.Sub(s.lastAt).Seconds())
 		}
+		// A move done before two polls (a small guest on a quiet machine
+		// takes some 50 ms) still says its rate: the average since start.
+		if p.BytesPerSecond == 0 && !s.began.IsZero() && r.Transferred > 0 {
+			p.BytesPerSecond = int64(float64(r.Transferred) / max(now.Sub(s.began).Seconds(), 1e-3))
+		}
 		s.lastAt, s.lastBytes = now, r.Transferred
 		if p.BytesPerSecond > 0 && r.Remaining > 0 {
 			p.ETA = time.Duration(float64(r.Remaining) / float64(p.BytesPerSecond) * float64(time.Second))
