@@ -3,6 +3,8 @@ package zfs_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -274,6 +276,13 @@ func TestMigrationPauseRateAbort(t *testing.T) {
 		t.Fatalf("the sync took %s after the cap was lifted; at 1 MB/s it needs a minute", took)
 	}
 	w.settings(0.4) // 50 kB/s: the next incremental crawls
+	// Enough new data that it is still sending when the abort comes,
+	// whatever the machine's load (the writer alone may add too little).
+	extra := make([]byte, 2<<20)
+	rand.NewChaCha8([32]byte{2}).Read(extra)
+	if err := os.WriteFile(filepath.Join(src, "extra"), extra, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	third := m.dispatch(events.PhaseSync)
 	m.sending(third, 64<<10)
 	abort := m.dispatch("abort")
