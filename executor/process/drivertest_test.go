@@ -2,7 +2,6 @@ package process_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -49,45 +48,16 @@ func newProcWorld(t *testing.T) *procWorld {
 	return w
 }
 
-var errSourceEnded = errors.New("the source's side ended")
-
-// pair runs src on the source with dst's Receive serving it.
-func (w *procWorld) pair(ctx context.Context, from, to string, rop executor.Op, src func(await func(context.Context) (string, error)) error) error {
-	dst := w.nodes[to]
-	if w.nodes[from] == nil || dst == nil || from == to {
-		return executor.Fatal(fmt.Errorf("process world: no move from %q to %q", from, to))
+// pair runs src on from with to's Receive serving it (drivertest.Pair).
+func (w *procWorld) pair(ctx context.Context, from, to string, rop executor.Op, settle bool, src func(await func(context.Context) (string, error)) error) error {
+	if w.nodes[from] == nil || w.nodes[to] == nil || from == to {
+		return executor.Fatal(fmt.Errorf("world: no move from %q to %q", from, to))
 	}
-	rctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer stop(nil)
-	var addr string
-	announced, ended := make(chan struct{}), make(chan struct{})
-	rop.ListenAddr = "127.0.0.1:0"
-	go func() {
-		defer close(ended)
-		_ = dst.Receive(rctx, rop, func(a string) { addr = a; close(announced) }, func(executor.Progress) {})
-	}()
-	err := src(func(ctx context.Context) (string, error) {
-		select {
-		case <-announced:
-			return addr, nil
-		default:
-		}
-		select {
-		case <-announced:
-			return addr, nil
-		case <-ended:
-			return "", fmt.Errorf("process world: the receiver on %s ended before it listened", to)
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	})
-	stop(errSourceEnded)
-	<-ended
-	return err
+	return drivertest.Pair(ctx, w.nodes[to], rop, settle, src)
 }
 
 func (w *procWorld) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (res executor.Result, err error) {
-	err = w.pair(ctx, op.From, op.To, op, func(await func(context.Context) (string, error)) error {
+	err = w.pair(ctx, op.From, op.To, op, false, func(await func(context.Context) (string, error)) error {
 		op.AwaitReceiver = await
 		res, err = w.nodes[op.From].Run(ctx, op, report)
 		return err
@@ -99,7 +69,7 @@ func (w *procWorld) Phase(ctx context.Context, mp executor.MigrationPhase, repor
 	rop := executor.Op{Request: mp.Migration, Index: mp.Seq, Kind: events.OpInstanceMigrate,
 		Mode: executor.MigrationModePrefix + mp.Phase, Instance: mp.Instance, Storage: mp.Storage,
 		RunState: mp.RunState, From: mp.Source, To: mp.Target}
-	err = w.pair(ctx, mp.Source, mp.Target, rop, func(await func(context.Context) (string, error)) error {
+	err = w.pair(ctx, mp.Source, mp.Target, rop, false, func(await func(context.Context) (string, error)) error {
 		mp.AwaitReceiver = await
 		res, err = w.nodes[mp.Source].Phase(ctx, mp, report)
 		return err

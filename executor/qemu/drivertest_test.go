@@ -65,52 +65,12 @@ func newVMWorld(t *testing.T) *vmWorld {
 	return w
 }
 
-// pair runs src on the source with dst's Receive serving it, as the
-// target's executor runs it beside the source's. With settle, a source
-// that succeeded leaves the target its time to finish (an incoming VM
-// resumes the guest a moment after the source saw the migration end).
+// pair runs src on from with to's Receive serving it (drivertest.Pair).
 func (w *vmWorld) pair(ctx context.Context, from, to string, rop executor.Op, settle bool, src func(await func(context.Context) (string, error)) error) error {
-	dst := w.nodes[to]
-	if w.nodes[from] == nil || dst == nil || from == to {
-		return executor.Fatal(fmt.Errorf("qemu world: no move from %q to %q", from, to))
+	if w.nodes[from] == nil || w.nodes[to] == nil || from == to {
+		return executor.Fatal(fmt.Errorf("world: no move from %q to %q", from, to))
 	}
-	rctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer stop(nil)
-	var addr string
-	announced, ended := make(chan struct{}), make(chan struct{})
-	rop.ListenAddr = "127.0.0.1:0"
-	go func() {
-		defer close(ended)
-		_ = dst.Receive(rctx, rop, func(a string) { addr = a; close(announced) }, func(executor.Progress) {})
-	}()
-	err := src(func(ctx context.Context) (string, error) {
-		select {
-		case <-announced:
-			return addr, nil
-		default:
-		}
-		select {
-		case <-announced:
-			return addr, nil
-		case <-ended:
-			return "", fmt.Errorf("qemu world: the receiver on %s ended before it listened", to)
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	})
-	if err == nil && settle {
-		select {
-		case <-ended:
-		case <-time.After(30 * time.Second):
-		}
-	}
-	if err != nil && !executor.IsTransient(err) {
-		stop(fmt.Errorf("%w: the source's side failed", executor.ErrCanceled))
-	} else {
-		stop(fmt.Errorf("the source's side ended"))
-	}
-	<-ended
-	return err
+	return drivertest.Pair(ctx, w.nodes[to], rop, settle, src)
 }
 
 func (w *vmWorld) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (res executor.Result, err error) {
