@@ -15,8 +15,10 @@ import (
 // drives uses it for Run and Phase. With settle, a source that succeeded
 // leaves the receiver up to 30 s to finish its side (an incoming VM
 // resumes the guest a moment after the source saw the migration end).
-// Once src has returned the receiver is stopped, as cancelled when src
-// failed for good, and awaited.
+// Once src has returned the receiver is stopped and awaited: as cancelled
+// when an opcode's source failed for good (the target rolls back), as
+// merely ended for a migration phase, whose end never rolls anything back
+// on the target by itself (executor/migration_receive.go).
 func Pair(ctx context.Context, dst executor.Receiver, rop executor.Op, settle bool,
 	src func(await func(context.Context) (string, error)) error) error {
 	rctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -44,7 +46,7 @@ func Pair(ctx context.Context, dst executor.Receiver, rop executor.Op, settle bo
 		case <-time.After(30 * time.Second):
 		}
 	}
-	if err != nil && !executor.IsTransient(err) {
+	if _, phase := rop.MigrationPhaseOf(); err != nil && !executor.IsTransient(err) && !phase {
 		stop(fmt.Errorf("%w: the source's side failed", executor.ErrCanceled))
 	} else {
 		stop(fmt.Errorf("the source's side ended"))

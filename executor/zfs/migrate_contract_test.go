@@ -2,7 +2,6 @@ package zfs_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -32,10 +31,6 @@ func TestMigrationContract(t *testing.T) {
 	})
 }
 
-// errPhaseEnded stops a phase's receiver once the source's phase ended,
-// as the target's executor does on MigrationPhaseEnded.
-var errPhaseEnded = errors.New("the source's phase ended")
-
 // Phase runs mp on its source's driver with the target's Receive serving
 // it, as the target node's executor would (executor/migration_receive.go).
 func (w *contractWorld) Phase(ctx context.Context, mp executor.MigrationPhase, report func(executor.Progress)) (executor.PhaseResult, error) {
@@ -43,30 +38,16 @@ func (w *contractWorld) Phase(ctx context.Context, mp executor.MigrationPhase, r
 	if src == nil || dst == nil || src == dst {
 		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("zfs world: no migration from %q to %q", mp.Source, mp.Target))
 	}
-	rctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer stop(nil)
-	var addr string
-	announced, ended := make(chan struct{}), make(chan struct{})
 	rop := executor.Op{Request: mp.Migration, Index: mp.Seq, Kind: events.OpInstanceMigrate,
 		Mode: executor.MigrationModePrefix + mp.Phase, Instance: mp.Instance, Size: mp.Size, Storage: mp.Storage,
-		RunState: mp.RunState, From: mp.Source, To: mp.Target, ListenAddr: "127.0.0.1:0"}
-	go func() {
-		defer close(ended)
-		_ = dst.d.Receive(rctx, rop, func(a string) { addr = a; close(announced) }, func(executor.Progress) {})
-	}()
-	mp.AwaitReceiver = func(ctx context.Context) (string, error) {
-		select {
-		case <-announced:
-			return addr, nil
-		case <-ended:
-			return "", fmt.Errorf("zfs world: the receiver on %s ended before it listened", mp.Target)
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
-	res, err := src.d.Phase(ctx, mp, report)
-	stop(errPhaseEnded)
-	<-ended
+		RunState: mp.RunState, From: mp.Source, To: mp.Target}
+	var res executor.PhaseResult
+	err := drivertest.Pair(ctx, dst.d, rop, false, func(await func(context.Context) (string, error)) error {
+		mp.AwaitReceiver = await
+		var err error
+		res, err = src.d.Phase(ctx, mp, report)
+		return err
+	})
 	if err == nil && mp.Phase == events.PhaseSwitch {
 		w.mu.Lock()
 		w.primaryMaking[mp.Migration+"/0/0"] = true
