@@ -342,6 +342,10 @@ func (r *Reader) maybeRefresh(ctx context.Context) {
 	}
 }
 
+// CaughtUp reports whether the Reader has read every partition up to the
+// end it had when it opened (true at once when there was nothing to read).
+func (r *Reader) CaughtUp() bool { return r.caught }
+
 // Position is where the Reader is: the next offset of every partition it
 // reads.
 func (r *Reader) Position() Positions { return maps.Clone(r.next) }
