@@ -54,6 +54,9 @@ type Config struct {
 	// issued (a CA in PKIDir/ca, each node's in PKIDir/NODE) and kept
 	// across restarts; empty: a temporary directory removed at Stop.
 	PKIDir string
+	// Partitions is the partition count of the topics the system creates
+	// (existing ones keep theirs). Default 3.
+	Partitions int
 	// RefusalAuditBurst is the gateway's budget of refusals audited one
 	// by one before it folds them into counts; 0 is its default.
 	RefusalAuditBurst int
@@ -125,6 +128,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Schema == "" {
 		cfg.Schema = "drove"
 	}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 3
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -134,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	s.Registry = prometheus.NewRegistry()
 	s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	if err := kafka.EnsureTopics(ctx, s.kcfg, 3, events.Topics()...); err != nil {
+	if err := kafka.EnsureTopics(ctx, s.kcfg, s.cfg.Partitions, events.Topics()...); err != nil {
 		return nil, fmt.Errorf("topics: %w", err)
 	}
 	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
@@ -274,7 +280,7 @@ func (s *System) Parts() map[string]string {
 
 // StartProjector starts (or restarts) the projector.
 func (s *System) StartProjector(_ context.Context) error {
-	cfg := projector.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-projector"},
+	cfg := projector.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-projector"}, Partitions: s.cfg.Partitions,
 		Schema: s.cfg.Schema, Logger: s.log.With("part", "projector"), Registerer: s.registerer("projector")}
 	if _, err := projector.New(cfg, s.Pool); err != nil {
 		return err
@@ -291,7 +297,7 @@ func (s *System) StartProjector(_ context.Context) error {
 
 // StartPlanner starts (or restarts) the planner service.
 func (s *System) StartPlanner(_ context.Context) error {
-	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"},
+	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"}, Partitions: s.cfg.Partitions,
 		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner")}
 	if _, err := service.New(cfg); err != nil {
 		return err
@@ -318,6 +324,7 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 		return err
 	}
 	cfg := executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
+		Partitions: s.cfg.Partitions,
 		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
 	e, err := executor.New(cfg, d)
 	if err != nil {
