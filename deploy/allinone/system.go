@@ -325,7 +325,7 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 	}
 	cfg := executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
 		Partitions: s.cfg.Partitions,
-		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
+		Logger:     s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
 	e, err := executor.New(cfg, d)
 	if err != nil {
 		return err
