@@ -16,6 +16,18 @@ import (
 	"github.com/drovehq/drove/events"
 )
 
+// Record is one decoded event with its place in the log.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Event     events.Envelope
+}
+
+func (r Record) String() string {
+	return fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)
+}
+
 // TopicPartition names one partition of one topic.
 type TopicPartition struct {
 	Topic     string

@@ -89,7 +89,7 @@ func (k *KafkaCluster) Topic(name string) string { return k.TopicPrefix + name }
 
 // Config is a kafka.Config for the cluster.
 func (k *KafkaCluster) Config() kafka.Config {
-	return kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond, SessionTimeout: 10 * time.Second}
+	return kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond}
 }
 
 // CreateTopic creates Topic(name) with the given partitions, as Drove
