@@ -252,13 +252,25 @@ func (e *Executor) submit(env events.Envelope, d events.OpcodeDispatched, off in
 	ctx, cancel := context.WithCancelCause(e.base)
 	t := &task{key: k, dispatch: env, d: d, ctx: ctx, cancel: cancel, ticket: e.slots.enqueue()}
 	e.tasks[k] = t
-	e.owed.owe(opcodeID(k), off)
+	e.owed.owe(opcodeID(k), off, func() { e.forget(k) })
 	if reason, ok := e.cancelled[k]; ok {
 		cancel(&cancelRequest{reason})
 	}
 	e.m.queued.Inc()
 	e.wg.Add(1)
 	go e.runTask(t)
+}
+
+// forget drops what the executor remembers of an opcode long ended (see
+// owed.owe).
+func (e *Executor) forget(k opKey) {
+	e.mu.Lock()
+	delete(e.ended, k)
+	delete(e.cancelled, k)
+	e.mu.Unlock()
+	e.rv.mu.Lock()
+	delete(e.rv.addrs, k)
+	e.rv.mu.Unlock()
 }
 
 // cancel stops a queued or running opcode. One that already ended is left

@@ -179,7 +179,14 @@ func (e *Executor) submitPhase(env events.Envelope, d events.MigrationPhaseDispa
 	}
 	e.mig.latest[d.Migration] = d.Seq
 	e.mig.tasks[d.Migration] = t
-	e.owed.owe(phaseID(k), off)
+	e.owed.owe(phaseID(k), off, func() {
+		e.mig.mu.Lock()
+		delete(e.mig.ended, k)
+		if e.mig.latest[k.Migration] == k.Seq && e.mig.tasks[k.Migration] == nil {
+			delete(e.mig.latest, k.Migration)
+		}
+		e.mig.mu.Unlock()
+	})
 	e.wg.Add(1)
 	go e.runPhase(t)
 }

@@ -167,8 +167,9 @@ type owed struct {
 }
 
 type debt struct {
-	off  int64
-	paid time.Time // zero while owed
+	off    int64
+	paid   time.Time // zero while owed
+	forget func()    // drops what the executor remembers of it, once it lingered
 }
 
 func newOwed(linger time.Duration) *owed {
@@ -185,16 +186,21 @@ func (o *owed) start(pos int64) {
 	o.pos, o.kept = pos, pos
 }
 
-// owe notes a debt; the first record that made it counts.
-func (o *owed) owe(id string, off int64) {
+// owe notes a debt; the first record that made it counts. forget is
+// called (with no lock of owed held) once the debt is paid and lingered:
+// past the checkpoint, what the executor remembers of it (that it ended,
+// was cancelled, received) is no longer needed, since no restart reads
+// its records again. So the executor holds what its node's active work
+// needs, not its history.
+func (o *owed) owe(id string, off int64, forget func()) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	d, ok := o.at[id]
 	switch {
 	case !ok:
-		o.at[id] = debt{off: off}
+		o.at[id] = debt{off: off, forget: forget}
 	case !d.paid.IsZero(): // owed again: the older record still counts
-		o.at[id] = debt{off: min(d.off, off)}
+		o.at[id] = debt{off: min(d.off, off), forget: forget}
 	}
 }
 
@@ -214,19 +220,28 @@ func (o *owed) advance(next int64) {
 	o.pos = max(o.pos, next)
 }
 
-// point is the checkpoint now, and whether it differs from the one saved.
+// point is the checkpoint now, and whether it differs from the one saved;
+// it forgets the debts paid longer than linger ago.
 func (o *owed) point() (int64, bool) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	at := o.pos
+	var forget []func()
 	for id, d := range o.at {
 		if !d.paid.IsZero() && time.Since(d.paid) >= o.linger {
 			delete(o.at, id)
+			if d.forget != nil {
+				forget = append(forget, d.forget)
+			}
 			continue
 		}
 		at = min(at, d.off)
 	}
-	return at, at != o.kept
+	moved := at != o.kept
+	o.mu.Unlock()
+	for _, f := range forget {
+		f()
+	}
+	return at, moved
 }
 
 func (o *owed) saved(at int64) {

@@ -172,7 +172,12 @@ func (e *Executor) startReceiver(env events.Envelope, d events.OpcodeDispatched,
 	}
 	ctx, cancel := context.WithCancelCause(base)
 	rv.recv[k] = &receiving{cancel: cancel}
-	e.owed.owe(receiveID(k), off)
+	e.owed.owe(receiveID(k), off, func() {
+		rv.mu.Lock()
+		delete(rv.done, k)
+		delete(rv.source, k)
+		rv.mu.Unlock()
+	})
 	e.wg.Add(1)
 	go e.runReceiver(ctx, cancel, k, env, d)
 }
