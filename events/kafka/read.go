@@ -61,8 +61,13 @@ type ReadOptions struct {
 	From Positions
 	// Follow keeps reading after the end: Next waits for new events. Without
 	// it Next returns io.EOF once every partition is read up to the end it
-	// had when the Reader opened.
+	// had when the Reader opened (or its To).
 	Follow bool
+	// To, without Follow, says where to stop reading a partition instead
+	// of the end it had when the Reader opened: a rebuild reads exactly
+	// what the views it is compared with had read (projector.Replay). An
+	// offset past the end waits for records to reach it.
+	To Positions
 	// MaxRecords bounds the records (control records included) of one
 	// batch. Default Config.MaxPollRecords.
 	MaxRecords int
@@ -196,6 +201,9 @@ func NewReader(ctx context.Context, cfg Config, opts ReadOptions) (*Reader, erro
 			at = starts[tp]
 		}
 		r.next[tp], r.ends[tp] = at, end
+		if to, ok := opts.To[tp]; ok && !opts.Follow {
+			end = to
+		}
 		if end > at {
 			r.pending[tp] = end
 		}

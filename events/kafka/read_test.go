@@ -250,3 +250,24 @@ func TestElectionHasOneLeaderAndHandsOver(t *testing.T) {
 		t.Fatalf("%d leaders after everyone left", n)
 	}
 }
+
+func TestReaderStopsWhereToSays(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	p := newProducer(t, cfg)
+	for _, k := range []string{"a", "b", "c"} {
+		if err := p.Append(ctx, topic, event(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each append is an event and its commit marker: b's marker ends at 4.
+	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{topic}, To: Positions{{topic, 0}: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	recs, last := readUntil(t, ctx, r, 1<<30)
+	if len(recs) != 2 || recs[1].Event.Key != "b" || last.Next[TopicPartition{topic, 0}] != 4 {
+		t.Fatalf("read %v up to %v, want a and b, up to 4", ids(recs), last.Next)
+	}
+}
