@@ -282,6 +282,9 @@ func (r *Reader) Next(ctx context.Context) (Batch, error) {
 	}
 	b := Batch{Next: Positions{}}
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Topic == "" || p.Partition < 0 {
+			return // an error of the whole poll (its end at MaxWait): fetchErr's
+		}
 		tp := TopicPartition{p.Topic, p.Partition}
 		for _, rec := range p.Records {
 			if end, ok := r.pending[tp]; !r.opts.Follow && (!ok || rec.Offset >= end) {
