@@ -29,6 +29,18 @@ func (w *world) nodeOutside(node string) string {
 	}
 }
 
+// nodeSharing returns another node name whose partition of drove.opcodes
+// is node's.
+func (w *world) nodeSharing(node string) string {
+	mine := kafka.PartitionOf(events.TopicOpcodes, node, opcodePartitions)
+	for i := 0; ; i++ {
+		n := fmt.Sprintf("twin%d", i)
+		if kafka.PartitionOf(events.TopicOpcodes, n, opcodePartitions) == mine {
+			return n
+		}
+	}
+}
+
 // opcodeEnds lists the end offset of every partition of drove.opcodes:
 // the records (events and transaction markers) each holds.
 func (w *world) opcodeEnds() kafka.Positions {
@@ -164,7 +176,7 @@ func (w *world) waitCheckpoint(node string, at logPos) {
 		}
 		select {
 		case <-w.ctx.Done():
-			w.t.Fatalf("checkpoint of %s: %v, want %d (the owed dispatch)", node, got, at.off)
+			w.t.Fatalf("checkpoint of %s: %v, want %d (the oldest record of owed work)", node, got, at.off)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -207,5 +219,70 @@ func TestTargetInAnotherPartitionLearnsOfTheMove(t *testing.T) {
 	ready := payloads[events.ReceiverReady](w.read(events.TopicOpcodes))
 	if len(ready) == 0 || ready[0].Target != far {
 		t.Fatalf("ReceiverReady = %+v, want %s's", ready, far)
+	}
+}
+
+// gated holds a move's source until release is closed.
+type gated struct {
+	relaying
+	release chan struct{}
+}
+
+func (g gated) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (executor.Result, error) {
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return executor.Result{}, ctx.Err()
+	}
+	return g.relaying.Run(ctx, op, report)
+}
+
+// TestRestartedTargetResumesItsReceiver: the target side of a move is work
+// its node owes too, so the target's checkpoint stays before the relayed
+// dispatch; restarted, it listens again and announces anew, and the move
+// completes.
+func TestRestartedTargetResumesItsReceiver(t *testing.T) {
+	w := newWorld(t)
+	far := w.nodeOutside("n1")
+	w.append(events.TopicInventory, w.seedEvent(instance("vm1", events.StorageZFSReplicated, "n1", far, 512, 512)))
+	plain := func(c *executor.Config) { c.PlainTransfer = true; c.CheckpointLinger = time.Nanosecond }
+	release := make(chan struct{})
+	w.start("n1", gated{relaying{newSim(t)}, release}, plain)
+	target := w.start(far, relaying{newSim(t)}, plain)
+	// History in the target's partition that it owes nothing for: another
+	// node's records, which share its partition.
+	twin := w.nodeSharing(far)
+	for i := range 10 {
+		w.append(events.TopicOpcodes, events.New(events.OpcodeStarted{Request: "old", Job: i, Node: twin},
+			events.WithProducer("executor/"+twin),
+			events.WithReason(events.Reason{Actor: "executor/" + twin, Why: "history", RequestID: "old"})))
+	}
+	w.dispatch("req-1", 0, 0, "n1", migrate("vm1", "n1", far))
+	ready := func(n int) func([]events.Envelope) bool {
+		return func(evs []events.Envelope) bool { return len(payloads[events.ReceiverReady](evs)) >= n }
+	}
+	w.waitFor(events.TopicOpcodes, "the target to listen", ready(1))
+	var relay events.Envelope
+	for _, e := range w.read(events.TopicOpcodes) {
+		if e.Type == events.TypeTargetNotified {
+			relay = e
+		}
+	}
+	at := w.offsetOf(events.TopicOpcodes, relay.ID)
+	if at.off < 20 {
+		t.Fatalf("the relay is at %d, after less history than written", at.off)
+	}
+	w.waitCheckpoint(far, at) // held back by the receiver it owes
+	target.shutdown(t)
+
+	again := w.start(far, relaying{newSim(t)}, plain)
+	w.waitFor(events.TopicOpcodes, "the restarted target to listen again", ready(2))
+	if f := again.ex.Fetched()[events.TopicOpcodes]; f.Records > w.opcodeEnds()[at.tp]-at.off {
+		t.Fatalf("the restarted target fetched %d records, more than the %d from its checkpoint on",
+			f.Records, w.opcodeEnds()[at.tp]-at.off)
+	}
+	close(release)
+	if got := w.waitEnded("req-1", 0, 0); got.Status != events.JobSuccess {
+		t.Fatalf("OpcodeEnded = %+v, want success", got)
 	}
 }
