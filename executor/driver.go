@@ -199,6 +199,12 @@ type MigrationPhase struct {
 	CurrentRate        func() int64
 	// AwaitReceiver, when set, waits for the target side's address.
 	AwaitReceiver func(ctx context.Context) (string, error)
+	// Status, when set, reports a node's status of the instance (oVirt's
+	// model) as a MoveStatusReported of the migration: a live move says
+	// source "migration source" and target "migration destination" once
+	// the incoming VM listens, then down/up at the switch, or up/down
+	// after a failed or aborted pre-copy, and "paused" in post-copy.
+	Status func(node string, status events.NodeMoveStatus)
 }
 
 // PhaseResult is what a phase did.
