@@ -19,14 +19,13 @@ import (
 //   - begin: the target starts the incoming VM and announces it; the
 //     source notes its address. Source "migration source", target
 //     "migration destination".
-//   - sync N: the first issues `migrate` with the downtime limit at 0,
-//     which holds QEMU in pre-copy as long as anything is dirty; each
-//     sync lasts at least one pre-copy pass (a dirty-sync of QEMU's
-//     bitmap) and sends what that pass found dirty, with RAM sent,
-//     remaining, dirty rate, rate and ETA as progress. Its size is what
-//     the coordinator's re-sync rule reads. QEMU keeps iterating between
-//     syncs; a pause (a cancelled sync) throttles it to a trickle until
-//     the next sync or the switch.
+//   - sync N: the first issues `migrate`; each sync lasts at least one
+//     pre-copy pass (a dirty-sync of QEMU's bitmap) at the rate cap and
+//     sends what that pass found dirty, with RAM sent, remaining, dirty
+//     rate, rate and ETA as progress. Its size is what the coordinator's
+//     re-sync rule reads. Between phases, and after a pause (a cancelled
+//     sync), the send holds at a trickle (see holdRate) until the next
+//     sync or the switch.
 //   - switch: the downtime limit goes to Config.DowntimeLimit, so QEMU
 //     stops the guest once the rest fits in it; QEMU then waits in
 //     pre-switchover, where a storage hand-over (SwitchHook) runs, and
@@ -40,9 +39,9 @@ import (
 //   - rollback and finalize: as StopStart (a rollback boots the VM on the
 //     source again; nothing of the source is kept by a live move).
 //
-// An idle guest may leave nothing dirty during a sync: QEMU then stops it
-// and waits in pre-switchover until the switch, and the downtime counts
-// that wait (the sync says so).
+// Only a guest that dirties nothing at all (a halted one: any OS's timer
+// dirties pages) can reach the switch point before the switch: QEMU then
+// stops it in pre-switchover until the switch, and the sync says so.
 
 // SwitchHook runs on the source while the guest is stopped at the switch
 // (QEMU's pre-switchover), before its device state goes: a storage driver
@@ -50,8 +49,17 @@ import (
 // source runs on.
 type SwitchHook func(ctx context.Context) error
 
-// holdRate throttles a paused pre-copy (bytes per second).
-const holdRate = 4096
+// The hold between and during syncs: QEMU completes a pre-copy once
+// what is left fits in its downtime limit at the measured rate, so the
+// syncs run with a limit of holdDowntimeMS, and between phases (after a
+// sync, or a pause) the send is throttled to holdRate: the guest then
+// always dirties more than goes. (A limit of 0 does not hold: QEMU 7.2
+// then skips the dirty-bitmap sync and completes as soon as the pass
+// it sends is done.)
+const (
+	holdDowntimeMS = 1
+	holdRate       = 4096 // bytes per second
+)
 
 // liveNote is what the source keeps of a live migration between phases
 // (in Dir), so that a restarted executor runs a phase again safely.
@@ -188,7 +196,7 @@ func (d *Driver) startPreCopy(mp executor.MigrationPhase, v *vm, n *liveNote) er
 	if err := d.exec(v, "migrate-set-capabilities", map[string]any{"capabilities": caps}, nil); err != nil {
 		return executor.Transient(err)
 	}
-	if err := d.exec(v, "migrate-set-parameters", map[string]any{"downtime-limit": 0}, nil); err != nil {
+	if err := d.exec(v, "migrate-set-parameters", map[string]any{"downtime-limit": holdDowntimeMS}, nil); err != nil {
 		return executor.Transient(err)
 	}
 	if err := d.exec(v, "migrate", map[string]any{"uri": "tcp:" + n.Addr}, nil); err != nil {
@@ -205,10 +213,13 @@ func (d *Driver) setRate(v *vm, rate int64) error {
 	if rate <= 0 {
 		rate = d.cfg.MaxBandwidth
 	}
+	// Post-copy keeps the cap too (KubeVirt's bandwidth is one figure);
+	// QEMU's 0 there means none.
+	post := rate
 	if rate <= 0 {
-		rate = unlimited
+		rate, post = unlimited, 0
 	}
-	return d.exec(v, "migrate-set-parameters", map[string]any{"max-bandwidth": rate}, nil)
+	return d.exec(v, "migrate-set-parameters", map[string]any{"max-bandwidth": rate, "max-postcopy-bandwidth": post}, nil)
 }
 
 func (d *Driver) liveSync(ctx context.Context, mp executor.MigrationPhase, report func(executor.Progress)) (executor.PhaseResult, error) {
@@ -283,6 +294,9 @@ func (d *Driver) syncDone(mp executor.MigrationPhase, s *sourceState, info migra
 	}
 	if note != "" {
 		msg += "; " + note
+	}
+	if err := d.setRate(s.v, holdRate); err != nil {
+		d.log.Warn("throttling the pre-copy between phases failed", "err", err)
 	}
 	s.cur = max(s.cur, s.total)
 	s.report(executor.Progress{Phase: mp.Phase, Current: s.total, Total: s.total, Message: msg})
