@@ -127,13 +127,34 @@ func (d *Driver) Phase(ctx context.Context, mp executor.MigrationPhase, report f
 		if ctx.Err() != nil && !errors.Is(err, executor.ErrCanceled) {
 			err = fmt.Errorf("%w: %w", executor.ErrCanceled, err)
 		}
+		if !executor.IsTransient(err) && !errors.Is(err, executor.ErrCanceled) && (mp.Phase == events.PhaseSync || mp.Phase == events.PhaseSwitch) {
+			reportStatuses(mp, events.StatusUp, events.StatusDown) // it runs on where it was
+		}
 		return executor.PhaseResult{}, err
+	}
+	switch mp.Phase {
+	case events.PhaseBegin:
+		reportStatuses(mp, events.StatusMigrationSource, events.StatusMigrationDestination)
+	case events.PhaseSwitch:
+		reportStatuses(mp, events.StatusDown, events.StatusUp)
+	case "abort":
+		reportStatuses(mp, events.StatusUp, events.StatusDown)
 	}
 	m.total = max(m.total, m.current, 1)
 	m.current = m.total
 	m.progress(res.Message, 0, 0)
 	d.mig.put(mp, res)
 	return res, nil
+}
+
+// reportStatuses says the oVirt statuses of a running instance's
+// source and target (MigrationPhase.Status).
+func reportStatuses(mp executor.MigrationPhase, src, dst events.NodeMoveStatus) {
+	if mp.Status == nil || mp.RunState != events.RunRunning {
+		return
+	}
+	mp.Status(mp.Source, src)
+	mp.Status(mp.Target, dst)
 }
 
 // rateOf is the send cap now: the migration's current rate, else the
@@ -289,6 +310,9 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 		if err := m.verifyAheadOf(ctx, base); err != nil {
 			return executor.PhaseResult{}, m.switchFailed(ctx, err, false, prior)
 		}
+	}
+	if lr, ok := m.d.cfg.Runtime.(LiveRuntime); ok && prior {
+		return m.switchLive(ctx, lr, base) // migrate_live.go
 	}
 	var down time.Time
 	if prior {

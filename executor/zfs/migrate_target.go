@@ -85,8 +85,20 @@ func (d *Driver) serveMigration(ctx context.Context, s *transfer.Stream, op exec
 			}
 		}
 	case kindAbort:
+		// Before the commit nothing runs here but an incoming VM of a
+		// live hand-over, which holds the copy's disk open: it goes first.
+		if lr, ok := d.cfg.Runtime.(LiveRuntime); ok {
+			if err := lr.Stop(ctx, d.instance(ctx, op.Instance)); err != nil {
+				reply(nil, err)
+				return
+			}
+		}
 		reply(nil, d.rollbackTarget(ctx, ds, op.Key()))
 	case kindRuntime:
+		if s.Meta["do"] == "incoming" {
+			reply(d.incomingHere(ctx, op.Instance)) // migrate_live.go
+			return
+		}
 		reply(nil, d.runtimeDo(ctx, op, s.Meta["do"]))
 	case kindSendBack:
 		reply(d.sendBack(ctx, op, ds, s.Meta))

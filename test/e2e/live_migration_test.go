@@ -115,16 +115,23 @@ func startLive(t *testing.T, tune func(*qemu.Config)) *liveEnv {
 // counter reads the guest's round counter (its first page) on node.
 func (l *liveEnv) counter(node string) uint64 {
 	l.t.Helper()
+	return guestCounter(l.t, l.drivers[node], liveVM)
+}
+
+// guestCounter reads the round counter of qemu.FillForever's guest: the
+// first word of its first rewritten page.
+func guestCounter(t *testing.T, d *qemu.Driver, instance string) uint64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := l.drivers[node].HMP(ctx, liveVM, "xp /1wx 0x100000")
+	out, err := d.HMP(ctx, instance, "xp /1wx 0x100000")
 	if err != nil {
-		l.t.Fatalf("reading the guest's counter on %s: %v", node, err)
+		t.Fatalf("reading the guest's counter: %v", err)
 	}
 	_, hex, ok := strings.Cut(strings.TrimSpace(out), ": ")
 	n, perr := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(hex), "0x"), 16, 32)
 	if !ok || perr != nil {
-		l.t.Fatalf("the guest's counter on %s: %q", node, out)
+		t.Fatalf("the guest's counter: %q", out)
 	}
 	return n
 }

@@ -1,0 +1,117 @@
+package zfs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drovehq/drove/executor"
+)
+
+// The live hand-over of a running instance whose runtime is a
+// LiveRuntime (a QEMU VM), in a migration's switch. The syncs before it
+// sent the dataset while the guest ran, as for any runtime; the switch
+// then
+//
+//  1. has the target start the incoming VM over the dataset as synced
+//     (stream kind runtime, do=incoming; the VM reads nothing of its
+//     disk until it resumes);
+//  2. pre-copies the guest's memory while it runs here;
+//  3. when QEMU has paused the guest before the switchover, writes back
+//     what the source's page cache holds, sends the final delta and
+//     compares the content sums of the final snapshot on both nodes;
+//  4. completes the switchover: the guest resumes on the target over
+//     the final snapshot's data, and the target commits.
+//
+// One writer at all times (seed 004): the guest writes on the source
+// until the pause and on the target only after it; the target copy is
+// committed only once the guest runs there. Any failure before that —
+// the incoming VM, the pre-copy, the final delta, the checksum — leaves
+// the guest running on the source over its own data (QEMU resumes it),
+// and a fatal one drops the target copy and its incoming VM.
+
+func (m *move) switchLive(ctx context.Context, lr LiveRuntime, base int) (executor.PhaseResult, error) {
+	op := m.op
+	m.progress("starting the incoming VM of "+op.Instance+" on "+op.To+" over the synced dataset", 0, 0)
+	r, err := m.ask(ctx, kindRuntime, map[string]string{"do": "incoming"})
+	if err != nil {
+		return executor.PhaseResult{}, m.switchFailed(ctx, err, false, true)
+	}
+	last := base
+	if n := len(m.rep.Syncs); n > 0 {
+		last = m.rep.Syncs[n-1].Snapshot
+	}
+	var final int
+	var sum string
+	var sendTime time.Duration
+	atPause := func(ctx context.Context) error {
+		in := m.d.instance(ctx, op.Instance)
+		if err := syncMount(in.Mountpoint); err != nil {
+			return fmt.Errorf("writing back %s at the pause: %w", in.Mountpoint, err)
+		}
+		var err error
+		if final, err = m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}); err != nil {
+			return err
+		}
+		sendTime = m.rep.Syncs[len(m.rep.Syncs)-1].Duration
+		began := time.Now()
+		sum, err = m.verify(ctx, final, m.verified)
+		m.rep.ChecksumTime = time.Since(began)
+		return err
+	}
+	in := m.d.instance(ctx, op.Instance)
+	rate := func() int64 { return m.lim.Rate() }
+	down, err := lr.HandOver(ctx, in, op.To, r["addr"], rate, atPause, m.report)
+	if err != nil {
+		// QEMU resumed the guest here: nothing was stopped by this driver.
+		return executor.PhaseResult{}, m.switchFailed(ctx, err, false, true)
+	}
+	m.rep.Downtime = down
+	// The guest runs on the target: the commit only records it there.
+	began := time.Now()
+	if err := m.commit(context.WithoutCancel(ctx), final, false); err != nil {
+		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%s runs on %s, but its commit there failed: %w", op.Instance, op.To, err))
+	}
+	commitTime := time.Since(began)
+	if err := m.dropSnapshots(context.WithoutCancel(ctx), final); err != nil {
+		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
+	}
+	return executor.PhaseResult{Bytes: m.sent, Downtime: down,
+		Message: fmt.Sprintf("switched %s live to %s: final delta %d bytes, downtime %s (final send %s, checksum %s reading %d bytes); commit %s; checksum %s; %s ahead of the switch",
+			op.Instance, op.To, m.rep.FinalDelta, down.Round(time.Millisecond), sendTime.Round(time.Millisecond),
+			m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead, commitTime.Round(time.Millisecond),
+			sum, m.rep.AheadTime.Round(time.Millisecond))}, nil
+}
+
+// incomingHere starts the incoming instance on the target (kindRuntime,
+// do=incoming).
+func (d *Driver) incomingHere(ctx context.Context, name string) (map[string]string, error) {
+	lr, ok := d.cfg.Runtime.(LiveRuntime)
+	if !ok {
+		return refuse("the runtime on %s does not receive instances live", d.cfg.Node)
+	}
+	addr, err := lr.Incoming(ctx, d.instance(ctx, name))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"addr": addr}, nil
+}
+
+// syncMount writes back the file system of a mountpoint: a snapshot
+// holds only what reached ZFS, and with zfs-fuse the page cache may
+// still hold the guest's last writes.
+func syncMount(dir string) error {
+	if dir == "" || dir == "-" || dir == "none" || dir == "legacy" {
+		return nil
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Syncfs(int(f.Fd()))
+}
