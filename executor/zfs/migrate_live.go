@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
 )
 
@@ -36,55 +37,116 @@ import (
 
 func (m *move) switchLive(ctx context.Context, lr LiveRuntime, base int) (executor.PhaseResult, error) {
 	op := m.op
-	m.progress("starting the incoming VM of "+op.Instance+" on "+op.To+" over the synced dataset", 0, 0)
-	r, err := m.ask(ctx, kindRuntime, map[string]string{"do": "incoming"})
-	if err != nil {
-		return executor.PhaseResult{}, m.switchFailed(ctx, err, false, true)
-	}
 	last := base
 	if n := len(m.rep.Syncs); n > 0 {
 		last = m.rep.Syncs[n-1].Snapshot
 	}
-	var final int
-	var sum string
-	var sendTime time.Duration
+	h, err := m.handOverLive(ctx, lr, last)
+	if err != nil {
+		// QEMU resumed the guest here: nothing was stopped by this driver.
+		return executor.PhaseResult{}, m.switchFailed(ctx, err, false, true)
+	}
+	m.rep.Downtime = h.down
+	// The guest runs on the target: the commit only records it there.
+	began := time.Now()
+	if err := m.commit(context.WithoutCancel(ctx), h.final, false); err != nil {
+		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%s runs on %s, but its commit there failed: %w", op.Instance, op.To, err))
+	}
+	commitTime := time.Since(began)
+	if err := m.dropSnapshots(context.WithoutCancel(ctx), h.final); err != nil {
+		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
+	}
+	return executor.PhaseResult{Bytes: m.sent, Downtime: h.down,
+		Message: h.message(m, commitTime)}, nil
+}
+
+// handedOver is what a live hand-over did.
+type handedOver struct {
+	final    int
+	sum      string
+	down     time.Duration
+	sendTime time.Duration
+}
+
+func (h handedOver) message(m *move, commitTime time.Duration) string {
+	return fmt.Sprintf("switched %s live to %s: final delta %d bytes, downtime %s (final send %s, checksum %s reading %d bytes); commit %s; checksum %s; %s ahead of the switch",
+		m.op.Instance, m.op.To, m.rep.FinalDelta, h.down.Round(time.Millisecond), h.sendTime.Round(time.Millisecond),
+		m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead, commitTime.Round(time.Millisecond),
+		h.sum, m.rep.AheadTime.Round(time.Millisecond))
+}
+
+// handOverLive runs steps 1 to 4 from the target's holding snapshot
+// last: on success the guest runs on the target, not yet committed; on
+// an error it runs here.
+func (m *move) handOverLive(ctx context.Context, lr LiveRuntime, last int) (handedOver, error) {
+	op := m.op
+	var h handedOver
+	m.progress("starting the incoming VM of "+op.Instance+" on "+op.To+" over the synced dataset", 0, 0)
+	r, err := m.ask(ctx, kindRuntime, map[string]string{"do": "incoming"})
+	if err != nil {
+		return h, err
+	}
 	atPause := func(ctx context.Context) error {
 		in := m.d.instance(ctx, op.Instance)
 		if err := syncMount(in.Mountpoint); err != nil {
 			return fmt.Errorf("writing back %s at the pause: %w", in.Mountpoint, err)
 		}
 		var err error
-		if final, err = m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}); err != nil {
+		if h.final, err = m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}); err != nil {
 			return err
 		}
-		sendTime = m.rep.Syncs[len(m.rep.Syncs)-1].Duration
+		h.sendTime = m.rep.Syncs[len(m.rep.Syncs)-1].Duration
 		began := time.Now()
-		sum, err = m.verify(ctx, final, m.verified)
+		h.sum, err = m.verify(ctx, h.final, m.verified)
 		m.rep.ChecksumTime = time.Since(began)
 		return err
 	}
 	in := m.d.instance(ctx, op.Instance)
 	rate := func() int64 { return m.lim.Rate() }
-	down, err := lr.HandOver(ctx, in, op.To, r["addr"], rate, atPause, m.report)
+	h.down, err = lr.HandOver(ctx, in, op.To, r["addr"], rate, atPause, m.report)
+	return h, err
+}
+
+// runLive is the bulk path's switch for a running instance whose runtime
+// hands over live: done is false when the hand-over failed, the guest
+// runs here, and AllowFailover asks for the offline switch instead.
+func (m *move) runLive(ctx context.Context, lr LiveRuntime, res executor.Result) (executor.Result, bool, error) {
+	op := m.op
+	m.phase = events.PhaseSwitch
+	h, err := m.handOverLive(ctx, lr, m.rep.Syncs[len(m.rep.Syncs)-1].Snapshot)
 	if err != nil {
-		// QEMU resumed the guest here: nothing was stopped by this driver.
-		return executor.PhaseResult{}, m.switchFailed(ctx, err, false, true)
+		if op.AllowFailover && ctx.Err() == nil {
+			m.d.log.Warn("live hand-over failed; allow_failover: moving it offline", "instance", op.Instance, "err", err)
+			m.progress(fmt.Sprintf("live hand-over failed (%v); allow_failover: stop, final delta, start on %s", err, op.To), 0, 0)
+			if _, aerr := m.request(ctx, kindAbort, map[string]string{"why": "live hand-over failed; moving offline", "offline": "true"}); aerr != nil {
+				return res, true, m.fail(ctx, aerr, false, true)
+			}
+			m.verified = 0 // the target's copy is gone: the offline switch checks it all
+			return res, false, nil
+		}
+		return res, true, m.fail(ctx, err, false, true)
 	}
-	m.rep.Downtime = down
-	// The guest runs on the target: the commit only records it there.
+	m.rep.Downtime = h.down
 	began := time.Now()
-	if err := m.commit(context.WithoutCancel(ctx), final, false); err != nil {
-		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%s runs on %s, but its commit there failed: %w", op.Instance, op.To, err))
+	if _, err := m.request(context.WithoutCancel(ctx), kindCommit, map[string]string{"keep": "", "start": "false"}); err != nil {
+		return res, true, executor.Fatal(fmt.Errorf("%s runs on %s, but its commit there failed: %w", op.Instance, op.To, err))
 	}
-	commitTime := time.Since(began)
-	if err := m.dropSnapshots(context.WithoutCancel(ctx), final); err != nil {
-		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
+	if err := m.cleanupSource(context.WithoutCancel(ctx), ""); err != nil {
+		m.d.log.Warn("source cleanup after the move failed; leftovers stay", "dataset", m.ds, "err", err)
 	}
-	return executor.PhaseResult{Bytes: m.sent, Downtime: down,
-		Message: fmt.Sprintf("switched %s live to %s: final delta %d bytes, downtime %s (final send %s, checksum %s reading %d bytes); commit %s; checksum %s; %s ahead of the switch",
-			op.Instance, op.To, m.rep.FinalDelta, down.Round(time.Millisecond), sendTime.Round(time.Millisecond),
-			m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead, commitTime.Round(time.Millisecond),
-			sum, m.rep.AheadTime.Round(time.Millisecond))}, nil
+	res.Downtime, res.Bytes, res.Syncs = h.down, m.sent, len(m.rep.Syncs)
+	res.Message = h.message(m, time.Since(began))
+	return res, true, nil
+}
+
+// stopIncoming stops the incoming VM of a live hand-over before the
+// target's copy is rolled back: before a commit nothing else of the
+// instance runs on a target.
+func (d *Driver) stopIncoming(ctx context.Context, name string) error {
+	if lr, ok := d.cfg.Runtime.(LiveRuntime); ok {
+		return lr.Stop(ctx, d.instance(ctx, name))
+	}
+	return nil
 }
 
 // incomingHere starts the incoming instance on the target (kindRuntime,

@@ -87,11 +87,9 @@ func (d *Driver) serveMigration(ctx context.Context, s *transfer.Stream, op exec
 	case kindAbort:
 		// Before the commit nothing runs here but an incoming VM of a
 		// live hand-over, which holds the copy's disk open: it goes first.
-		if lr, ok := d.cfg.Runtime.(LiveRuntime); ok {
-			if err := lr.Stop(ctx, d.instance(ctx, op.Instance)); err != nil {
-				reply(nil, err)
-				return
-			}
+		if err := d.stopIncoming(ctx, op.Instance); err != nil {
+			reply(nil, err)
+			return
 		}
 		reply(nil, d.rollbackTarget(ctx, ds, op.Key()))
 	case kindRuntime:

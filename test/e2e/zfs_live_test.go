@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/gateway/client"
@@ -185,4 +187,52 @@ func TestZfsLiveHandOverTargetKilled(t *testing.T) {
 	zl.awaitView(id, string(events.StatusUp), string(events.StatusDown))
 	zl.statusPairs(id, beginPair, stayPair)
 	t.Logf("record: %s / %s", m.Message, m.Error)
+}
+
+// An evacuation of the VM's node: its OP_INSTANCE_MIGRATE hands the VM
+// over live (the opcode's End says so), the counter going on wherever
+// the plan put it, while the other instances of the node (not running
+// here) move offline.
+func TestZfsLiveEvacuation(t *testing.T) {
+	zl := startZfsLive(t)
+	ctx := context.Background()
+	before := zl.counter(zl.src)
+	a, err := zl.api.Evacuate(ctx, client.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := zl.finish(a.Request, 4*time.Minute)
+	if len(p.Failed) != 0 {
+		t.Fatalf("not moved: %+v", p.Failed)
+	}
+	var to string
+	for _, m := range zl.z.plan(a.Request).Moved {
+		if m.Instance == zl.name {
+			to = m.Nodes[0]
+		}
+	}
+	if to == "" || to == zl.src {
+		t.Fatalf("the plan does not move %s off %s", zl.name, zl.src)
+	}
+	if after := guestCounter(t, zl.drivers[to], zl.name); after < before {
+		t.Fatalf("the guest's counter is %d on %s after the move, %d before: it restarted", after, to, before)
+	}
+	if zl.vmOn(zl.src) {
+		t.Errorf("the source VM still runs on %s", zl.src)
+	}
+	recs, err := kafka.ReadAll(ctx, zl.kcfg, events.TopicProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end string
+	for _, r := range recs {
+		if e, err := events.As[events.End](r.Event); err == nil && e.Instance == zl.name && e.Request == a.Request {
+			end = e.Message
+		}
+	}
+	if !strings.Contains(end, "switched "+zl.name+" live") {
+		t.Errorf("the move's end %q, want the live hand-over", end)
+	}
+	t.Logf("end: %s", end)
+	zl.waitFor("no dataset of "+zl.name+" left on "+zl.src, time.Minute, func() bool { return len(zl.z.datasets(zl.src, zl.name)) == 0 })
 }
