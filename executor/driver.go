@@ -207,6 +207,16 @@ type MigrationPhase struct {
 	Status func(node string, status events.NodeMoveStatus)
 }
 
+// Op is the Op both sides of every phase of the migration work with: one
+// key for the whole migration (Request the migration, Index 0; see
+// MigrationPhaseOf), Mode naming the phase, From the source, To the
+// target.
+func (m MigrationPhase) Op() Op {
+	return Op{Request: m.Migration, Kind: events.OpInstanceMigrate, Mode: MigrationModePrefix + m.Phase,
+		Instance: m.Instance, Size: m.Size, Storage: m.Storage, RunState: m.RunState,
+		From: m.Source, To: m.Target, Primary: m.Source, Attempt: 1, AwaitReceiver: m.AwaitReceiver}
+}
+
 // PhaseResult is what a phase did.
 type PhaseResult struct {
 	Bytes    int64         // sent in this phase

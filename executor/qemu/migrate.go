@@ -322,6 +322,9 @@ type outgoing struct {
 	// set by the per-instance live path), before migrate-continue.
 	hook      SwitchHook
 	continued bool // migrate-continue sent
+	// catchUp runs once the first pass is done, with the pre-copy held
+	// (a 1 ms downtime limit); then the limit goes to DowntimeLimit.
+	catchUp SwitchHook
 
 	cancelled  bool  // the opcode's ctx ended
 	cancelling bool  // migrate_cancel sent
@@ -364,6 +367,9 @@ func (r *outgoing) watch(ctx context.Context, evs <-chan Event) (executor.Result
 			phase = events.PhaseSwitch
 		}
 		r.s.progress(info, phase, "")
+		if r.catchUp != nil && info.RAM != nil && info.RAM.DirtySyncCount >= 2 && !r.cancelling {
+			r.release(ctx, info)
+		}
 		if info.RAM != nil && !r.s.postcopy && !r.cancelling {
 			r.enforceTimeouts(info)
 		}
@@ -399,6 +405,27 @@ func (r *outgoing) switchOver(ctx context.Context, info migrationInfo) {
 		return // the next poll tries again
 	}
 	r.continued = true
+}
+
+// release runs catchUp while the pre-copy holds, then lets it converge;
+// the completion timeout counts from here. A failed catchUp cancels the
+// migration.
+func (r *outgoing) release(ctx context.Context, info migrationInfo) {
+	catchUp := r.catchUp
+	r.catchUp = nil
+	r.s.progress(info, events.PhaseSwitch, "first pre-copy pass done: catching up the storage while the pre-copy holds")
+	err := catchUp(ctx)
+	if err == nil {
+		err = r.d.exec(r.v, "migrate-set-parameters", map[string]any{"downtime-limit": r.d.cfg.DowntimeLimit.Milliseconds()}, nil)
+	}
+	if err != nil {
+		r.abortWhy = fmt.Errorf("%w: catching up before the switch: %v", ErrMigrationFailed, err)
+		r.log.Info("aborting the migration", "why", r.abortWhy)
+		r.d.cancelMigration(r.v)
+		r.cancelling = true
+		return
+	}
+	r.s.began, r.lowest, r.lastLow = time.Now(), -1, time.Now()
 }
 
 // poll reads the migration's status. A source VM gone, or QMP failing

@@ -99,13 +99,14 @@ func (r ZFSRuntime) Incoming(ctx context.Context, in zfs.Instance) (string, erro
 	return addr, nil
 }
 
-// HandOver moves the running VM to the incoming one at addr: pre-copy,
-// then in QEMU's pre-switchover pause atPause (the storage's final
-// delta), then the switchover; see zfs.LiveRuntime. Its Progress says
+// HandOver moves the running VM to the incoming one at addr: pre-copy
+// (held after its first pass, with a 1 ms downtime limit, while catchUp
+// runs), then in QEMU's pre-switchover pause atPause (the storage's
+// final delta), then the switchover; see zfs.LiveRuntime. Its Progress says
 // the RAM figures of query-migrate; past the completion timeout it goes
 // post-copy if allowed.
 func (r ZFSRuntime) HandOver(ctx context.Context, in zfs.Instance, to, addr string, rate func() int64,
-	atPause func(context.Context) error, report func(executor.Progress)) (time.Duration, error) {
+	catchUp, atPause func(context.Context) error, report func(executor.Progress)) (time.Duration, error) {
 	d := r.Driver
 	v, err := d.lookup(ctx, in.Name)
 	if err != nil {
@@ -124,12 +125,17 @@ func (r ZFSRuntime) HandOver(ctx context.Context, in zfs.Instance, to, addr stri
 	if err := d.exec(v, "migrate-set-capabilities", map[string]any{"capabilities": caps}, nil); err != nil {
 		return 0, executor.Transient(err)
 	}
+	if catchUp != nil {
+		if err := d.exec(v, "migrate-set-parameters", map[string]any{"downtime-limit": holdDowntimeMS}, nil); err != nil {
+			return 0, executor.Transient(err)
+		}
+	}
 	evs, unsub := v.qmp.Subscribe()
 	defer unsub()
 	if err := d.exec(v, "migrate", map[string]any{"uri": "tcp:" + addr}, nil); err != nil {
 		return 0, executor.Transient(err)
 	}
-	o := &outgoing{d: d, op: op, v: v, wasRunning: true, hook: atPause, completion: d.completionTimeout(size),
+	o := &outgoing{d: d, op: op, v: v, wasRunning: true, hook: atPause, catchUp: catchUp, completion: d.completionTimeout(size),
 		log: d.log.With("instance", in.Name, "hand-over to", to)}
 	o.s = &sourceState{op: op, v: v, report: report, began: time.Now()}
 	res, err := o.watch(ctx, evs)

@@ -73,15 +73,6 @@ func (b *migBook) put(mp executor.MigrationPhase, r executor.PhaseResult) {
 	b.done[phaseKey(mp)] = r
 }
 
-// migrationOp is the Op both sides of every phase of a migration use: one
-// key for the whole migration (Index 0), see executor.MigrationPhaseOf.
-func migrationOp(mp executor.MigrationPhase) executor.Op {
-	return executor.Op{Request: mp.Migration, Kind: events.OpInstanceMigrate,
-		Mode:     executor.MigrationModePrefix + mp.Phase,
-		Instance: mp.Instance, Size: mp.Size, Storage: mp.Storage, RunState: mp.RunState,
-		From: mp.Source, To: mp.Target, Primary: mp.Source, Attempt: 1, AwaitReceiver: mp.AwaitReceiver}
-}
-
 // Phase runs one phase of a per-instance migration: see executor.Migrator
 // and the comment at the top of this file.
 func (d *Driver) Phase(ctx context.Context, mp executor.MigrationPhase, report func(executor.Progress)) (executor.PhaseResult, error) {
@@ -95,7 +86,7 @@ func (d *Driver) Phase(ctx context.Context, mp executor.MigrationPhase, report f
 	if err := ctx.Err(); err != nil {
 		return executor.PhaseResult{}, fmt.Errorf("%w: %s phase of %s not started: %v", executor.ErrCanceled, mp.Phase, mp.Migration, context.Cause(ctx))
 	}
-	op := migrationOp(mp)
+	op := mp.Op()
 	m := &move{d: d, op: op, ds: d.Dataset(mp.Instance), report: report, phase: mp.Phase,
 		lim: transfer.NewLimiter(d.rateOf(mp)),
 		rep: MoveReport{Key: phaseKey(mp), Kind: events.OpInstanceMigrate, Instance: mp.Instance, Mode: d.feat.Mode()}}

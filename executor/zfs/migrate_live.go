@@ -21,7 +21,9 @@ import (
 //  1. has the target start the incoming VM over the dataset as synced
 //     (stream kind runtime, do=incoming; the VM reads nothing of its
 //     disk until it resumes);
-//  2. pre-copies the guest's memory while it runs here;
+//  2. pre-copies the guest's memory while it runs here, and after the
+//     first pass, holding the pre-copy short of the switchover, sends
+//     one more incremental of what was written meanwhile;
 //  3. when QEMU has paused the guest before the switchover, writes back
 //     what the source's page cache holds, sends the final delta and
 //     compares the content sums of the final snapshot on both nodes;
@@ -86,6 +88,15 @@ func (m *move) handOverLive(ctx context.Context, lr LiveRuntime, last int) (hand
 	if err != nil {
 		return h, err
 	}
+	// Catch up, once the first pre-copy pass is done, with what was
+	// written since the last sync (the switch's dispatch, the incoming
+	// VM's start, that pass): the final delta in the pause is then only
+	// what the send of this one and the last passes add.
+	catchUp := func(ctx context.Context) error {
+		var err error
+		last, err = m.sendWith(ctx, false, map[string]string{"snaps": strconv.Itoa(last)})
+		return err
+	}
 	atPause := func(ctx context.Context) error {
 		in := m.d.instance(ctx, op.Instance)
 		if err := syncMount(in.Mountpoint); err != nil {
@@ -103,7 +114,7 @@ func (m *move) handOverLive(ctx context.Context, lr LiveRuntime, last int) (hand
 	}
 	in := m.d.instance(ctx, op.Instance)
 	rate := func() int64 { return m.lim.Rate() }
-	h.down, err = lr.HandOver(ctx, in, op.To, r["addr"], rate, atPause, m.report)
+	h.down, err = lr.HandOver(ctx, in, op.To, r["addr"], rate, catchUp, atPause, m.report)
 	return h, err
 }
 

@@ -29,7 +29,7 @@ const (
 
 // receiveMigration serves one phase's streams until ctx ends.
 func (d *Driver) receiveMigration(ctx context.Context, op executor.Op, listening func(string), report func(executor.Progress)) error {
-	op.Index = 0 // one key for the whole migration, as migrationOp
+	op.Index = 0 // one key for the whole migration, as executor.MigrationPhase.Op
 	l, err := transfer.Listen(cmp.Or(op.ListenAddr, d.cfg.ListenAddr), op.Key(), "")
 	if err != nil {
 		return executor.Transient(err)

@@ -38,14 +38,17 @@ type LiveRuntime interface {
 	// dataset as received so far, and returns where it listens.
 	Incoming(ctx context.Context, in Instance) (addr string, err error)
 	// HandOver pre-copies in's memory to the incoming instance at addr on
-	// node to, at rate() bytes per second (0: no cap), until the guest is
-	// paused before the switchover; then calls atPause (the final delta
-	// and its check) and completes the switchover. Nil means in runs on
-	// the target and is gone here, with downtime how long its guest was
+	// node to, at rate() bytes per second (0: no cap). After the first
+	// pass it calls catchUp, if not nil, holding the pre-copy short of
+	// the switchover meanwhile (the storage sends what was written since
+	// its last sync); then it lets the pre-copy converge until the guest
+	// is paused before the switchover, calls atPause (the final delta and
+	// its check) and completes the switchover. Nil means in runs on the
+	// target and is gone here, with downtime how long its guest was
 	// paused; an error before the target resumed leaves in running here
-	// (atPause's error included).
+	// (catchUp's and atPause's errors included).
 	HandOver(ctx context.Context, in Instance, to, addr string, rate func() int64,
-		atPause func(context.Context) error, report func(executor.Progress)) (downtime time.Duration, err error)
+		catchUp, atPause func(context.Context) error, report func(executor.Progress)) (downtime time.Duration, err error)
 }
 
 // MemRuntime runs nothing: it remembers which instances are running, and

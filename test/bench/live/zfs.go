@@ -43,6 +43,11 @@ func benchZFS(sizeMiB int, writeMBps float64) (*client.Migration, time.Duration,
 		ContentBytes: int64(sizeMiB) << 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Tune: func(node string, cfg *zfs.Config) {
 			cfg.Runtime = pausingRuntime{ZFSRuntime: qemu.ZFSRuntime{Driver: drivers[node], Size: size}, w: w}
+			cfg.OnMove = func(r zfs.MoveReport) {
+				if n := len(r.Syncs); n > 0 && r.Syncs[n-1].Final {
+					switchReport = r
+				}
+			}
 		}}
 	for _, n := range cluster.Nodes {
 		pool, err := zfsenv.CreatePool("live_"+n.Name, sizeMiB*3+512)
@@ -67,7 +72,7 @@ func benchZFS(sizeMiB int, writeMBps float64) (*client.Migration, time.Duration,
 	if err := rt.Start(ctx, zfs.Instance{Name: "local-1", Node: src, Mountpoint: mp}); err != nil {
 		return nil, 0, err
 	}
-	if err := w.start(filepath.Join(mp, "guest-writes")); err != nil {
+	if err := w.start(filepath.Join(mp, "disk.raw")); err != nil {
 		return nil, 0, err
 	}
 	defer w.stop()
@@ -90,6 +95,9 @@ func mountpoint(demo *allinone.ZFSDemo, node string) string {
 	return trim(out)
 }
 
+// switchReport is the zfs driver's report of the switch.
+var switchReport zfs.MoveReport
+
 // pausingRuntime stops the stand-in writer when QEMU pauses the guest
 // before the switchover: the guest's writes stop there.
 type pausingRuntime struct {
@@ -100,15 +108,16 @@ type pausingRuntime struct {
 var _ zfs.LiveRuntime = pausingRuntime{}
 
 func (r pausingRuntime) HandOver(ctx context.Context, in zfs.Instance, to, addr string, rate func() int64,
-	atPause func(context.Context) error, report func(executor.Progress)) (time.Duration, error) {
-	return r.ZFSRuntime.HandOver(ctx, in, to, addr, rate, func(ctx context.Context) error {
+	catchUp, atPause func(context.Context) error, report func(executor.Progress)) (time.Duration, error) {
+	return r.ZFSRuntime.HandOver(ctx, in, to, addr, rate, catchUp, func(ctx context.Context) error {
 		r.w.stop()
 		return atPause(ctx)
 	}, report)
 }
 
-// writer rewrites 256 KiB blocks of a 64 MiB file at rate bytes per
-// second until stopped, then writes its data back.
+// writer rewrites 256 KiB blocks of the guest's disk past its first MiB
+// (up to 8 MiB: the disk WriteGuestDisk made) at rate bytes per second,
+// as the guest would, until stopped; then writes its data back.
 type writer struct {
 	rate float64
 	once sync.Once
@@ -122,7 +131,7 @@ func (w *writer) start(path string) error {
 		return err
 	}
 	w.done = make(chan struct{})
-	const block, blocks = 256 << 10, 256
+	const block, blocks, skip = 256 << 10, 28, 1 << 20
 	every := time.Duration(float64(time.Second) * block / w.rate)
 	buf := make([]byte, block)
 	w.wg.Add(1)
@@ -141,7 +150,7 @@ func (w *writer) start(path string) error {
 			for j := range buf {
 				buf[j] = byte(i + j)
 			}
-			_, _ = f.WriteAt(buf, int64(i%blocks)*block)
+			_, _ = f.WriteAt(buf, skip+int64(i%blocks)*block)
 		}
 	}()
 	return nil
