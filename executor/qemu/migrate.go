@@ -359,6 +359,10 @@ func (r *outgoing) watch(ctx context.Context, evs <-chan Event) (executor.Result
 			case ctx.Err() != nil && !r.s.postcopy:
 				r.cancel(info) // not handed over yet: the cancel wins
 			default:
+				// QEMU reached the pause before the hold was released (the
+				// guest left too little dirty): the hook's final delta
+				// covers what the catch-up would have sent.
+				r.catchUp = nil
 				r.switchOver(ctx, info)
 			}
 		}
@@ -367,7 +371,7 @@ func (r *outgoing) watch(ctx context.Context, evs <-chan Event) (executor.Result
 			phase = events.PhaseSwitch
 		}
 		r.s.progress(info, phase, "")
-		if r.catchUp != nil && info.RAM != nil && info.RAM.DirtySyncCount >= 2 && !r.cancelling {
+		if r.catchUp != nil && info.Status == "active" && info.RAM != nil && info.RAM.DirtySyncCount >= 2 && !r.cancelling {
 			r.release(ctx, info)
 		}
 		if info.RAM != nil && !r.s.postcopy && !r.cancelling {
