@@ -31,7 +31,11 @@ type zlive struct {
 	name string
 }
 
-func startZfsLive(t *testing.T) *zlive {
+func startZfsLive(t *testing.T) *zlive { return startZfsLiveWith(t, nil) }
+
+// startZfsLiveWith is startZfsLive with tune applied to every node's ZFS
+// driver configuration after the QEMU runtime is set.
+func startZfsLiveWith(t *testing.T, tune func(*zfs.Config)) *zlive {
 	t.Helper()
 	drivers := map[string]*qemu.Driver{}
 	size := func(string) events.Size { return events.Size{MemoryMiB: zfsLiveMemMiB, VCPUs: 1} }
@@ -50,6 +54,9 @@ func startZfsLive(t *testing.T) *zlive {
 	}
 	z := startZfs(t, func(node string, cfg *zfs.Config) {
 		cfg.Runtime = qemu.ZFSRuntime{Driver: drivers[node], Size: size}
+		if tune != nil {
+			tune(cfg)
+		}
 	})
 	for _, d := range drivers {
 		t.Cleanup(d.Destroy) // before the pools go
@@ -232,6 +239,63 @@ func TestZfsLiveEvacuation(t *testing.T) {
 	}
 	if !strings.Contains(end, "switched "+zl.name+" live") {
 		t.Errorf("the move's end %q, want the live hand-over", end)
+	}
+	t.Logf("end: %s", end)
+	zl.waitFor("no dataset of "+zl.name+" left on "+zl.src, time.Minute, func() bool { return len(zl.z.datasets(zl.src, zl.name)) == 0 })
+}
+
+// A bulk migrate's live hand-over that fails (the incoming VM killed
+// during the pre-copy) falls back to the offline switch, as the planner's
+// migrate opcodes allow (allow_failover): the evacuation succeeds, the VM
+// runs on its new node, booted there, and the source has nothing left.
+func TestZfsLiveEvacuationFallsBackOffline(t *testing.T) {
+	zl := startZfsLiveWith(t, func(cfg *zfs.Config) { cfg.SendBytesPerSecond = 1 << 20 }) // a pre-copy of seconds
+	ctx := context.Background()
+	a, err := zl.api.Evacuate(ctx, client.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation, fallback"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	zl.waitFor("an incoming VM of "+zl.name, zfsMigrationWait, func() bool {
+		for n, d := range zl.drivers {
+			if st, err := d.Status(ctx, zl.name); n != zl.src && err == nil && st.Status == events.StatusMigrationDestination {
+				pid = st.Pid
+				return true
+			}
+		}
+		return false
+	})
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p := zl.finish(a.Request, 4*time.Minute)
+	if len(p.Failed) != 0 {
+		t.Fatalf("not moved: %+v", p.Failed)
+	}
+	to := zl.z.instance(zl.name).Primary
+	if to == zl.src {
+		t.Fatalf("%s still on %s", zl.name, zl.src)
+	}
+	zl.counting(to)
+	if zl.vmOn(zl.src) {
+		t.Errorf("the source VM still runs on %s", zl.src)
+	}
+	recs, err := kafka.ReadAll(ctx, zl.kcfg, events.TopicProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fellBack bool
+	var end string
+	for _, r := range recs {
+		if p, err := events.As[events.Progress](r.Event); err == nil && p.Instance == zl.name && strings.Contains(p.Message, "allow_failover") {
+			fellBack = true
+		}
+		if e, err := events.As[events.End](r.Event); err == nil && e.Instance == zl.name && e.Request == a.Request {
+			end = e.Message
+		}
+	}
+	if !fellBack || strings.Contains(end, " live ") {
+		t.Errorf("fell back %v; end %q: want the offline switch after the failed hand-over", fellBack, end)
 	}
 	t.Logf("end: %s", end)
 	zl.waitFor("no dataset of "+zl.name+" left on "+zl.src, time.Minute, func() bool { return len(zl.z.datasets(zl.src, zl.name)) == 0 })
