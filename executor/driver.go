@@ -199,6 +199,22 @@ type MigrationPhase struct {
 	CurrentRate        func() int64
 	// AwaitReceiver, when set, waits for the target side's address.
 	AwaitReceiver func(ctx context.Context) (string, error)
+	// Status, when set, reports a node's status of the instance (oVirt's
+	// model) as a MoveStatusReported of the migration: a live move says
+	// source "migration source" and target "migration destination" once
+	// the incoming VM listens, then down/up at the switch, or up/down
+	// after a failed or aborted pre-copy, and "paused" in post-copy.
+	Status func(node string, status events.NodeMoveStatus)
+}
+
+// Op is the Op both sides of every phase of the migration work with: one
+// key for the whole migration (Request the migration, Index 0; see
+// MigrationPhaseOf), Mode naming the phase, From the source, To the
+// target.
+func (m MigrationPhase) Op() Op {
+	return Op{Request: m.Migration, Kind: events.OpInstanceMigrate, Mode: MigrationModePrefix + m.Phase,
+		Instance: m.Instance, Size: m.Size, Storage: m.Storage, RunState: m.RunState,
+		From: m.Source, To: m.Target, Primary: m.Source, Attempt: 1, AwaitReceiver: m.AwaitReceiver}
 }
 
 // PhaseResult is what a phase did.

@@ -266,6 +266,7 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		SendBytesPerSecond: e.currentRate(t.d),
 		CurrentRate:        func() int64 { return e.currentRate(t.d) },
 		AwaitReceiver:      e.awaitReceiver(opKey{t.d.Migration, 0, t.d.Seq}), // migration_receive.go
+		Status:             e.reportPhaseStatus(t),
 	}
 	var res PhaseResult
 	err = e.retryTransient(t.ctx, p, log, func(int) error {
@@ -310,6 +311,20 @@ func (e *Executor) phaseEffect(t *migTask, payload events.Payload, why string) e
 	return events.New(payload, events.CausedBy(t.dispatch),
 		events.WithReason(events.Reason{Actor: e.actor, Why: why, RequestID: t.d.Migration}),
 		events.WithProducer(e.actor))
+}
+
+// reportPhaseStatus is MigrationPhase.Status: appended at once, as an
+// opcode's Op.Status is, keyed by the migration as its progress is.
+func (e *Executor) reportPhaseStatus(t *migTask) func(node string, status events.NodeMoveStatus) {
+	return func(node string, status events.NodeMoveStatus) {
+		env := e.phaseEffect(t, events.MoveStatusReported{Request: t.d.Migration, Instance: t.d.Instance,
+			Node: node, Status: status}, fmt.Sprintf("%s reports %s during the %s", node, status, t.what()))
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), progressAppendTimeout)
+		defer cancel()
+		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+			e.log.Warn("move status not appended", "migration", t.d.Migration, "node", node, "status", status, "err", err)
+		}
+	}
 }
 
 func (e *Executor) sendPhaseProgress(ctx context.Context, t *migTask) func(events.Progress) {

@@ -44,8 +44,10 @@ Drivers:
   sim      a simulated data path (the demo)
   zfs      instance datasets under --zfs-parent, sent between nodes with
            incremental zfs send; --runtime qemu boots each instance's VM from
-           the disk.raw in its dataset, --runtime none moves storage only
-  qemu     QEMU VMs over QMP on shared storage: live migration, post-copy
+           the disk.raw in its dataset and hands a running VM over live,
+           --runtime none moves storage only
+  qemu     QEMU VMs over QMP on shared storage: live migration (opcodes and
+           per-instance phases), post-copy
   process  instances that are plain processes (--command "CMD {instance}")`, stderr)
 	var sf serviceFlags
 	sf.register(fs, false)

@@ -113,12 +113,12 @@ func (s StopStart) begin(ctx context.Context, mp executor.MigrationPhase) (execu
 	return executor.PhaseResult{Message: fmt.Sprintf("begin: %s on %s, running %v; nothing to reserve on %s", mp.Instance, s.Node, prior, mp.Target)}, nil
 }
 
-// handoffOp is the Op both sides of a migration's handoff use: one key
-// for the whole migration (Index 0).
+// handoffOp is the migration's Op (executor.MigrationPhase.Op) for the
+// handoff, which moves a running instance.
 func handoffOp(mp executor.MigrationPhase) executor.Op {
-	return executor.Op{Request: mp.Migration, Kind: events.OpInstanceMigrate, Mode: executor.MigrationModePrefix + mp.Phase,
-		Instance: mp.Instance, Size: mp.Size, Storage: mp.Storage, RunState: events.RunRunning,
-		From: mp.Source, To: mp.Target, Primary: mp.Source, Attempt: 1, AwaitReceiver: mp.AwaitReceiver}
+	op := mp.Op()
+	op.RunState = events.RunRunning
+	return op
 }
 
 func (s StopStart) switchOver(ctx context.Context, mp executor.MigrationPhase, report func(executor.Progress)) (executor.PhaseResult, error) {

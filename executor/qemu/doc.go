@@ -18,6 +18,28 @@
 // make no new low for ProgressTimeout is aborted too. On completion the
 // downtime QEMU measured is the Result's Downtime.
 //
+// # Per-instance live migration (RFD 34 phases, live.go)
+//
+// A running VM on shared storage migrates live one phase at a time, one
+// QEMU migration spread over the phases: begin starts the incoming VM on
+// the target (its executor's Receive, ReceiveLive) and notes its address;
+// the first sync issues `migrate` and each sync lasts one pre-copy pass
+// (a dirty-bitmap sync), its size the bytes that pass sent — what the
+// coordinator's re-sync rule reads; between phases and after a pause the
+// send holds at a trickle with a 1 ms downtime limit, so QEMU does not
+// finish by itself. pause-before-switchover makes QEMU stop the guest
+// and wait (pre-switchover) before it sends the device state; the switch
+// raises the downtime limit to DowntimeLimit, answers pre-switchover
+// with migrate-continue (after a SwitchHook: a storage hand-over), and
+// goes post-copy after the completion timeout per GiB (counted from the
+// switch) when allowed. An abort before the switch cancels QEMU's
+// migration (the source runs on, the incoming VM is destroyed); in
+// post-copy it is refused, by the driver and the coordinator. Rollback
+// is StopStart's (a boot on the source). ZFSRuntime does the same for a
+// VM on zfs-local inside the zfs driver's switch (zfs.LiveRuntime:
+// Incoming on the target, HandOver on the source, the final delta in
+// the pre-switchover pause).
+//
 // # Status model (oVirt)
 //
 //   - during the move: source "migration source", target "migration

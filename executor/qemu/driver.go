@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -127,7 +128,9 @@ func (d *Driver) Status(ctx context.Context, instance string) (State, error) {
 	st.Running, st.Pid = true, v.proc.Pid
 	rs, err := v.runState(ctx)
 	if err != nil {
-		if !v.alive() {
+		// A QMP connection that closed is a QEMU on its way out (an
+		// incoming VM whose migration failed exits by itself).
+		if !v.alive() || errors.Is(err, ErrQMPClosed) {
 			return State{Instance: instance, Status: events.StatusDown}, nil
 		}
 		return st, err

@@ -40,6 +40,10 @@ var (
 	// down (oVirt: post-copy failure).
 	ErrPostCopyFailed = errors.New("qemu: post-copy migration failed; the instance is down on both nodes")
 
+	// ErrPostCopy is an abort of a migration in post-copy: the guest runs
+	// on the target, the move can only finish.
+	ErrPostCopy = errors.New("qemu: the migration is in post-copy and can no longer be aborted")
+
 	// ErrUnsupported is an opcode this driver does not carry out.
 	ErrUnsupported = errors.New("qemu: unsupported opcode")
 )

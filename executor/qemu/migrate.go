@@ -318,6 +318,13 @@ type outgoing struct {
 	wasRunning bool
 	stoppedAt  time.Time     // a non-live migration's stop
 	completion time.Duration // how long pre-copy may take
+	// hook runs in QEMU's pre-switchover pause (pause-before-switchover,
+	// set by the per-instance live path), before migrate-continue.
+	hook      SwitchHook
+	continued bool // migrate-continue sent
+	// catchUp runs once the first pass is done, with the pre-copy held
+	// (a 1 ms downtime limit); then the limit goes to DowntimeLimit.
+	catchUp SwitchHook
 
 	cancelled  bool  // the opcode's ctx ended
 	cancelling bool  // migrate_cancel sent
@@ -346,12 +353,27 @@ func (r *outgoing) watch(ctx context.Context, evs <-chan Event) (executor.Result
 			return d.completed(r.op, r.s, info, r.s.downtime(evs, info), r.stoppedAt, r.cancelled, r.log)
 		case "failed", "cancelled", "postcopy-paused":
 			return d.failed(r.op, r.s, info, r.wasRunning, r.cancelled, r.abortWhy, r.log)
+		case "pre-switchover":
+			switch {
+			case r.continued || r.cancelling:
+			case ctx.Err() != nil && !r.s.postcopy:
+				r.cancel(info) // not handed over yet: the cancel wins
+			default:
+				// QEMU reached the pause before the hold was released (the
+				// guest left too little dirty): the hook's final delta
+				// covers what the catch-up would have sent.
+				r.catchUp = nil
+				r.switchOver(ctx, info)
+			}
 		}
 		phase := events.PhaseSync
 		if r.s.postcopy || info.Status == "device" || info.Status == "pre-switchover" {
 			phase = events.PhaseSwitch
 		}
 		r.s.progress(info, phase, "")
+		if r.catchUp != nil && info.Status == "active" && info.RAM != nil && info.RAM.DirtySyncCount >= 2 && !r.cancelling {
+			r.release(ctx, info)
+		}
 		if info.RAM != nil && !r.s.postcopy && !r.cancelling {
 			r.enforceTimeouts(info)
 		}
@@ -365,6 +387,49 @@ func (r *outgoing) watch(ctx context.Context, evs <-chan Event) (executor.Result
 			r.cancel(info)
 		}
 	}
+}
+
+// switchOver runs in the pre-switchover pause: the guest is stopped, its
+// device state not yet sent. The hook (a storage hand-over) runs, then
+// migrate-continue; a failed hook cancels the migration, so the source
+// runs on with its own data.
+func (r *outgoing) switchOver(ctx context.Context, info migrationInfo) {
+	if r.hook != nil {
+		r.s.progress(info, events.PhaseSwitch, "the guest is paused at the switch point: handing over its storage")
+		if err := r.hook(context.WithoutCancel(ctx)); err != nil {
+			r.abortWhy = fmt.Errorf("%w: the storage hand-over at the switch failed: %v", ErrMigrationFailed, err)
+			r.log.Info("aborting the migration", "why", r.abortWhy)
+			r.d.cancelMigration(r.v)
+			r.cancelling = true
+			return
+		}
+	}
+	if err := r.d.exec(r.v, "migrate-continue", map[string]any{"state": "pre-switchover"}, nil); err != nil {
+		r.log.Warn("migrate-continue failed", "err", err)
+		return // the next poll tries again
+	}
+	r.continued = true
+}
+
+// release runs catchUp while the pre-copy holds, then lets it converge;
+// the completion timeout counts from here. A failed catchUp cancels the
+// migration.
+func (r *outgoing) release(ctx context.Context, info migrationInfo) {
+	catchUp := r.catchUp
+	r.catchUp = nil
+	r.s.progress(info, events.PhaseSwitch, "first pre-copy pass done: catching up the storage while the pre-copy holds")
+	err := catchUp(ctx)
+	if err == nil {
+		err = r.d.exec(r.v, "migrate-set-parameters", map[string]any{"downtime-limit": r.d.cfg.DowntimeLimit.Milliseconds()}, nil)
+	}
+	if err != nil {
+		r.abortWhy = fmt.Errorf("%w: catching up before the switch: %v", ErrMigrationFailed, err)
+		r.log.Info("aborting the migration", "why", r.abortWhy)
+		r.d.cancelMigration(r.v)
+		r.cancelling = true
+		return
+	}
+	r.s.began, r.lowest, r.lastLow = time.Now(), -1, time.Now()
 }
 
 // poll reads the migration's status. A source VM gone, or QMP failing

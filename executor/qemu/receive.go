@@ -23,7 +23,10 @@ import (
 // except in post-copy: the guest already runs here, so Receive waits for
 // the end instead (the move can no longer be cancelled).
 func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(addr string), report func(executor.Progress)) error {
-	if _, ok := op.MigrationPhaseOf(); ok {
+	if phase, ok := op.MigrationPhaseOf(); ok {
+		if goesLive(op.RunState, phase) {
+			return d.ReceiveLive(ctx, op, phase, listening, report) // live_receive.go
+		}
 		return d.stopStart(op.Size).ReceivePhase(ctx, op, listening, report) // phase.go
 	}
 	if d.cold(op) {

@@ -3,8 +3,10 @@ package qemu
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/zfs"
 )
 
@@ -60,4 +62,82 @@ func (r ZFSRuntime) Running(ctx context.Context, in zfs.Instance) (bool, error) 
 		return false, err
 	}
 	return st.Status == events.StatusUp, nil
+}
+
+var _ zfs.LiveRuntime = ZFSRuntime{}
+
+// Incoming starts the instance's VM waiting for its memory (-incoming),
+// its disk the dataset's as received so far, listening on an ephemeral
+// port of ListenHost. A VM of the instance left here is destroyed first:
+// nothing runs on the target of a hand-over before it.
+func (r ZFSRuntime) Incoming(ctx context.Context, in zfs.Instance) (string, error) {
+	d := r.Driver
+	spec := r.spec(in)
+	spec.Incoming = true
+	if spec.MemoryMiB <= 0 {
+		spec.MemoryMiB = d.cfg.DefaultMemoryMiB
+	}
+	if v, err := d.lookup(ctx, in.Name); err == nil {
+		d.drop(in.Name, v)
+		v.kill()
+	}
+	v, err := d.startVM(ctx, spec)
+	if err != nil {
+		return "", executor.Transient(err)
+	}
+	d.put(in.Name, v)
+	d.m.vms.Inc()
+	inc := &incoming{d: d, op: executor.Op{Instance: in.Name}, v: v, log: d.log.With("instance", in.Name, "side", "target")}
+	if err := d.setCapabilities(v); err != nil {
+		return "", inc.destroy(executor.Transient(err))
+	}
+	addr, err := inc.listen()
+	if err != nil {
+		return "", err
+	}
+	inc.log.Info("incoming VM listening for a hand-over", "addr", addr, "disk", spec.Disk)
+	return addr, nil
+}
+
+// HandOver moves the running VM to the incoming one at addr: pre-copy
+// (held after its first pass, with a 1 ms downtime limit, while catchUp
+// runs), then in QEMU's pre-switchover pause atPause (the storage's
+// final delta), then the switchover; see zfs.LiveRuntime. Its Progress says
+// the RAM figures of query-migrate; past the completion timeout it goes
+// post-copy if allowed.
+func (r ZFSRuntime) HandOver(ctx context.Context, in zfs.Instance, to, addr string, rate func() int64,
+	catchUp, atPause func(context.Context) error, report func(executor.Progress)) (time.Duration, error) {
+	d := r.Driver
+	v, err := d.lookup(ctx, in.Name)
+	if err != nil {
+		return 0, executor.Fatal(err)
+	}
+	size := events.Size{}
+	if r.Size != nil {
+		size = r.Size(in.Name)
+	}
+	op := executor.Op{Request: "handover-" + in.Name, Kind: events.OpInstanceMigrate, Mode: events.ModeMigrateLive,
+		Instance: in.Name, Size: size, RunState: events.RunRunning, From: in.Node, To: to, SendBytesPerSecond: rate()}
+	if _, _, err := d.setMigrationParameters(op, v); err != nil {
+		return 0, executor.Transient(err)
+	}
+	caps := []capability{{"pause-before-switchover", true}}
+	if err := d.exec(v, "migrate-set-capabilities", map[string]any{"capabilities": caps}, nil); err != nil {
+		return 0, executor.Transient(err)
+	}
+	if catchUp != nil {
+		if err := d.exec(v, "migrate-set-parameters", map[string]any{"downtime-limit": holdDowntimeMS}, nil); err != nil {
+			return 0, executor.Transient(err)
+		}
+	}
+	evs, unsub := v.qmp.Subscribe()
+	defer unsub()
+	if err := d.exec(v, "migrate", map[string]any{"uri": "tcp:" + addr}, nil); err != nil {
+		return 0, executor.Transient(err)
+	}
+	o := &outgoing{d: d, op: op, v: v, wasRunning: true, hook: atPause, catchUp: catchUp, completion: d.completionTimeout(size),
+		log: d.log.With("instance", in.Name, "hand-over to", to)}
+	o.s = &sourceState{op: op, v: v, report: report, began: time.Now()}
+	res, err := o.watch(ctx, evs)
+	return res.Downtime, err
 }

@@ -76,4 +76,13 @@
 // cancelled sync (a pause) keeps the last snapshot received as the next
 // base. Only zfs-local instances migrate one by one; a zfs-replicated one
 // moves with its replica, by evacuation.
+//
+// A runtime that is a LiveRuntime (a QEMU VM, executor/qemu's ZFSRuntime)
+// makes the switch of a running zfs-local instance — a migration's, or a
+// bulk migrate's — a live hand-over (migrate_live.go): the incoming VM on
+// the target, one more incremental, the memory pre-copy while the guest
+// runs, and in QEMU's pre-switchover pause the write-back, final delta and
+// checksum; then the guest resumes on the target and the target commits.
+// A bulk migrate with allow_failover falls back to the offline switch when
+// the hand-over fails.
 package zfs

@@ -73,15 +73,6 @@ func (b *migBook) put(mp executor.MigrationPhase, r executor.PhaseResult) {
 	b.done[phaseKey(mp)] = r
 }
 
-// migrationOp is the Op both sides of every phase of a migration use: one
-// key for the whole migration (Index 0), see executor.MigrationPhaseOf.
-func migrationOp(mp executor.MigrationPhase) executor.Op {
-	return executor.Op{Request: mp.Migration, Kind: events.OpInstanceMigrate,
-		Mode:     executor.MigrationModePrefix + mp.Phase,
-		Instance: mp.Instance, Size: mp.Size, Storage: mp.Storage, RunState: mp.RunState,
-		From: mp.Source, To: mp.Target, Primary: mp.Source, Attempt: 1, AwaitReceiver: mp.AwaitReceiver}
-}
-
 // Phase runs one phase of a per-instance migration: see executor.Migrator
 // and the comment at the top of this file.
 func (d *Driver) Phase(ctx context.Context, mp executor.MigrationPhase, report func(executor.Progress)) (executor.PhaseResult, error) {
@@ -95,7 +86,7 @@ func (d *Driver) Phase(ctx context.Context, mp executor.MigrationPhase, report f
 	if err := ctx.Err(); err != nil {
 		return executor.PhaseResult{}, fmt.Errorf("%w: %s phase of %s not started: %v", executor.ErrCanceled, mp.Phase, mp.Migration, context.Cause(ctx))
 	}
-	op := migrationOp(mp)
+	op := mp.Op()
 	m := &move{d: d, op: op, ds: d.Dataset(mp.Instance), report: report, phase: mp.Phase,
 		lim: transfer.NewLimiter(d.rateOf(mp)),
 		rep: MoveReport{Key: phaseKey(mp), Kind: events.OpInstanceMigrate, Instance: mp.Instance, Mode: d.feat.Mode()}}
@@ -127,13 +118,34 @@ func (d *Driver) Phase(ctx context.Context, mp executor.MigrationPhase, report f
 		if ctx.Err() != nil && !errors.Is(err, executor.ErrCanceled) {
 			err = fmt.Errorf("%w: %w", executor.ErrCanceled, err)
 		}
+		if !executor.IsTransient(err) && !errors.Is(err, executor.ErrCanceled) && (mp.Phase == events.PhaseSync || mp.Phase == events.PhaseSwitch) {
+			reportStatuses(mp, events.StatusUp, events.StatusDown) // it runs on where it was
+		}
 		return executor.PhaseResult{}, err
+	}
+	switch mp.Phase {
+	case events.PhaseBegin:
+		reportStatuses(mp, events.StatusMigrationSource, events.StatusMigrationDestination)
+	case events.PhaseSwitch:
+		reportStatuses(mp, events.StatusDown, events.StatusUp)
+	case "abort":
+		reportStatuses(mp, events.StatusUp, events.StatusDown)
 	}
 	m.total = max(m.total, m.current, 1)
 	m.current = m.total
 	m.progress(res.Message, 0, 0)
 	d.mig.put(mp, res)
 	return res, nil
+}
+
+// reportStatuses says the oVirt statuses of a running instance's
+// source and target (MigrationPhase.Status).
+func reportStatuses(mp executor.MigrationPhase, src, dst events.NodeMoveStatus) {
+	if mp.Status == nil || mp.RunState != events.RunRunning {
+		return
+	}
+	mp.Status(mp.Source, src)
+	mp.Status(mp.Target, dst)
 }
 
 // rateOf is the send cap now: the migration's current rate, else the
@@ -289,6 +301,9 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 		if err := m.verifyAheadOf(ctx, base); err != nil {
 			return executor.PhaseResult{}, m.switchFailed(ctx, err, false, prior)
 		}
+	}
+	if lr, ok := m.d.cfg.Runtime.(LiveRuntime); ok && prior {
+		return m.switchLive(ctx, lr, base) // migrate_live.go
 	}
 	var down time.Time
 	if prior {

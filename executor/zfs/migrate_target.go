@@ -29,7 +29,7 @@ const (
 
 // receiveMigration serves one phase's streams until ctx ends.
 func (d *Driver) receiveMigration(ctx context.Context, op executor.Op, listening func(string), report func(executor.Progress)) error {
-	op.Index = 0 // one key for the whole migration, as migrationOp
+	op.Index = 0 // one key for the whole migration, as executor.MigrationPhase.Op
 	l, err := transfer.Listen(cmp.Or(op.ListenAddr, d.cfg.ListenAddr), op.Key(), "")
 	if err != nil {
 		return executor.Transient(err)
@@ -85,8 +85,18 @@ func (d *Driver) serveMigration(ctx context.Context, s *transfer.Stream, op exec
 			}
 		}
 	case kindAbort:
+		// Before the commit nothing runs here but an incoming VM of a
+		// live hand-over, which holds the copy's disk open: it goes first.
+		if err := d.stopIncoming(ctx, op.Instance); err != nil {
+			reply(nil, err)
+			return
+		}
 		reply(nil, d.rollbackTarget(ctx, ds, op.Key()))
 	case kindRuntime:
+		if s.Meta["do"] == "incoming" {
+			reply(d.incomingHere(ctx, op.Instance)) // migrate_live.go
+			return
+		}
 		reply(nil, d.runtimeDo(ctx, op, s.Meta["do"]))
 	case kindSendBack:
 		reply(d.sendBack(ctx, op, ds, s.Meta))

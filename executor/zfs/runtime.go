@@ -3,6 +3,9 @@ package zfs
 import (
 	"context"
 	"sync"
+	"time"
+
+	"github.com/drovehq/drove/executor"
 )
 
 // Instance is what a Runtime is told about the instance it starts or
@@ -22,6 +25,30 @@ type Runtime interface {
 	Start(ctx context.Context, in Instance) error
 	Stop(ctx context.Context, in Instance) error
 	Running(ctx context.Context, in Instance) (bool, error)
+}
+
+// LiveRuntime is a Runtime that hands a running instance over live
+// (executor/qemu's ZFSRuntime): a per-instance migration's switch then
+// pre-copies its memory to an incoming instance on the target while it
+// runs, and sends the final delta while the guest is paused just before
+// the switchover (migrate_live.go).
+type LiveRuntime interface {
+	Runtime
+	// Incoming starts in on this node waiting for its memory, over its
+	// dataset as received so far, and returns where it listens.
+	Incoming(ctx context.Context, in Instance) (addr string, err error)
+	// HandOver pre-copies in's memory to the incoming instance at addr on
+	// node to, at rate() bytes per second (0: no cap). After the first
+	// pass it calls catchUp, if not nil, holding the pre-copy short of
+	// the switchover meanwhile (the storage sends what was written since
+	// its last sync); then it lets the pre-copy converge until the guest
+	// is paused before the switchover, calls atPause (the final delta and
+	// its check) and completes the switchover. Nil means in runs on the
+	// target and is gone here, with downtime how long its guest was
+	// paused; an error before the target resumed leaves in running here
+	// (catchUp's and atPause's errors included).
+	HandOver(ctx context.Context, in Instance, to, addr string, rate func() int64,
+		catchUp, atPause func(context.Context) error, report func(executor.Progress)) (downtime time.Duration, err error)
 }
 
 // MemRuntime runs nothing: it remembers which instances are running, and

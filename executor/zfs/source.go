@@ -107,6 +107,12 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 			return res, m.fail(ctx, err, false, wasRunning)
 		}
 	}
+	if lr, ok := m.d.cfg.Runtime.(LiveRuntime); ok && stop && wasRunning && op.Kind == events.OpInstanceMigrate &&
+		op.Storage == events.StorageZFSLocal && op.Mode != events.ModeMigrateNonLive {
+		if res, done, err := m.runLive(ctx, lr, res); done { // migrate_live.go
+			return res, err
+		}
+	}
 	// Switch: stop (migrate, failover), final delta, verify, commit.
 	m.phase = events.PhaseSwitch
 	var down time.Time

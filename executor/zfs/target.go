@@ -108,6 +108,9 @@ func (d *Driver) Receive(ctx context.Context, op executor.Op, listening func(add
 		if err != nil {
 			if ctx.Err() != nil {
 				if errors.Is(context.Cause(ctx), executor.ErrCanceled) {
+					if cerr := d.stopIncoming(context.WithoutCancel(ctx), op.Instance); cerr != nil {
+						d.log.Error("stopping the incoming VM failed", "instance", op.Instance, "err", cerr)
+					}
 					if cerr := d.rollbackTarget(context.WithoutCancel(ctx), ds, op.Key()); cerr != nil {
 						d.log.Error("rolling back the target failed", "dataset", ds, "err", cerr)
 					}
@@ -159,9 +162,21 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 			return true, nil
 		}
 	case kindAbort:
-		err := d.rollbackTarget(ctx, ds, op.Key())
+		err := d.stopIncoming(ctx, op.Instance) // migrate_live.go
+		if err == nil {
+			err = d.rollbackTarget(ctx, ds, op.Key())
+		}
 		reply(nil, err)
+		if op.AllowFailover && s.Meta["offline"] == "true" {
+			return false, nil // the source moves it offline next
+		}
 		return true, fmt.Errorf("%w: the source aborted the move (%s)", executor.ErrCanceled, s.Meta["why"])
+	case kindRuntime:
+		if s.Meta["do"] != "incoming" {
+			reply(nil, fmt.Errorf("runtime: %q is not for a move", s.Meta["do"]))
+			break
+		}
+		reply(d.incomingHere(ctx, op.Instance)) // migrate_live.go
 	default:
 		reply(nil, fmt.Errorf("unknown stream kind %q", s.Kind))
 	}

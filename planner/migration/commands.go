@@ -172,6 +172,9 @@ func (p *pass) pause(r *events.MigrationStateChanged, c events.Envelope) string 
 func (p *pass) abort(r *events.MigrationStateChanged, c events.Envelope) string {
 	ph := p.m.running()
 	switch {
+	case p.m.postcopy && r.State == events.MigrationRunning:
+		return fmt.Sprintf("the live move went post-copy: %s already runs on %s and can no longer be aborted; it finishes, then roll back if needed",
+			r.Instance, r.Target)
 	case r.Switched:
 		return "the switch has committed: roll back instead"
 	case r.State != events.MigrationQueued && r.State != events.MigrationScheduled &&

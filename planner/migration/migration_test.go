@@ -173,3 +173,34 @@ func TestPauseStopsTheRunningSync(t *testing.T) {
 		t.Fatalf("ends %+v, want one paused end of the sync", ends)
 	}
 }
+
+// Once a live move's source reports paused (post-copy), an abort is
+// refused with a message that says the guest already runs on the target,
+// and the switch's record says it went post-copy.
+func TestAbortRefusedAfterPostCopy(t *testing.T) {
+	w := newWorld(t)
+	act := func(a events.MigrationAction) []events.Envelope {
+		w.read(events.MigrationActionRequested{Migration: "m1", Instance: "vm", Action: a, Target: "n2",
+			Account: "acct", Role: events.RoleOperator})
+		return Decide(w.env, w.st, "m1")
+	}
+	ended := func(seq int, phase string) []events.Envelope {
+		w.read(events.MigrationPhaseEnded{Migration: "m1", Instance: "vm", Node: "n1", Seq: seq, Phase: phase, Status: events.JobSuccess})
+		return Decide(w.env, w.st, "m1")
+	}
+	act(events.ActionBegin)
+	ended(0, events.PhaseBegin)
+	act(events.ActionSync)
+	ended(1, events.PhaseSync)
+	act(events.ActionSwitch)
+	w.read(events.MoveStatusReported{Request: "m1", Instance: "vm", Node: "n1", Status: events.StatusPaused})
+	r := record(t, act(events.ActionAbort))
+	if r.State != events.MigrationRunning || !strings.Contains(r.Message, "abort refused") ||
+		!strings.Contains(r.Message, "post-copy") || !strings.Contains(r.Message, "already runs on n2") {
+		t.Fatalf("abort in post-copy: %s %q", r.State, r.Message)
+	}
+	r = record(t, ended(2, events.PhaseSwitch))
+	if r.State != events.MigrationSuccessful || !strings.Contains(r.Message, "post-copy") {
+		t.Fatalf("after the switch: %s %q", r.State, r.Message)
+	}
+}

@@ -59,6 +59,13 @@ func (p *pass) ended(ph *phaseRun) {
 		r.Switched, r.State = true, events.MigrationSuccessful
 		r.Message = fmt.Sprintf("switched: %s runs on %s after %d ms down; the source copy on %s is kept until finalize",
 			r.Instance, r.Target, e.DowntimeMS, r.Source)
+		if in := p.env.Inv.Instances[r.Instance]; in != nil && in.Storage.Shared() {
+			r.Message = fmt.Sprintf("switched: %s runs on %s after %d ms down; its storage is shared, so finalize has no source copy to drop",
+				r.Instance, r.Target, e.DowntimeMS)
+		}
+		if m.postcopy {
+			r.Message += "; it went post-copy during the switch, when it could no longer be aborted"
+		}
 		p.place(r.Target, r.Source, cause)
 		p.record(r, cause)
 	case "abort":

@@ -55,6 +55,7 @@ type mig struct {
 	createdPos inventory.Pos
 	commands   []events.Envelope // in log order
 	phases     map[int]*phaseRun
+	postcopy   bool // a live move went post-copy (its source reported paused)
 }
 
 // phaseRun is one dispatched phase.
@@ -128,6 +129,12 @@ func (ms *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos)
 		ph := m.phase(e.Seq)
 		if ph.end == nil {
 			ph.end, ph.endEnv = &e, env
+		}
+	case events.MoveStatusReported:
+		// A live move's source says "paused" once it went post-copy:
+		// from then on the guest runs on the target and no abort undoes it.
+		if m, ok := ms.byID[e.Request]; ok && e.Status == events.StatusPaused {
+			m.postcopy = true
 		}
 	case events.Progress:
 		if e.Job == 0 {

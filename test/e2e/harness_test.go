@@ -29,6 +29,7 @@ type env struct {
 	api  *client.Client
 	kcfg kafka.Config
 	t    *testing.T
+	db   string // the views' database URL
 }
 
 func start(t *testing.T) *env { return startWith(t, nil, "") }
@@ -71,7 +72,7 @@ func startWith(t *testing.T, tune func(*allinone.Config), token string) *env {
 	})
 	api := client.New(srv.URL, "e2e")
 	api.Token = token
-	e := &env{sys: sys, api: api, kcfg: kafka.Config{Brokers: k.Brokers}, t: t}
+	e := &env{sys: sys, api: api, kcfg: kafka.Config{Brokers: k.Brokers}, t: t, db: pg.URL}
 	seeded := len(cfg.Seed().Instances)
 	e.waitFor("the inventory in the views", 60*time.Second, func() bool {
 		var list struct {

@@ -1,0 +1,302 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/executor/qemu"
+	"github.com/drovehq/drove/executor/zfs"
+	"github.com/drovehq/drove/gateway/client"
+)
+
+// The live hand-over of a QEMU VM on zfs-local (zfs migrate_live.go),
+// through the whole system on real ZFS: the instance local-1's dataset
+// holds the guest's disk, its VM runs the counting guest
+// (qemu.FillForever), and every node's ZFS driver has the QEMU runtime.
+
+const zfsLiveMemMiB = 32
+
+// zlive is zenv with the nodes' QEMU drivers and the VM's instance.
+type zlive struct {
+	*liveEnv
+	z    *zenv
+	name string
+}
+
+func startZfsLive(t *testing.T) *zlive { return startZfsLiveWith(t, nil) }
+
+// startZfsLiveWith is startZfsLive with tune applied to every node's ZFS
+// driver configuration after the QEMU runtime is set.
+func startZfsLiveWith(t *testing.T, tune func(*zfs.Config)) *zlive {
+	t.Helper()
+	drivers := map[string]*qemu.Driver{}
+	size := func(string) events.Size { return events.Size{MemoryMiB: zfsLiveMemMiB, VCPUs: 1} }
+	for _, n := range zfsCluster().Nodes {
+		dir, err := os.MkdirTemp("", "dz") // short: QMP socket paths are limited
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		d, err := qemu.New(qemu.Config{Node: n.Name, Dir: filepath.Join(dir, "run"), DefaultMemoryMiB: zfsLiveMemMiB,
+			PollInterval: 50 * time.Millisecond, QMPTimeout: 30 * time.Second, Logger: testLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drivers[n.Name] = d
+	}
+	z := startZfs(t, func(node string, cfg *zfs.Config) {
+		cfg.Runtime = qemu.ZFSRuntime{Driver: drivers[node], Size: size}
+		if tune != nil {
+			tune(cfg)
+		}
+	})
+	for _, d := range drivers {
+		t.Cleanup(d.Destroy) // before the pools go
+	}
+	zl := &zlive{z: z, name: "local-1"}
+	src := z.instance(zl.name).Primary
+	dst := ""
+	for _, n := range zfsCluster().Nodes {
+		if n.Name != src && dst == "" {
+			dst = n.Name
+		}
+	}
+	zl.liveEnv = &liveEnv{env: z.env, drivers: drivers, src: src, dst: dst}
+	// The VM is the instance's only writer: the demo's processes stop.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := z.demo.StopWorkloads(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mp := z.mountpoint(src, zl.name)
+	if err := qemu.WriteGuestDisk(filepath.Join(mp, "disk.raw"), 8, zfsLiveMemMiB, qemu.FillForever); err != nil {
+		t.Fatal(err)
+	}
+	rt := qemu.ZFSRuntime{Driver: drivers[src], Size: size}
+	if err := rt.Start(ctx, zfs.Instance{Name: zl.name, Node: src, Mountpoint: mp}); err != nil {
+		t.Fatal(err)
+	}
+	zl.counting(src)
+	return zl
+}
+
+func (zl *zlive) counter(node string) uint64 {
+	zl.t.Helper()
+	return guestCounter(zl.t, zl.drivers[node], zl.name)
+}
+
+func (zl *zlive) counting(node string) {
+	zl.t.Helper()
+	first := zl.counter(node)
+	zl.waitFor("the guest counting on "+node, time.Minute, func() bool { return zl.counter(node) > first })
+}
+
+func (zl *zlive) vmOn(node string) bool {
+	zl.t.Helper()
+	st, err := zl.drivers[node].Status(context.Background(), zl.name)
+	if err != nil {
+		zl.t.Fatalf("status on %s: %v", node, err)
+	}
+	return st.Running
+}
+
+// begunSynced begins a migration to dst and runs one sync, on demand.
+func (zl *zlive) begunSynced() string {
+	zl.t.Helper()
+	id := zl.act(zl.name, "begin", client.MigrateOptions{Target: zl.dst, Reason: "e2e: zfs live hand-over"})
+	zl.awaitRecord(id, zfsMigrationWait, "begun", func(m client.Migration) bool { return m.State == "paused" || m.State == "failed" })
+	zl.awaitView(id, string(events.StatusMigrationSource), string(events.StatusMigrationDestination))
+	zl.act(zl.name, "sync", client.MigrateOptions{})
+	m := zl.awaitRecord(id, zfsMigrationWait, "synced", func(m client.Migration) bool { return m.Syncs == 1 || m.State == "failed" })
+	if m.State != "paused" {
+		zl.t.Fatalf("after the sync: %+v", m)
+	}
+	return id
+}
+
+// The hand-over: the guest's counter goes on on the target, the record
+// has the downtime, the final snapshot's content is the same on both
+// nodes, the source VM is gone and its dataset kept until finalize.
+func TestZfsLiveHandOver(t *testing.T) {
+	zl := startZfsLive(t)
+	id := zl.begunSynced()
+	before := zl.counter(zl.src)
+	zl.act(zl.name, "switch", client.MigrateOptions{})
+	m := zl.awaitState(id, zfsMigrationWait, "successful", "failed", "aborted")
+	if m.State != "successful" {
+		t.Fatalf("after the switch: %+v", m)
+	}
+	after := zl.counter(zl.dst)
+	if after < before {
+		t.Fatalf("the guest's counter is %d on %s after the switch, %d on %s before: it restarted", after, zl.dst, before, zl.src)
+	}
+	zl.counting(zl.dst)
+	dm := downtimeRE.FindStringSubmatch(m.Message)
+	if dm == nil {
+		t.Fatalf("no downtime in the record's message %q", m.Message)
+	}
+	t.Logf("counter %d before the switch on %s, %d after on %s; downtime %s ms; %s", before, zl.src, after, zl.dst, dm[1], m.Message)
+	if zl.vmOn(zl.src) {
+		t.Errorf("the source VM still runs on %s", zl.src)
+	}
+	srcSnaps, dstSnaps := zl.z.snapshots(zl.src, zl.name), zl.z.snapshots(zl.dst, zl.name)
+	if len(srcSnaps) != 1 || !slices.Equal(srcSnaps, dstSnaps) {
+		t.Fatalf("migration snapshots: %v on %s, %v on %s; want the final one on both", srcSnaps, zl.src, dstSnaps, zl.dst)
+	}
+	if a, b := zl.z.snapshotHash(zl.src, zl.name, srcSnaps[0]), zl.z.snapshotHash(zl.dst, zl.name, dstSnaps[0]); a != b {
+		t.Errorf("the final snapshot's content: %s on %s, %s on %s", a, zl.src, b, zl.dst)
+	}
+	zl.awaitView(id, string(events.StatusDown), string(events.StatusUp))
+	zl.statusPairs(id, beginPair, movedPair)
+	zl.act(zl.name, "finalize", client.MigrateOptions{})
+	zl.waitFor("finalized", zfsMigrationWait, func() bool { return zl.migration(id).Finalized })
+	zl.z.onlyOn(zl.name, zl.dst)
+	zl.counting(zl.dst)
+}
+
+// The incoming VM killed during the switch's pre-copy: the guest runs on
+// on the source, the target's VM and its copy of the dataset are gone.
+func TestZfsLiveHandOverTargetKilled(t *testing.T) {
+	zl := startZfsLive(t)
+	zl.settings(map[string]any{"send_mbps_limit": 8}) // the pre-copy takes seconds
+	id := zl.begunSynced()
+	zl.act(zl.name, "switch", client.MigrateOptions{})
+	var pid int
+	zl.waitFor("the incoming VM on "+zl.dst, zfsMigrationWait, func() bool {
+		st, err := zl.drivers[zl.dst].Status(context.Background(), zl.name)
+		pid = st.Pid
+		return err == nil && st.Status == events.StatusMigrationDestination
+	})
+	before := zl.counter(zl.src)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m := zl.awaitState(id, zfsMigrationWait, "failed", "successful", "aborted")
+	if m.State != "failed" {
+		t.Fatalf("after the target's VM was killed: %+v", m)
+	}
+	if after := zl.counter(zl.src); after < before {
+		t.Fatalf("the guest's counter went from %d to %d on %s", before, after, zl.src)
+	}
+	zl.counting(zl.src)
+	zl.waitFor("the target's copy gone", zfsMigrationWait, func() bool { return len(zl.z.datasets(zl.dst, zl.name)) == 0 })
+	if zl.vmOn(zl.dst) {
+		t.Errorf("a VM of %s still runs on %s", zl.name, zl.dst)
+	}
+	zl.awaitView(id, string(events.StatusUp), string(events.StatusDown))
+	zl.statusPairs(id, beginPair, stayPair)
+	t.Logf("record: %s / %s", m.Message, m.Error)
+}
+
+// An evacuation of the VM's node: its OP_INSTANCE_MIGRATE hands the VM
+// over live (the opcode's End says so), the counter going on wherever
+// the plan put it, while the other instances of the node (not running
+// here) move offline.
+func TestZfsLiveEvacuation(t *testing.T) {
+	zl := startZfsLive(t)
+	ctx := context.Background()
+	before := zl.counter(zl.src)
+	a, err := zl.api.Evacuate(ctx, client.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := zl.finish(a.Request, 4*time.Minute)
+	if len(p.Failed) != 0 {
+		t.Fatalf("not moved: %+v", p.Failed)
+	}
+	var to string
+	for _, m := range zl.z.plan(a.Request).Moved {
+		if m.Instance == zl.name {
+			to = m.Nodes[0]
+		}
+	}
+	if to == "" || to == zl.src {
+		t.Fatalf("the plan does not move %s off %s", zl.name, zl.src)
+	}
+	if after := guestCounter(t, zl.drivers[to], zl.name); after < before {
+		t.Fatalf("the guest's counter is %d on %s after the move, %d before: it restarted", after, to, before)
+	}
+	if zl.vmOn(zl.src) {
+		t.Errorf("the source VM still runs on %s", zl.src)
+	}
+	recs, err := kafka.ReadAll(ctx, zl.kcfg, events.TopicProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end string
+	for _, r := range recs {
+		if e, err := events.As[events.End](r.Event); err == nil && e.Instance == zl.name && e.Request == a.Request {
+			end = e.Message
+		}
+	}
+	if !strings.Contains(end, "switched "+zl.name+" live") {
+		t.Errorf("the move's end %q, want the live hand-over", end)
+	}
+	t.Logf("end: %s", end)
+	zl.waitFor("no dataset of "+zl.name+" left on "+zl.src, time.Minute, func() bool { return len(zl.z.datasets(zl.src, zl.name)) == 0 })
+}
+
+// A bulk migrate's live hand-over that fails (the incoming VM killed
+// during the pre-copy) falls back to the offline switch, as the planner's
+// migrate opcodes allow (allow_failover): the evacuation succeeds, the VM
+// runs on its new node, booted there, and the source has nothing left.
+func TestZfsLiveEvacuationFallsBackOffline(t *testing.T) {
+	zl := startZfsLiveWith(t, func(cfg *zfs.Config) { cfg.SendBytesPerSecond = 1 << 20 }) // a pre-copy of seconds
+	ctx := context.Background()
+	a, err := zl.api.Evacuate(ctx, client.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation, fallback"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	zl.waitFor("an incoming VM of "+zl.name, zfsMigrationWait, func() bool {
+		for n, d := range zl.drivers {
+			if st, err := d.Status(ctx, zl.name); n != zl.src && err == nil && st.Status == events.StatusMigrationDestination {
+				pid = st.Pid
+				return true
+			}
+		}
+		return false
+	})
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p := zl.finish(a.Request, 4*time.Minute)
+	if len(p.Failed) != 0 {
+		t.Fatalf("not moved: %+v", p.Failed)
+	}
+	to := zl.z.instance(zl.name).Primary
+	if to == zl.src {
+		t.Fatalf("%s still on %s", zl.name, zl.src)
+	}
+	zl.counting(to)
+	if zl.vmOn(zl.src) {
+		t.Errorf("the source VM still runs on %s", zl.src)
+	}
+	recs, err := kafka.ReadAll(ctx, zl.kcfg, events.TopicProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fellBack bool
+	var end string
+	for _, r := range recs {
+		if p, err := events.As[events.Progress](r.Event); err == nil && p.Instance == zl.name && strings.Contains(p.Message, "allow_failover") {
+			fellBack = true
+		}
+		if e, err := events.As[events.End](r.Event); err == nil && e.Instance == zl.name && e.Request == a.Request {
+			end = e.Message
+		}
+	}
+	if !fellBack || strings.Contains(end, " live ") {
+		t.Errorf("fell back %v; end %q: want the offline switch after the failed hand-over", fellBack, end)
+	}
+	t.Logf("end: %s", end)
+	zl.waitFor("no dataset of "+zl.name+" left on "+zl.src, time.Minute, func() bool { return len(zl.z.datasets(zl.src, zl.name)) == 0 })
+}
