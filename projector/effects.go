@@ -40,6 +40,9 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 		inventoryEffects, requestEffects, jobEffects, opcodeEffects, progressEffects, migrationEffects,
 	} {
 		if out, ok := topic(env, p); ok {
+			if h, ok := historyStmt(env, p); ok {
+				out = append(out, h)
+			}
 			return out, nil
 		}
 	}

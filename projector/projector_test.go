@@ -459,7 +459,12 @@ func TestApplySchemaIsIdempotentAndSchemasAreSeparate(t *testing.T) {
 	}
 	var versions string
 	e.get(`SELECT string_agg(version::text, ',' ORDER BY version) FROM other.schema_versions`, &versions)
-	check(t, "versions", versions, "1,2,3,4")
+	var want string // every file, as the live schema has them
+	e.get(`SELECT string_agg(version::text, ',' ORDER BY version) FROM drove.schema_versions`, &want)
+	if !strings.HasPrefix(want, "1,2,3,4,") {
+		t.Errorf("live versions %s, want 1,2,3,4 and more", want)
+	}
+	check(t, "versions", versions, want)
 	e.append(ev(events.RequestApproved{Request: "r1"}, 1, "r1"))
 	e.run()
 	var live, other int

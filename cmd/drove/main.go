@@ -24,6 +24,7 @@ func commands() []command {
 		{"executor", "run the agent of one node", runExecutorCmd},
 		{"projector", "fold the log into the Postgres views", runProjectorCmd},
 		{"replay", "rebuild every view from offset zero and compare with the live ones", runReplay},
+		{"history", "the story of an instance, node, request or migration: every event, who asked and why", runHistory},
 		{"verify", "audit the log from offset zero: placements, opcodes, dependencies, capacity, requests, migrations", runVerify},
 		{"seed", "load an inventory (the demo, or a Ganeti cluster) into the log", runSeed},
 		{"evacuate", "empty nodes, with live progress", runEvacuate},
