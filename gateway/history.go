@@ -239,9 +239,9 @@ func nodeState(n events.NodeAnnounced) string {
 func summarizeEvent(typ string, raw json.RawMessage) string {
 	var f struct {
 		Request, Instance, Node, Status, Error, Reason, Phase, Action, Target, Outcome, Detail string
-		Job, Index                                                                           int
-		Nodes                                                                                []string
-		Opcode                                                                               struct{ From, To string }
+		Job, Index                                                                             int
+		Nodes                                                                                  []string
+		Opcode                                                                                 struct{ From, To string }
 	}
 	if json.Unmarshal(raw, &f) != nil {
 		return typ

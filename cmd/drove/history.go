@@ -125,4 +125,3 @@ func placementText(p *client.Placement) string {
 	}
 	return s
 }
-
