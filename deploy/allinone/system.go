@@ -169,7 +169,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	g, err := gateway.New(gateway.Config{Addr: cfg.GatewayAddr, Schema: cfg.Schema, Logger: s.log.With("part", "gateway"),
 		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping, Tokens: cfg.GatewayTokens, Parts: s.Parts,
-		RefusalAuditBurst: cfg.RefusalAuditBurst}, pool, s.producer)
+		RefusalAuditBurst: cfg.RefusalAuditBurst,
+		PointInTime: PointInTime(projector.Config{Kafka: kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-asof"},
+			Schema: cfg.Schema, Logger: s.log.With("part", "asof")}, pool)}, pool, s.producer)
 	if err != nil {
 		s.closeAll()
 		return nil, err
