@@ -62,6 +62,8 @@ func init() {
 	register[MigrationPhaseEnded](TopicOpcodes)
 	register[ReceiverReady](TopicOpcodes)
 	register[SettingsChanged](TopicSettings)
+
+	register[CheckpointRecorded](TopicCheckpoints)
 }
 
 // register adds T's current version. A type whose schema changes keeps its

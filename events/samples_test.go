@@ -1,6 +1,7 @@
 package events
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,6 +89,9 @@ func samples() []Payload {
 			Phase: PhaseSync, Status: JobSuccess, Bytes: 1 << 20},
 		ReceiverReady{Request: "req-1", Job: 1, Index: 0, Node: "node2", Target: "node4", Addr: "127.0.0.1:4711"},
 		DefaultSettings(),
+		CheckpointRecorded{Topic: TopicRequests, Partition: 1, First: 2, Records: 4, FromOffset: 5, NextOffset: 9,
+			Prev: strings.Repeat("ab", 32), Head: strings.Repeat("cd", 32), Marks: "AAAAAAAAAAABAgMEBQYHCA==",
+			KeyID: "0011223344556677", Signature: "c2lnbmVk"},
 	}
 }
 

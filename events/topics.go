@@ -42,6 +42,7 @@ func Topics() []string {
 	return []string{
 		TopicRequests, TopicInventory, TopicPlans, TopicJobs,
 		TopicOpcodes, TopicProgress, TopicAudit, TopicMigrations, TopicSettings,
+		TopicCheckpoints,
 	}
 }
 

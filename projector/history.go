@@ -126,3 +126,10 @@ func isMigrationEvent(p events.Payload) bool {
 	}
 	return false
 }
+
+// checkpointEffects folds drove.checkpoints: the notary's checkpoints have
+// no view but the event log (`drove verify-log` reads them from Kafka).
+func checkpointEffects(_ events.Envelope, p events.Payload) ([]stmt, bool) {
+	_, ok := p.(events.CheckpointRecorded)
+	return nil, ok
+}

@@ -26,6 +26,8 @@ func commands() []command {
 		{"replay", "rebuild every view from offset zero and compare with the live ones", runReplay},
 		{"history", "the story of an instance, node, request or migration: every event, who asked and why", runHistory},
 		{"verify", "audit the log from offset zero: placements, opcodes, dependencies, capacity, requests, migrations", runVerify},
+		{"notary", "checkpoint the log's hash chains (tamper evidence); keygen makes its signing key", runNotary},
+		{"verify-log", "prove the log was not altered: recompute its hash chains against the notary's checkpoints", runVerifyLog},
 		{"seed", "load an inventory (the demo, or a Ganeti cluster) into the log", runSeed},
 		{"evacuate", "empty nodes, with live progress", runEvacuate},
 		{"group-change", "move instances to another node group, with live progress", runGroupChange},

@@ -2,6 +2,7 @@ package allinone
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,10 @@ type Config struct {
 	// RefusalAuditBurst is the gateway's budget of refusals audited one
 	// by one before it folds them into counts; 0 is its default.
 	RefusalAuditBurst int
+	// NotaryKey signs the notary's checkpoints (notary/); nil: unsigned.
+	// NotaryInterval is how often it writes them; 0 is its default.
+	NotaryKey      ed25519.PrivateKey
+	NotaryInterval time.Duration
 }
 
 // DemoCluster is the demo: 3 groups of 8 nodes, about 200 instances of
@@ -178,7 +183,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	s.Handler = g.Handler()
 
-	start := []func(context.Context) error{s.StartProjector, s.StartPlanner}
+	start := []func(context.Context) error{s.StartProjector, s.StartPlanner, s.StartNotary}
 	for _, n := range nodes {
 		start = append(start, func(ctx context.Context) error { return s.StartExecutor(ctx, n) })
 	}
