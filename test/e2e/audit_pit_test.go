@@ -149,4 +149,3 @@ func diffPlaces(got, want map[string]string) string {
 	}
 	return b.String()
 }
-
