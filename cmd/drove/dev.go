@@ -97,6 +97,9 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 		GatewayTokens: accounts,
 		PKIDir:        filepath.Join(abs, "pki"),
 	}
+	if cfg.NotaryKey, err = devNotaryKey(abs); err != nil {
+		return err
+	}
 	if f.driver == "zfs" {
 		zdev, err := startZFSDev(ctx, abs, log, stdout)
 		if err != nil {

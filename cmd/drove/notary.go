@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/drovehq/drove/deploy/supervise"
@@ -119,4 +122,17 @@ log cannot be read, 2 on a usage error.`, stderr)
 		return exitViolations
 	}
 	return exitOK
+}
+
+// devNotaryKey is drove dev's notary key, dir/notary.key, made on the first
+// start: the demo's checkpoints are signed, and verify-log --key
+// dir/notary.key.pub checks them.
+func devNotaryKey(dir string) (ed25519.PrivateKey, error) {
+	path := filepath.Join(dir, "notary.key")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := notary.GenerateKey(path); err != nil {
+			return nil, err
+		}
+	}
+	return notary.LoadKey(path)
 }
