@@ -19,7 +19,6 @@ import (
 // node's, the request's and the migration's histories, against the log;
 // owners read only their own.
 func checkHistories(t *testing.T, e *env, bin string, opsEnv []string, request, node string, before []instance, migrated, migration string) {
-	ctx := context.Background()
 	requester := e.api.Actor // operators are named by X-Drove-Actor
 	// The views hold the whole story: the watch saw the request finish,
 	// and the instances view the rollback (history rows commit with the
@@ -72,6 +71,16 @@ func checkHistories(t *testing.T, e *env, bin string, opsEnv []string, request, 
 		t.Errorf("migration %s went through %v", migration, states)
 	}
 
+	checkNodeAndRequest(t, e, bin, opsEnv, request, node, before)
+
+	// Owners: their own instances' histories, nothing else.
+	checkOwnersHistories(t, e, request, node, migrated, migration)
+}
+
+// checkNodeAndRequest: the node's history holds its drain and every
+// instance that left it; the request's, its whole story.
+func checkNodeAndRequest(t *testing.T, e *env, bin string, opsEnv []string, request, node string, before []instance) {
+	requester := e.api.Actor
 	// The node: drained by the request, and every instance that left it.
 	out, code := drove(t, bin, opsEnv, "history", "node", node, "--csv")
 	if code != 0 {
@@ -122,7 +131,12 @@ func checkHistories(t *testing.T, e *env, bin string, opsEnv []string, request, 
 		t.Errorf("request history has %v, want a plan, a placement of each of %d instances and a finish", types, len(moved))
 	}
 
-	// Owners: their own instances' histories, nothing else.
+}
+
+// checkOwnersHistories: an owner reads its instance's and migration's
+// histories; another owner none of them, nor a node's or a request's.
+func checkOwnersHistories(t *testing.T, e *env, request, node, migrated, migration string) {
+	ctx := context.Background()
 	owner, other := e.as(tokOwnerA), e.as(tokOwnerB)
 	if err := owner.History(ctx, "instance", migrated, 0, func(client.HistoryEntry) error { return nil }); err != nil {
 		t.Errorf("the owner reading its instance's history: %v", err)
