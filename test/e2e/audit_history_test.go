@@ -43,6 +43,12 @@ func checkHistories(t *testing.T, e *env, bin string, opsEnv []string, request, 
 		t.Errorf("no placement in %s's history takes it off %s", x, node)
 	}
 	checkLogOrder(t, hx)
+	if out, code := drove(t, bin, opsEnv, "history", "instance", x); code != 0 ||
+		!strings.Contains(out, "TIME") || !strings.Contains(out, "e2e: audit, disk swap") || !strings.Contains(out, "placed: ") {
+		t.Errorf("drove history instance %s (exit %d):\n%s", x, code, out)
+	} else {
+		t.Logf("drove history instance %s:\n%s", x, out)
+	}
 
 	// The migrated instance: there and back, each placement the
 	// migration's, asked by the operator token's account.
