@@ -63,6 +63,8 @@ func init() {
 	register[ReceiverReady](TopicOpcodes)
 	register[TargetNotified](TopicOpcodes)
 	register[SettingsChanged](TopicSettings)
+
+	register[CheckpointRecorded](TopicCheckpoints)
 }
 
 // register adds T's current version. A type whose schema changes keeps its

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,6 +92,9 @@ func samples() []Payload {
 			Opcode: job1.Opcodes[0]}, WithTime(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)), WithProducer("planner-1"),
 			WithReason(Reason{Actor: "planner", Why: "job 1 released", RequestID: "req-1"}), WithID("ev-relayed"))},
 		DefaultSettings(),
+		CheckpointRecorded{Topic: TopicRequests, Partition: 1, First: 2, Records: 4, FromOffset: 5, NextOffset: 9,
+			Prev: strings.Repeat("ab", 32), Head: strings.Repeat("cd", 32), Marks: "AAAAAAAAAAABAgMEBQYHCA==",
+			KeyID: "0011223344556677", Signature: "c2lnbmVk"},
 	}
 }
 

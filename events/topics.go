@@ -44,6 +44,7 @@ func Topics() []string {
 	return []string{
 		TopicRequests, TopicInventory, TopicPlans, TopicJobs,
 		TopicOpcodes, TopicProgress, TopicAudit, TopicMigrations, TopicSettings,
+		TopicCheckpoints,
 	}
 }
 

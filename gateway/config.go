@@ -76,6 +76,13 @@ type Config struct {
 	// reads them from text). Empty turns authentication off: every caller
 	// is an operator, named by X-Drove-Actor.
 	Tokens map[string]Account
+
+	// PointInTime, when set, returns the schema holding the views as they
+	// stood at a time, building it if missing (projector.AsOf); the
+	// instance and node lists answer ?at= from it (asof.go). An error
+	// wrapping ErrBadBound is the caller's (400); nil means ?at= is not
+	// served (501).
+	PointInTime func(ctx context.Context, at time.Time) (schema string, err error)
 }
 
 func (c Config) withDefaults() Config {

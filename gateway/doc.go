@@ -34,6 +34,14 @@
 //     error's text, which carries hosts, users and connection strings;
 //     beside `drove dev` it also lists each component (Config.Parts):
 //     running, restarted N times, restarting or down.
+//   - Auditors (history.go, asof.go): GET /v1/history/{kind}/{id} (kind
+//     instance, node, request or migration) pages, by seq (?after=SEQ,
+//     ?limit=), every event that touched it with who asked and why and what
+//     changed; owners read only their own instances' and migrations'
+//     histories (403 otherwise). GET /v1/instances?at=TIME and
+//     /v1/nodes?at=TIME (RFC 3339) answer from the views as they stood
+//     then (Config.PointInTime), built on the first ask: 400 for a time in
+//     the future, 501 when no point-in-time views are configured.
 //
 // The views are defined in projector/schema (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool

@@ -15,6 +15,10 @@ var (
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
 	ErrInvalidConfig = errors.New("gateway: invalid config")
+
+	// ErrBadBound is wrapped by Config.PointInTime's errors that are the
+	// caller's: a time it cannot answer for (one in the future).
+	ErrBadBound = errors.New("gateway: bad point in time")
 )
 
 // apiError is an error answer: an HTTP status and the JSON body

@@ -378,7 +378,11 @@ func (g *Gateway) listNodes(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ns, err := many[node](c, g.db, "nodes_list", c.Query("group"), drained, p.after, "", p.limit+1)
+	db, err := g.storeAt(c)
+	if err != nil {
+		return err
+	}
+	ns, err := many[node](c, db, "nodes_list", c.Query("group"), drained, p.after, "", p.limit+1)
 	if err != nil {
 		return err
 	}
@@ -410,7 +414,11 @@ func (g *Gateway) listInstances(c *gin.Context) error {
 		}
 		owner = who.Name
 	}
-	is, err := many[instance](c, g.db, "instances_list", c.Query("node"), c.Query("group"), owner, p.after, "", p.limit+1)
+	db, err := g.storeAt(c)
+	if err != nil {
+		return err
+	}
+	is, err := many[instance](c, db, "instances_list", c.Query("node"), c.Query("group"), owner, p.after, "", p.limit+1)
 	if err != nil {
 		return err
 	}

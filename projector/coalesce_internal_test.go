@@ -39,7 +39,11 @@ func TestCoalesceMergesRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, sts...)
+		for _, s := range sts {
+			if s.sql != q("history_subjects_insert") { // history rows commute with everything
+				all = append(all, s)
+			}
+		}
 	}
 	got := coalesce(all)
 	var kinds []string

@@ -92,6 +92,17 @@
 // reported as such (Report.LiveBehind, Report.Behind), not as a mismatch in
 // disguise.
 //
+// # History and points in time (issue 15)
+//
+// Each event's effects include its history rows (history.go): which
+// instances, nodes, request and migration it touched, in
+// history_subjects, so an auditor reads one subject's story by index.
+// AsOf (asof.go) is Replay's fold stopped at a bound: each partition ends
+// at its first event record stamped after a time (commit markers never
+// end one), or at given offsets; the views land in a schema of their own,
+// named after the bound and kept (ListAsOf, DropAsOf), with the bound in
+// as_of.
+//
 // # Records that cannot be folded
 //
 // Decoding is strict (events.DecodeWithPayload, which is events.Decode

@@ -38,8 +38,12 @@ func st(name string, args ...any) stmt { return stmt{sql: q(name), args: args} }
 func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 	for _, topic := range []func(events.Envelope, events.Payload) ([]stmt, bool){
 		inventoryEffects, requestEffects, jobEffects, opcodeEffects, progressEffects, migrationEffects,
+		checkpointEffects,
 	} {
 		if out, ok := topic(env, p); ok {
+			if h, ok := historyStmt(env, p); ok {
+				out = append(out, h)
+			}
 			return out, nil
 		}
 	}

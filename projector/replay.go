@@ -22,7 +22,7 @@ import (
 var comparedTables = []string{
 	"event_log", "groups", "nodes", "instances", "requests", "plans", "jobs",
 	"opcodes", "moves", "move_syncs", "move_status", "undecodable_events",
-	"migration_phases", "settings",
+	"migration_phases", "settings", "history_subjects",
 }
 
 // Report is what Replay found.
@@ -138,7 +138,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 	}
 	f := &folder{schema: rep.ReplaySchema, log: log, m: m}
 	foldStart := time.Now()
-	rep.Events, err = foldRange(ctx, cfg, pool, f, starts, targets)
+	rep.Events, err = foldRange(ctx, cfg, pool, f, starts, targets, nil)
 	rep.FoldDuration = time.Since(foldStart)
 	if err != nil {
 		return rep, err
@@ -265,8 +265,10 @@ func topicsOf(m map[tp]int64) []string {
 // foldRange folds every partition from its start up to (not including) its
 // target offset, in batches of BatchSize, and returns the data records
 // folded. It reads as the live projector does (read committed, control
-// records kept), so it stops at the same offsets.
-func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, starts, targets map[tp]int64) (int, error) {
+// records kept), so it stops at the same offsets. stop, when not nil, also
+// ends a partition at the first record it returns true for, that record
+// not folded (a point in time, asof.go).
+func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, starts, targets map[tp]int64, stop func(*kgo.Record) bool) (int, error) {
 	from := map[string]map[int32]kgo.Offset{}
 	pending := map[tp]int64{}
 	for k, target := range targets {
@@ -300,6 +302,10 @@ func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, s
 			target, ok := pending[k]
 			if !ok || r.Offset >= target {
 				continue // past what we were asked for
+			}
+			if stop != nil && stop(r) {
+				delete(pending, k)
+				continue
 			}
 			if r.Offset >= target-1 {
 				delete(pending, k)

@@ -101,6 +101,9 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 		PKIDir:        filepath.Join(abs, "pki"),
 		Partitions:    f.partitions,
 	}
+	if cfg.NotaryKey, err = devNotaryKey(abs); err != nil {
+		return err
+	}
 	if f.driver == "zfs" {
 		zdev, err := startZFSDev(ctx, abs, log, stdout)
 		if err != nil {

@@ -218,7 +218,8 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 		}
 		defer prod.Close()
 		g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
-			KafkaCheck: prod.Ping, Tokens: tokens}, pool, prod)
+			KafkaCheck: prod.Ping, Tokens: tokens,
+			PointInTime: allinone.PointInTime(projector.Config{Kafka: sf.kafka("drove-asof"), Schema: sf.schema, Logger: log}, pool)}, pool, prod)
 		if err != nil {
 			return err
 		}
@@ -320,13 +321,26 @@ Usage: drove replay [flags]
 
 Audit replay: folds the whole log from offset zero into a fresh schema and
 compares it, table by table, with the live views (a checksum per table).
-Exit status 0 when every table is equal, 3 when one differs.`, stderr)
+Exit status 0 when every table is equal, 3 when one differs.
+
+Point in time: --at TIME (RFC 3339) or --at TOPIC/PARTITION@OFFSET,...
+folds the log up to that moment (each partition up to its first record
+stamped after TIME, or up to the offsets given, exclusive; partitions not
+given are not folded) into a schema kept until --drop NAME, and prints its
+name: query it with plain SQL (SET search_path TO NAME). --list lists them.
+The gateway answers GET /v1/instances?at=TIME and /v1/nodes?at=TIME from
+the same schemas.`, stderr)
 	var sf serviceFlags
 	sf.register(fs, true)
 	keep := fs.Bool("keep", false, "keep the replay schema for inspection")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var pit pointInTimeFlags
+	pit.register(fs)
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
+	}
+	if pit.set() {
+		return runPointInTime(sf, pit, *asJSON, stdout, stderr)
 	}
 	ctx, stop := signalContext()
 	defer stop()

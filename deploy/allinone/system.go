@@ -2,6 +2,7 @@ package allinone
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,10 @@ type Config struct {
 	// RefusalAuditBurst is the gateway's budget of refusals audited one
 	// by one before it folds them into counts; 0 is its default.
 	RefusalAuditBurst int
+	// NotaryKey signs the notary's checkpoints (notary/); nil: unsigned.
+	// NotaryInterval is how often it writes them; 0 is its default.
+	NotaryKey      ed25519.PrivateKey
+	NotaryInterval time.Duration
 }
 
 // DemoCluster is the demo: 3 groups of 8 nodes, about 200 instances of
@@ -175,14 +180,16 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	g, err := gateway.New(gateway.Config{Addr: cfg.GatewayAddr, Schema: cfg.Schema, Logger: s.log.With("part", "gateway"),
 		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping, Tokens: cfg.GatewayTokens, Parts: s.Parts,
-		RefusalAuditBurst: cfg.RefusalAuditBurst}, pool, s.producer)
+		RefusalAuditBurst: cfg.RefusalAuditBurst,
+		PointInTime: PointInTime(projector.Config{Kafka: kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-asof"},
+			Schema: cfg.Schema, Logger: s.log.With("part", "asof")}, pool)}, pool, s.producer)
 	if err != nil {
 		s.closeAll()
 		return nil, err
 	}
 	s.Handler = g.Handler()
 
-	start := []func(context.Context) error{s.StartProjector, s.StartPlanner}
+	start := []func(context.Context) error{s.StartProjector, s.StartPlanner, s.StartNotary}
 	for _, n := range nodes {
 		start = append(start, func(ctx context.Context) error { return s.StartExecutor(ctx, n) })
 	}

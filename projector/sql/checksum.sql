@@ -52,3 +52,7 @@ FROM move_status t
 -- name: checksum_undecodable_events
 SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.topic, t.partition, t."offset"), ''))
 FROM undecodable_events t
+
+-- name: checksum_history_subjects
+SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.kind, t.subject, t.event_id), ''))
+FROM history_subjects t

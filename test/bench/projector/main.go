@@ -120,6 +120,7 @@ type summary struct {
 	AppendSeconds float64       `json:"append_seconds"`
 	Replay        *replayResult `json:"replay,omitempty"`
 	Live          *liveResult   `json:"live,omitempty"`
+	Audit         *auditResult  `json:"audit,omitempty"` // audit.go
 }
 
 type replayResult struct {
@@ -216,6 +217,9 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	}
 
 	if s.Replay, err = replay(ctx, cfg, pcfg, pool, pg); err != nil {
+		return nil, err
+	}
+	if s.Audit, err = audit(ctx, pcfg, pool, s.Events, stdout); err != nil {
 		return nil, err
 	}
 	s.LoadEnd = loadAvg()

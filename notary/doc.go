@@ -1,0 +1,15 @@
+// Package notary is Drove's tamper evidence (issue 15): a small service
+// that reads every partition of every topic in order, chains each event
+// record's stored bytes (events/chain) and appends, every Interval, a
+// checkpoint per partition that moved (events.CheckpointRecorded on
+// drove.checkpoints), signed with the operator's ed25519 key when one is
+// given; and the reading side of `drove verify-log`, which recomputes the
+// chains from offset zero against those checkpoints.
+//
+// The chain is computed by the reader, after the fact: the services that
+// write a partition (several producers share most) need no coordination
+// and know nothing of it. One notary runs at a time (drove dev runs one;
+// a restarted notary resumes after its last checkpoint in the log). It
+// reads raw records through franz-go because the chain is over the bytes
+// as stored, not over decoded events.
+package notary
