@@ -83,8 +83,10 @@
 //
 // Replay folds the whole log, from each partition's start, into a fresh
 // schema with the same code, then compares a checksum per table (row count
-// and md5 of the rows' JSON in primary key order; event_log.seq, the order
-// one projector happened to read rows in, is left out). It first waits, at
+// and a hash of the rows: the sums of each row's JSON md5, so the rows
+// stream through an aggregate in any order and no value grows with the
+// table; event_log.seq, the order one projector happened to read rows in,
+// is left out). It first waits, at
 // most ReplayWait, for the live projector to reach the log's end, reads the
 // live offsets and checksums in one snapshot, and folds up to the larger of
 // the end and the live offset: a caught-up live schema is compared with a

@@ -156,7 +156,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 	for _, name := range comparedTables {
 		l, r := liveSums[name], replaySums[name]
 		t := TableReport{Name: name, LiveRows: l.rows, ReplayRows: r.rows,
-			LiveChecksum: l.md5, ReplayChecksum: r.md5, Equal: l == r}
+			LiveChecksum: l.hash, ReplayChecksum: r.hash, Equal: l == r}
 		rep.Equal = rep.Equal && t.Equal
 		rep.Tables = append(rep.Tables, t)
 	}
@@ -168,14 +168,14 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 
 type checksum struct {
 	rows int64
-	md5  string
+	hash string // md5 of the sums of the rows' md5 halves (sql/checksum.sql)
 }
 
 func checksums(ctx context.Context, tx pgx.Tx) (map[string]checksum, error) {
 	out := map[string]checksum{}
 	for _, name := range comparedTables {
 		var c checksum
-		if err := tx.QueryRow(ctx, q("checksum_"+name)).Scan(&c.rows, &c.md5); err != nil {
+		if err := tx.QueryRow(ctx, q("checksum_"+name)).Scan(&c.rows, &c.hash); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		out[name] = c
