@@ -49,6 +49,13 @@ type Config struct {
 	// a larger event before writing anything. Default 8 MiB, enough for
 	// the plan of a request of tens of thousands of instances.
 	MaxRecordBytes int
+	// AllowFiniteRetention lets EnsureTopics accept existing topics whose
+	// configuration deletes events (finite retention, compaction) with a
+	// warning, instead of refusing to start: an operator's explicit
+	// choice (--allow-finite-retention, DROVE_ALLOW_FINITE_RETENTION), for
+	// clusters where disk wins over history. Replays then miss what the
+	// broker deleted.
+	AllowFiniteRetention bool
 	// TLS connects to brokers over TLS (security.go); zero: plain TCP.
 	TLS TLS
 	// SASL authenticates to brokers (security.go); zero: none.

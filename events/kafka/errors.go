@@ -37,9 +37,10 @@ var (
 	// stop; retrying would fail the same way.
 	ErrFenced = errors.New("kafka: producer fenced by a newer instance")
 
-	// ErrTopicConfig is returned by EnsureTopics when a topic keeps a
-	// setting Drove needs otherwise (retention, record size) after Drove
-	// set it: the broker refuses, and running on would lose events.
+	// ErrTopicConfig is returned by EnsureTopics when an existing topic's
+	// configuration would delete events (finite retention, compaction) and
+	// Config.AllowFiniteRetention does not allow it: running on would lose
+	// the source of truth.
 	ErrTopicConfig = errors.New("kafka: topic configuration")
 
 	// ErrRecordTooLarge is returned by Append, before anything is written,
