@@ -81,6 +81,9 @@ func scenario() []events.Envelope {
 		ev(events.OpcodeCancelled{Request: "req-3", Job: 0, Index: 0, Node: "n2", Reason: "request cancelled"}, 33, "req-3"),
 		ev(events.AuditRecorded{Action: "migrate", Subject: "vm1", Outcome: events.AuditDenied, Detail: "owner"}, 34, ""),
 		ev(events.ReceiverReady{Request: req, Job: 0, Index: 0, Node: "n1", Target: "n2", Addr: "10.0.0.2:7000"}, 16, req),
+		// A relay to the target's partition: the event log holds it, no view.
+		ev(events.TargetNotified{Node: "n2", Event: ev(events.OpcodeDispatched{Request: req, Job: 0, Index: 0,
+			Node: "n1", Opcode: op}, 16, req)}, 16, req),
 	}
 }
 
