@@ -10,6 +10,7 @@ import (
 
 // stmt is one SQL statement of an effect.
 type stmt struct {
+	name string // the query's name in sql/*.sql
 	sql  string
 	args []any
 	// derive, when set, names a move whose syncs and last sync
@@ -30,7 +31,7 @@ type stmt struct {
 	vals  any
 }
 
-func st(name string, args ...any) stmt { return stmt{sql: q(name), args: args} }
+func st(name string, args ...any) stmt { return stmt{name: name, sql: q(name), args: args} }
 
 // effects returns the statements that fold one event into the views. Every
 // time written is the event's own (env.Time): the projection has no clock of

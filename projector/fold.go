@@ -234,13 +234,16 @@ func (f *folder) foldItems(ctx context.Context, db beginner, items []item, next 
 		}
 		// Runs of effects on one row become one statement each: most of
 		// a batch is progress of a few moves.
+		effs := make([]stmt, 0, len(all))
 		for _, s := range coalesce(all) {
 			if s.derive != "" {
 				syncs[s.derive] = true
 				continue
 			}
-			b.Queue(s.sql, s.args...)
+			effs = append(effs, s)
 		}
+		// Statements of one kind on different rows become one.
+		queueEffects(b, effs)
 		// Derived once per batch, after every sync the batch saw: a
 		// derived value depends only on the rows it is derived from.
 		for _, id := range slices.Sorted(maps.Keys(syncs)) {

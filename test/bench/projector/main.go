@@ -198,7 +198,7 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 		BatchSize: cfg.batch, LagInterval: time.Second, Logger: quiet}
 	s.BatchSize = cfg.batch
 	if s.BatchSize == 0 {
-		s.BatchSize = 500 // projector's default, for the record
+		s.BatchSize = 2000 // projector's default, for the record
 	}
 	if err := projector.ApplySchema(ctx, pool, "drove"); err != nil {
 		return nil, err
