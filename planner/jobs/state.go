@@ -45,6 +45,7 @@ type request struct {
 
 	plan   *events.PlanComputed
 	planID string
+	parts  events.PlanParts // a plan in parts, read halfway
 	jobs   map[int]*job
 
 	// last is the last event others wrote about this request; decisions
@@ -183,9 +184,17 @@ func (s *State) applyRequest(env events.Envelope, p events.Payload, pos inventor
 		r = s.request(e.Request)
 		// Plans of a request share its partition, so the last one read is
 		// the last one written. Job facts are kept: a plan is replaced only
-		// before any of its jobs has a fate.
-		if r.planID != env.ID {
-			r.plan, r.planID = &e, env.ID
+		// before any of its jobs has a fate. A plan in parts (same id) is
+		// taken once its last part is read.
+		id := e.Plan
+		if id == "" {
+			id = env.ID
+		}
+		if r.planID == id {
+			break
+		}
+		if whole, ok := r.parts.Add(e); ok {
+			r.plan, r.planID = &whole, id
 		}
 	}
 	return r

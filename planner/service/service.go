@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,40 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
+// run runs the service until ctx is done or something fails. When the log
+// refuses a request's decision for good (kafka.IsRefused), the decision is
+// already folded into the state but will never be in the log: the state is
+// thrown away, rebuilt from the log, and the request closed with the
+// refusal as its reason (jobs.Fail), so it blocks neither the others nor
+// the next start.
 func (s *Service) run(ctx context.Context) error {
+	refused := map[string]string{}
+	for {
+		err := s.runOnce(ctx, refused)
+		var rf *refusal
+		if !errors.As(err, &rf) {
+			return err
+		}
+		if _, again := refused[rf.request]; again {
+			return err // even closing it was refused: an operator must look
+		}
+		s.log.Warn("the log refused a request's decision; rebuilding the state to close the request",
+			"request", rf.request, "err", rf.err)
+		refused[rf.request] = "its decision cannot be appended: " + rf.err.Error()
+	}
+}
+
+// refusal is a request whose decision the log refused for good.
+type refusal struct {
+	request string
+	err     error
+}
+
+func (r *refusal) Error() string {
+	return fmt.Sprintf("planner service: the log refused request %s's decision: %v", r.request, r.err)
+}
+
+func (s *Service) runOnce(ctx context.Context, refused map[string]string) error {
 	kc := s.cfg.Kafka
 	if err := kafka.EnsureTopics(ctx, kc, s.cfg.Partitions, events.Topics()...); err != nil {
 		return err
@@ -116,7 +150,7 @@ func (s *Service) run(ctx context.Context) error {
 	}
 	defer cl.Close()
 
-	l := &loop{svc: s, st: newState(s.cfg.Clock), prod: prod, pending: pending, next: map[tp]int64{}}
+	l := &loop{svc: s, st: newState(s.cfg.Clock), prod: prod, pending: pending, next: map[tp]int64{}, refused: refused}
 	start := time.Now()
 	if len(pending) == 0 {
 		if err := l.caughtUp(ctx, start); err != nil {
@@ -174,6 +208,9 @@ type loop struct {
 	prod    *kafka.Producer
 	pending map[tp]int64 // replay: partitions not yet read up to their end
 	next    map[tp]int64 // next offset to read, for the lag gauge
+	// refused are requests whose decision the log refused, with why:
+	// closed by the first pass of the rebuilt state (see run).
+	refused map[string]string
 }
 
 // fold applies a poll's events to the state and updates the lag gauge.
@@ -229,28 +266,52 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 // oldest queued migration. Each request's or migration's decisions are
 // one transaction.
 func (l *loop) decideAll(ctx context.Context) error {
+	kc := l.svc.cfg.Kafka
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
-		Migrating: l.st.migs.ActiveOn}
+		Migrating: l.st.migs.ActiveOn, Fits: kc.Fits, PlanPartBytes: planPartBytes(kc)}
+	for id, why := range l.refused {
+		if err := l.decided(ctx, id, jobs.Fail(env, l.st.reqs, id, why)); err != nil {
+			return err
+		}
+		delete(l.refused, id)
+	}
 	for _, id := range l.st.reqs.Order() {
 		if !l.st.reqs.Active(id) {
 			continue
 		}
-		d := jobs.Decide(env, l.st.reqs, id)
-		if len(d.Events) == 0 {
-			continue
-		}
-		if err := l.append(ctx, messages(d.Events)); err != nil {
+		if err := l.decided(ctx, id, jobs.Decide(env, l.st.reqs, id)); err != nil {
 			return err
 		}
-		if d.Outcome != "" {
-			l.svc.m.requests.WithLabelValues(d.Outcome).Inc()
-		}
-		l.svc.log.Info("decided", "request", id, "events", len(d.Events), "first", d.Events[0].Type,
-			"last", d.Events[len(d.Events)-1].Type)
 	}
 	return l.decideMigrations(ctx)
+}
+
+// planPartBytes bounds one part of a plan: a quarter of a record, leaving
+// room for the envelope and the reasons it carries.
+func planPartBytes(kc kafka.Config) int {
+	return cmp.Or(kc.MaxRecordBytes, 8<<20) / 4
+}
+
+// decided appends one request's decisions. A refusal of the log for what
+// the events are ends this run with a *refusal (see run).
+func (l *loop) decided(ctx context.Context, id string, d jobs.Decision) error {
+	if len(d.Events) == 0 {
+		return nil
+	}
+	if err := l.append(ctx, messages(d.Events)); err != nil {
+		if kafka.IsRefused(err) && !errors.Is(err, kafka.ErrFenced) {
+			return &refusal{request: id, err: err}
+		}
+		return err
+	}
+	if d.Outcome != "" {
+		l.svc.m.requests.WithLabelValues(d.Outcome).Inc()
+	}
+	l.svc.log.Info("decided", "request", id, "events", len(d.Events), "first", d.Events[0].Type,
+		"last", d.Events[len(d.Events)-1].Type)
+	return nil
 }
 
 // decideMigrations runs planner/migration's pass over every migration.
