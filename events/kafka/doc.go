@@ -16,8 +16,16 @@
 //     and is returned; the record stays uncommitted and is the first one the
 //     group sees next time. Skipping is a decision for middleware (see
 //     Retry), never a default.
-//   - ReadAll returns a topic as it stood when called: every committed event
-//     from the start of the log, in offset order per partition.
+//   - There is one way to read the log, Reader (read.go): given partitions
+//     (or the partitions given keys land in, PartitionOf) from given
+//     positions, read-committed, up to the end each partition had when it
+//     opened, then optionally on (Follow), in batches that carry the
+//     position after them. Callers keep their positions where their effects
+//     live (the projector in Postgres, an executor in its Checkpoint).
+//     ReadAll is a Reader that stops at the end: every committed event from
+//     the start of the log, in offset order per partition.
+//   - Every client is made by NewClient, so all are secured and sized
+//     alike; no package outside this one imports franz-go (deps_test.go).
 //   - Retrying is done one way everywhere: Backoff.Do (tries, a first wait
 //     doubling up to a cap, a predicate for what is worth retrying). The
 //     Retry middleware, the executor's driver steps and appends, and the

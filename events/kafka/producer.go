@@ -43,6 +43,9 @@ func NewProducer(cfg Config) (*Producer, error) {
 		kgo.TransactionalID(cfg.TransactionalID),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes)),
+		// Kafka's own key partitioner, named so that PartitionOf computes
+		// the partition an event lands in with the same code.
+		kgo.RecordPartitioner(partitioner),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -149,6 +152,19 @@ func (p *Producer) abort(ctx context.Context, cause error) error {
 		return cause
 	}
 	return fmt.Errorf("%w: %w", ErrAborted, cause)
+}
+
+// Fence takes the producer's transactional id over now, instead of at the
+// first append: any transaction an older producer with the same id left
+// open is aborted, and that producer's appends fail with ErrFenced from
+// here on. A service that must read the whole story before deciding (the
+// planner) fences first and reads after, so no decision of the old one can
+// land behind its back.
+func (p *Producer) Fence(ctx context.Context) error {
+	if _, _, err := p.cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("kafka: take over transactional id %q: %w", p.cfg.TransactionalID, translate(err))
+	}
+	return nil
 }
 
 // Close flushes nothing (appends are synchronous) and releases the client.
