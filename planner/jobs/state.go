@@ -177,9 +177,11 @@ func (s *State) applyRequest(env events.Envelope, p events.Payload, pos inventor
 	case events.RequestRejected:
 		r = s.request(e.Request)
 		r.rejected = true
+		s.prune(r.id) // closed (snapshot.go)
 	case events.RequestFinished:
 		r = s.request(e.Request)
 		r.finished = true
+		s.prune(r.id)
 	case events.PlanComputed:
 		r = s.request(e.Request)
 		// Plans of a request share its partition, so the last one read is

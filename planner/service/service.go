@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -36,6 +34,8 @@ type Service struct {
 
 	readyOnce sync.Once
 	ready     chan struct{}
+	mu        sync.Mutex
+	restart   Restart     // of the last run that became ready
 	leading   atomic.Bool // with Standby: a term runs (election.go)
 }
 
@@ -50,6 +50,14 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("%w: Metrics: %w", ErrInvalidConfig, err)
 	}
 	return &Service{cfg: cfg, log: cfg.Logger.With("service", "planner"), m: m, ready: make(chan struct{})}, nil
+}
+
+// Restart says how the latest run rebuilt its state (from a snapshot or
+// the whole log, how many events, how long to ready); zero until Ready.
+func (s *Service) Restart() Restart {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restart
 }
 
 // Leading reports whether this instance, run with Config.Standby, leads
@@ -121,131 +129,121 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 	if err := kafka.EnsureTopics(ctx, kc, s.cfg.Partitions, events.Topics()...); err != nil {
 		return err
 	}
-	// Fence first, read after: an older instance still alive can commit
-	// nothing once we hold the transactional id, so the state we read is
-	// the whole story and no decision of ours can duplicate one of its.
-	if err := fence(ctx, kc); err != nil {
-		return err
-	}
 	prod, err := kafka.NewProducer(kc)
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
-
-	pending, err := endOffsets(ctx, kc)
+	// Fence first, read after: an older instance still alive can commit
+	// nothing once we hold the transactional id, so the state we read is
+	// the whole story and no decision of ours can duplicate one of its.
+	if err := prod.Fence(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	l := &loop{svc: s, prod: prod, refused: refused}
+	rd, err := l.open(ctx)
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append(clientOpts(kc),
-		kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Commit markers take offsets; the last offset before an end is
-		// often one, and seeing it is how replay knows it is done.
-		kgo.KeepControlRecords(),
-	)...)
-	if err != nil {
-		return fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-
-	l := &loop{svc: s, st: newState(s.cfg.Clock), prod: prod, pending: pending, next: map[tp]int64{}, refused: refused}
-	start := time.Now()
-	if len(pending) == 0 {
+	defer rd.Close()
+	defer l.waitWrites()
+	if caughtUpAtOpen(rd) {
 		if err := l.caughtUp(ctx, start); err != nil {
 			return err
 		}
 	}
 	for {
-		// A poll ends at the tick even with nothing to read, so that
+		// A read ends at the tick even with nothing to read, so that
 		// migration timers fire (planner/migration/timers.go).
-		pctx, pcancel := context.WithTimeout(ctx, s.cfg.Tick)
-		fs := cl.PollFetches(pctx)
-		pcancel()
+		b, err := rd.Next(ctx)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if fs.IsClientClosed() {
-			return kafka.ErrClosed
+		if err != nil {
+			return fmt.Errorf("planner service: read: %w", err)
 		}
-		var errs []error
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) {
-				return // the tick
-			}
-			errs = append(errs, fmt.Errorf("planner service: fetch %s/%d: %w", t, p, err))
-		})
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-		wasReplaying := len(l.pending) > 0
-		if err := l.fold(fs); err != nil {
+		wasReplaying := !l.ready
+		if err := l.fold(b); err != nil {
 			return err
 		}
 		switch {
-		case wasReplaying && len(l.pending) == 0:
+		case wasReplaying && b.CaughtUp:
 			err = l.caughtUp(ctx, start)
 		case !wasReplaying:
+			l.st.reqs.DropStubs()
 			err = l.decideAll(ctx)
 		}
 		if err != nil {
 			return err
 		}
+		l.lag(rd)
 		s.m.countJobs(l.st.reqs)
+		if l.ready {
+			l.maybeSnapshot(ctx, rd.Position())
+		}
 	}
 }
 
-type tp struct {
-	topic     string
-	partition int32
+// caughtUpAtOpen reports whether rd has nothing to replay: every partition
+// is read up to the end it had when rd opened.
+func caughtUpAtOpen(rd *kafka.Reader) bool {
+	pos := rd.Position()
+	for tp, end := range rd.Ends() {
+		if pos[tp] < end {
+			return false
+		}
+	}
+	return true
 }
 
 // loop is one Run's state and position in the log.
 type loop struct {
-	svc     *Service
-	st      *state
-	prod    *kafka.Producer
-	pending map[tp]int64 // replay: partitions not yet read up to their end
-	next    map[tp]int64 // next offset to read, for the lag gauge
+	svc  *Service
+	st   *state
+	prod *kafka.Producer
+	// ready is set once the replay is over and decisions are taken.
+	ready bool
+	// folded counts the events folded since the last snapshot; events
+	// those folded before it, snapshots included (snapshot.go).
+	folded  int
+	events  int64
+	restart Restart
+	// writing is closed when the snapshot being written is; topicIDs
+	// are the log's, for the snapshots.
+	writing  chan struct{}
+	topicIDs map[string]string
 	// refused are requests whose decision the log refused, with why:
 	// closed by the first pass of the rebuilt state (see run).
 	refused map[string]string
 }
 
-// fold applies a poll's events to the state and updates the lag gauge.
-func (l *loop) fold(fs kgo.Fetches) error {
-	var err error
-	fs.EachPartition(func(p kgo.FetchTopicPartition) {
-		k := tp{p.Topic, p.Partition}
-		for _, rec := range p.Records {
-			if err != nil {
-				return
-			}
-			l.next[k] = rec.Offset + 1
-			if end, ok := l.pending[k]; ok && rec.Offset >= end-1 {
-				delete(l.pending, k)
-			}
-			if rec.Attrs.IsControl() {
-				continue
-			}
-			env, derr := events.Decode(rec.Value)
-			if derr != nil {
-				// A consumer that does not understand an event stops
-				// rather than decide on a state that quietly misses it.
-				err = fmt.Errorf("%w: %s/%d@%d: %w", kafka.ErrUndecodable, rec.Topic, rec.Partition, rec.Offset, derr)
-				return
-			}
-			payload, _ := env.DecodePayload() // Decode checked it
-			l.st.apply(env, payload, inventory.Pos{Time: env.Time, Partition: rec.Partition, Offset: rec.Offset})
+// fold applies a batch's events to the state.
+func (l *loop) fold(b kafka.Batch) error {
+	for _, raw := range b.Records {
+		rec, err := raw.Decode()
+		if err != nil {
+			// A consumer that does not understand an event stops rather
+			// than decide on a state that quietly misses it.
+			return err
 		}
-		if p.LastStableOffset >= 0 {
-			if n, ok := l.next[k]; ok {
-				l.svc.m.lag.WithLabelValues(p.Topic).Set(float64(max(p.LastStableOffset-n, 0)))
-			}
-		}
-	})
-	return err
+		env := rec.Event
+		payload, _ := env.DecodePayload() // Decode checked it
+		l.st.apply(env, payload, inventory.Pos{Time: env.Time, Partition: rec.Partition, Offset: rec.Offset})
+	}
+	l.folded += len(b.Records)
+	return nil
+}
+
+// lag sets the lag gauge: per topic, the events not read yet.
+func (l *loop) lag(rd *kafka.Reader) {
+	pos, by := rd.Position(), map[string]int64{}
+	for tp, end := range rd.Ends() {
+		by[tp.Topic] += max(end-pos[tp], 0)
+	}
+	for topic, n := range by {
+		l.svc.m.lag.WithLabelValues(topic).Set(float64(n))
+	}
 }
 
 // caughtUp ends the replay: the state is the log's, and every request's
@@ -254,6 +252,12 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 	requests, active := l.st.reqs.Counts()
 	l.svc.log.Info("state rebuilt from the log", "requests", requests, "active", active,
 		"nodes", len(l.st.inv.Nodes), "instances", len(l.st.inv.Instances), "took", time.Since(start))
+	l.st.reqs.DropStubs()
+	l.ready = true
+	l.restart.Events, l.restart.Took = l.folded, time.Since(start)
+	l.svc.mu.Lock()
+	l.svc.restart = l.restart
+	l.svc.mu.Unlock()
 	err := l.decideAll(ctx)
 	l.svc.m.countJobs(l.st.reqs)
 	l.svc.readyOnce.Do(func() { close(l.svc.ready) })
@@ -277,7 +281,8 @@ func (l *loop) decideAll(ctx context.Context) error {
 		}
 		delete(l.refused, id)
 	}
-	for _, id := range l.st.reqs.Order() {
+	// A closed request leaves the fold at once: iterate over a copy.
+	for _, id := range slices.Clone(l.st.reqs.Order()) {
 		if !l.st.reqs.Active(id) {
 			continue
 		}
@@ -320,7 +325,7 @@ func (l *loop) decideMigrations(ctx context.Context) error {
 	env := migration.Env{Inv: l.st.inv, Busy: l.st.reqs.BusyInstances, Apply: l.st.applyDecision,
 		Options: l.svc.cfg.Options, StallRetries: l.svc.cfg.StallRetries, Producer: l.svc.cfg.Producer,
 		Log: l.svc.log}
-	for _, id := range ms.Sorted() {
+	for _, id := range slices.Clone(ms.Sorted()) {
 		env.Now = l.svc.cfg.Clock()
 		evs := migration.Decide(env, ms, id)
 		if len(evs) == 0 {
@@ -365,72 +370,4 @@ func (l *loop) append(ctx context.Context, msgs []kafka.Message) error {
 		return fmt.Errorf("%w: %w", ErrAppend, errors.Join(err, ctx.Err()))
 	}
 	return fmt.Errorf("%w: %w", ErrAppend, err)
-}
-
-// clientOpts are the kgo options the kafka.Config implies (its own are
-// unexported).
-func clientOpts(kc kafka.Config) []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(kc.Brokers...), kgo.ClientID("drove-planner")}
-	if kc.ClientID != "" {
-		opts = append(opts, kgo.ClientID(kc.ClientID))
-	}
-	if kc.DialTimeout > 0 {
-		opts = append(opts, kgo.DialTimeout(kc.DialTimeout))
-	}
-	wait := time.Second
-	if kc.FetchMaxWait > 0 {
-		wait = kc.FetchMaxWait
-	}
-	return append(append(opts, kgo.FetchMaxWait(wait)), kc.DialOpts()...)
-}
-
-// fence takes the transactional id over, aborting any transaction an older
-// instance left open and fencing that instance's future appends.
-func fence(ctx context.Context, kc kafka.Config) error {
-	opts := append(clientOpts(kc), kgo.TransactionalID(kc.TransactionalID))
-	if kc.TransactionTimeout > 0 {
-		opts = append(opts, kgo.TransactionTimeout(kc.TransactionTimeout))
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		return fmt.Errorf("planner service: take over transactional id %q: %w", kc.TransactionalID, err)
-	}
-	return nil
-}
-
-// endOffsets lists, for each partition holding events, the last stable
-// offset: where replay ends. A read-committed reader cannot pass an open
-// transaction, and after fencing none of ours is open.
-func endOffsets(ctx context.Context, kc kafka.Config) (map[tp]int64, error) {
-	cl, err := kgo.NewClient(clientOpts(kc)...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("planner service: start offsets: %w", err)
-	}
-	ends, err := adm.ListCommittedOffsets(ctx, topics...)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("planner service: end offsets: %w", err)
-	}
-	out := map[tp]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > s.Offset {
-			out[tp{o.Topic, o.Partition}] = o.Offset
-		}
-	})
-	return out, nil
 }
