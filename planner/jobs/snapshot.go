@@ -53,6 +53,7 @@ type requestImage struct {
 	Parts     events.PlanParts            `json:"parts"`
 	Jobs      map[int]jobImage            `json:"jobs"`
 	Last      events.Envelope             `json:"last"`
+	LastPos   inventory.Pos               `json:"last_pos"`
 }
 
 type jobImage struct {
@@ -96,7 +97,7 @@ func (s *State) MarshalJSON() ([]byte, error) {
 		r := s.requests[id]
 		im := requestImage{ID: r.id, Kind: r.kind, Origin: r.origin, OriginPos: r.originPos, Evac: r.evac,
 			Change: r.change, Approved: r.approved, Cancelled: r.cancelled, Rejected: r.rejected,
-			Finished: r.finished, Plan: r.plan, PlanID: r.planID, Parts: r.parts, Jobs: map[int]jobImage{}, Last: r.last}
+			Finished: r.finished, Plan: r.plan, PlanID: r.planID, Parts: r.parts, Jobs: map[int]jobImage{}, Last: r.last, LastPos: r.lastPos}
 		for i, j := range r.jobs {
 			ji := jobImage{j.released, j.spec, j.cancelled, j.ended, j.endErr, j.endEnv, map[int]opcode{}}
 			for k, o := range j.ops {
@@ -120,7 +121,7 @@ func (s *State) UnmarshalJSON(b []byte) error {
 		r := s.request(im.ID)
 		r.kind, r.origin, r.originPos, r.evac, r.change = im.Kind, im.Origin, im.OriginPos, im.Evac, im.Change
 		r.approved, r.cancelled, r.rejected, r.finished = im.Approved, im.Cancelled, im.Rejected, im.Finished
-		r.plan, r.planID, r.parts, r.last = im.Plan, im.PlanID, im.Parts, im.Last
+		r.plan, r.planID, r.parts, r.last, r.lastPos = im.Plan, im.PlanID, im.Parts, im.Last, im.LastPos
 		for i, ji := range im.Jobs {
 			j := r.job(i)
 			j.released, j.spec, j.cancelled, j.ended, j.endErr, j.endEnv = ji.Released, ji.Spec, ji.Cancelled, ji.Ended, ji.EndErr, ji.EndEnv

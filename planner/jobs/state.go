@@ -50,7 +50,8 @@ type request struct {
 
 	// last is the last event others wrote about this request; decisions
 	// with no more precise cause (a freed slot, a restart) name it.
-	last events.Envelope
+	last    events.Envelope
+	lastPos inventory.Pos
 
 	// refreshed is set when an approval's re-plan was done by this
 	// process. It is not in the log: after a restart an approved request
@@ -141,8 +142,11 @@ func (s *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) 
 	case events.EvacuationRequested, events.GroupChangeRequested, events.RequestApproved,
 		events.RequestCancelled, events.OpcodeStarted, events.OpcodeEnded:
 		// Only what others write: the service's own events read back
-		// are effects, not causes.
-		r.last = env
+		// are effects, not causes. The latest by log position, not by
+		// when it was read, so that every replay picks the same.
+		if r.last.ID == "" || pos.Compare(r.lastPos) > 0 {
+			r.last, r.lastPos = env, pos
+		}
 	}
 	return true
 }

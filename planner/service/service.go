@@ -142,47 +142,63 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 	}
 	start := time.Now()
 	l := &loop{svc: s, prod: prod, refused: refused}
-	rd, err := l.open(ctx)
+	rd, err := l.replay(ctx)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
 	defer l.waitWrites()
-	if caughtUpAtOpen(rd) {
-		if err := l.caughtUp(ctx, start); err != nil {
-			return err
-		}
+	if err := l.caughtUp(ctx, start); err != nil {
+		return err
 	}
 	for {
 		// A read ends at the tick even with nothing to read, so that
 		// migration timers fire (planner/migration/timers.go).
-		b, err := rd.Next(ctx)
-		if err := ctx.Err(); err != nil {
+		if _, err := l.next(ctx, rd); err != nil {
 			return err
 		}
-		if err != nil {
-			return fmt.Errorf("planner service: read: %w", err)
-		}
-		wasReplaying := !l.ready
-		if err := l.fold(b); err != nil {
-			return err
-		}
-		switch {
-		case wasReplaying && b.CaughtUp:
-			err = l.caughtUp(ctx, start)
-		case !wasReplaying:
-			l.st.reqs.DropStubs()
-			err = l.decideAll(ctx)
-		}
-		if err != nil {
+		l.st.reqs.DropStubs()
+		if err := l.decideAll(ctx); err != nil {
 			return err
 		}
 		l.lag(rd)
 		s.m.countJobs(l.st.reqs)
-		if l.ready {
-			l.maybeSnapshot(ctx, rd.Position())
+		l.maybeSnapshot(ctx, rd.Position())
+	}
+}
+
+// replay rebuilds the state: from the snapshot, if one is usable, and the
+// log after it; from the whole log otherwise. It returns the Reader, at
+// the end the log had when it opened.
+func (l *loop) replay(ctx context.Context) (*kafka.Reader, error) {
+	rd, err := l.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for !caughtUpAtOpen(rd) {
+		b, err := l.next(ctx, rd)
+		if err != nil {
+			rd.Close()
+			return nil, err
+		}
+		if b.CaughtUp {
+			break
 		}
 	}
+	l.st.reqs.DropStubs()
+	return rd, nil
+}
+
+// next reads and folds one batch.
+func (l *loop) next(ctx context.Context, rd *kafka.Reader) (kafka.Batch, error) {
+	b, err := rd.Next(ctx)
+	if err := ctx.Err(); err != nil {
+		return b, err
+	}
+	if err != nil {
+		return b, fmt.Errorf("planner service: read: %w", err)
+	}
+	return b, l.fold(b)
 }
 
 // caughtUpAtOpen reports whether rd has nothing to replay: every partition
@@ -202,8 +218,6 @@ type loop struct {
 	svc  *Service
 	st   *state
 	prod *kafka.Producer
-	// ready is set once the replay is over and decisions are taken.
-	ready bool
 	// folded counts the events folded since the last snapshot; events
 	// those folded before it, snapshots included (snapshot.go).
 	folded  int
@@ -252,8 +266,6 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 	requests, active := l.st.reqs.Counts()
 	l.svc.log.Info("state rebuilt from the log", "requests", requests, "active", active,
 		"nodes", len(l.st.inv.Nodes), "instances", len(l.st.inv.Instances), "took", time.Since(start))
-	l.st.reqs.DropStubs()
-	l.ready = true
 	l.restart.Events, l.restart.Took = l.folded, time.Since(start)
 	l.svc.mu.Lock()
 	l.svc.restart = l.restart
