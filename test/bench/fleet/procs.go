@@ -24,16 +24,19 @@ type proc struct {
 	ready chan struct{}
 	done  chan struct{}
 	err   error // Wait's, once done is closed
+	// metrics is the URL of its /metrics, when it serves one.
+	metrics string
 }
 
-// startProc runs bin with args, logging to logPath, and closes ready at
-// the first log line holding readyLine.
-func startProc(name, bin string, args []string, logPath, readyLine string) (*proc, error) {
+// startProc runs bin with args and env added to this process's, logging
+// to logPath, and closes ready at the first log line holding readyLine.
+func startProc(name, bin string, args, env []string, logPath, readyLine string) (*proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		f.Close()

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,14 +76,18 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	rss := 0.0
 	if pl != nil {
 		w.work(ctx, r, c)
-		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
-		pl.stop()
 	} else {
 		r.note(out, "plan_latency_evacuate_s", "the planner service did not start")
 	}
-
+	// The log grows while the planner service runs, as in production: it
+	// folds the history (and snapshots it, where it can) before it stops.
 	if err := w.history(ctx); err != nil {
 		return r, err
+	}
+	if pl != nil {
+		w.waitPlannerCaughtUp(ctx, r, pl)
+		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
+		pl.stop()
 	}
 	pl, took, err = w.startPlanner(ctx)
 	if err != nil {
@@ -132,19 +138,68 @@ func (w *world) seed(ctx context.Context, r *result) (*planner.Cluster, error) {
 
 // startPlanner runs `drove planner` and returns it once it has rebuilt its
 // state from the log, with the time that took from the process's start.
+// Its snapshots (where the service keeps them) go to a directory of the
+// bench's, the same for every start.
 func (w *world) startPlanner(ctx context.Context) (*proc, float64, error) {
+	port, err := embedded.FreePort()
+	if err != nil {
+		return nil, 0, err
+	}
 	began := time.Now()
 	p, err := startProc("planner", w.bin, []string{"planner", "--brokers", strings.Join(w.brokers, ","),
-		"--standby=false", "--max-running-moves", "1000"},
+		"--standby=false", "--max-running-moves", "1000", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port)},
+		[]string{"DROVE_PLANNER_SNAPSHOT_DIR=" + filepath.Join(w.tmp, "planner-snapshots")},
 		filepath.Join(w.tmp, fmt.Sprintf("planner-%d.log", began.UnixNano())), "state rebuilt from the log")
 	if err != nil {
 		return nil, 0, err
 	}
+	p.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	if err := p.waitReady(ctx, 10*time.Minute); err != nil {
 		p.stop()
 		return nil, 0, err
 	}
 	return p, time.Since(began).Seconds(), nil
+}
+
+// waitPlannerCaughtUp waits until the planner service's consumer lag is
+// zero on every topic it reports.
+func (w *world) waitPlannerCaughtUp(ctx context.Context, r *result, p *proc) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if lagging, seen := plannerLag(p.metrics); seen && lagging == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond): // polling a gauge, bounded by the deadline
+		}
+	}
+	r.note(w.out, "planner_restart_s", "the running planner service had not reported zero lag after the history within 10 minutes")
+}
+
+// plannerLag sums drove_planner_consumer_lag over the topics the planner
+// reports; seen is false when it reports none (yet).
+func plannerLag(url string) (lag float64, seen bool) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if !strings.HasPrefix(line, "drove_planner_consumer_lag{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			lag, seen = lag+v, true
+		}
+	}
+	return lag, seen
 }
 
 func (w *world) rss(p *proc, r *result, key string) float64 {
@@ -252,7 +307,7 @@ func (w *world) history(ctx context.Context) error {
 func (w *world) executorRSS(ctx context.Context, r *result, c *planner.Cluster) {
 	node := c.Nodes[w.cfg.executors].Name
 	p, err := startProc("executor", w.bin, []string{"executor", "--node", node, "--driver", "sim", "--plain-transfer",
-		"--brokers", strings.Join(w.brokers, ",")}, filepath.Join(w.tmp, "executor.log"), "executor running")
+		"--brokers", strings.Join(w.brokers, ",")}, nil, filepath.Join(w.tmp, "executor.log"), "executor running")
 	if err == nil {
 		err = p.waitReady(ctx, 10*time.Minute)
 		if err != nil {
