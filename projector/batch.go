@@ -71,7 +71,7 @@ func rowKey(s stmt) (string, bool) {
 func levels(sts []stmt) [][]stmt {
 	var out [][]stmt
 	last := map[string]int{} // row -> level of its latest statement
-	floor := 0               // levels at or below it are closed: a statement with no footprint is there
+	floor := 0               // the levels below it are closed: a statement with no footprint ends them
 	for _, s := range sts {
 		k, ok := rowKey(s)
 		lvl := len(out) // no footprint: after everything so far
