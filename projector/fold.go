@@ -214,40 +214,14 @@ func (f *folder) foldItems(ctx context.Context, db beginner, items []item, next 
 		}
 
 		b := &pgx.Batch{}
-		syncs := map[string]bool{} // moves whose syncs to derive
 		for _, it := range items {
 			if it.err != nil {
 				b.Queue(q("undecodable_insert"), it.rec.Topic, it.rec.Partition, it.rec.Offset,
 					it.rec.Key, it.rec.Value, it.err.Error())
 			}
 		}
-		var all []stmt
-		for i, it := range items {
-			if it.err != nil || !fresh[i] {
-				continue
-			}
-			sts, err := effects(it.env, it.p)
-			if err != nil {
-				return err
-			}
-			all = append(all, sts...)
-		}
-		// Runs of effects on one row become one statement each: most of
-		// a batch is progress of a few moves.
-		effs := make([]stmt, 0, len(all))
-		for _, s := range coalesce(all) {
-			if s.derive != "" {
-				syncs[s.derive] = true
-				continue
-			}
-			effs = append(effs, s)
-		}
-		// Statements of one kind on different rows become one.
-		queueEffects(b, effs)
-		// Derived once per batch, after every sync the batch saw: a
-		// derived value depends only on the rows it is derived from.
-		for _, id := range slices.Sorted(maps.Keys(syncs)) {
-			b.Queue(q("syncs_derive"), id)
+		if err := queueEffectsOf(b, items, fresh); err != nil {
+			return err
 		}
 		for k, next := range res.next {
 			b.Queue(q("offset_set"), k.Topic, k.Partition, next)
@@ -284,6 +258,41 @@ func (f *folder) foldItems(ctx context.Context, db beginner, items []item, next 
 	f.m.apply.Observe(time.Since(start).Seconds())
 	f.m.batch.Observe(float64(len(items)))
 	return res, nil
+}
+
+// queueEffectsOf queues the effects of the fresh items on b: coalesced,
+// merged, and the derived sync counts last.
+func queueEffectsOf(b *pgx.Batch, items []item, fresh []bool) error {
+	var all []stmt
+	for i, it := range items {
+		if it.err != nil || !fresh[i] {
+			continue
+		}
+		sts, err := effects(it.env, it.p)
+		if err != nil {
+			return err
+		}
+		all = append(all, sts...)
+	}
+	// Runs of effects on one row become one statement each: most of a
+	// batch is progress of a few moves.
+	syncs := map[string]bool{} // moves whose syncs to derive
+	effs := make([]stmt, 0, len(all))
+	for _, s := range coalesce(all) {
+		if s.derive != "" {
+			syncs[s.derive] = true
+			continue
+		}
+		effs = append(effs, s)
+	}
+	// Statements of one kind on different rows become one.
+	queueEffects(b, effs)
+	// Derived once per batch, after every sync the batch saw: a derived
+	// value depends only on the rows it is derived from.
+	for _, id := range slices.Sorted(maps.Keys(syncs)) {
+		b.Queue(q("syncs_derive"), id)
+	}
+	return nil
 }
 
 // logEvents inserts the decoded items into event_log in one statement and
