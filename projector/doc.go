@@ -82,6 +82,13 @@
 // (a move's End between its progress). Folding a log in batches of 1
 // and of 500 gives the same tables, and a test checks it.
 //
+// The coalesced statements are then merged (batch.go): each kind names the
+// row it writes (its footprint: table and key arguments), statements are
+// put in levels so that those on one row keep their order and a statement
+// of unknown footprint (a plan's) stays between everything before and
+// after it, and each level's statements of one kind go as one multi-row
+// INSERT when the kind's parameters all sit in its VALUES tuple.
+//
 // Replay folds the whole log, from each partition's start, into a fresh
 // schema with the same code, then compares a checksum per table (row count
 // and a hash of the rows: the sums of each row's JSON md5, so the rows
