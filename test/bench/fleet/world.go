@@ -228,7 +228,7 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 	}
 	fmt.Fprintf(w.out, "%d executors running (each its own Kafka client, sim driver at 20x) in %.1fs\n",
 		len(nodes), time.Since(began).Seconds())
-	r.note(w.out, "executors", "%d executors in this process (-executors), on the first group's nodes, of %d nodes: the others have none; they started in %.0fs on this machine, so 10,000 do not fit it",
+	r.note(w.out, "executors", "%d executors in this process (-executors), on the first group's nodes, of %d nodes: the others have none; they started in %.0fs on this 2-core machine (10,000 were not tried)",
 		len(nodes), len(c.Nodes), time.Since(began).Seconds())
 	watch, err := startWatcher(w.brokers)
 	if err != nil {
