@@ -375,6 +375,16 @@ type PlanComputed struct {
 	Jobs        []Job    `json:"jobs"`
 	ScoreBefore float64  `json:"score_before"`
 	ScoreAfter  float64  `json:"score_after"`
+	// A plan too large for one record is written as Parts events (see
+	// SplitPlan), all in one transaction, sharing Plan (the first part's
+	// event id). Part numbers them from 0; FirstJob is the index of the
+	// part's first job. Moved, Failed and Jobs of the parts, joined in
+	// part order, are the plan's; the scores are on every part. A plan in
+	// one event leaves all four zero.
+	Plan     string `json:"plan,omitempty"`
+	Part     int    `json:"part,omitempty"`
+	Parts    int    `json:"parts,omitempty"`
+	FirstJob int    `json:"first_job,omitempty"`
 }
 
 // ---- drove.jobs

@@ -139,9 +139,16 @@ func (r RequestFinished) check(p *problems) {
 func (pc PlanComputed) check(p *problems) {
 	p.require("request", pc.Request)
 	checkOutcome(p, pc.Moved, pc.Failed)
+	if pc.Parts > 1 || pc.Plan != "" || pc.Part != 0 || pc.FirstJob != 0 {
+		p.require("plan", pc.Plan)
+		if pc.Part < 0 || pc.Part >= pc.Parts {
+			p.addf("part", "is %d, want 0 to parts-1 (parts %d)", pc.Part, pc.Parts)
+		}
+		nonNegative(p, "first_job", pc.FirstJob)
+	}
 	for i, j := range pc.Jobs {
-		if j.Index != i {
-			p.addf(fmt.Sprintf("jobs[%d].index", i), "is %d, want its position %d", j.Index, i)
+		if j.Index != pc.FirstJob+i {
+			p.addf(fmt.Sprintf("jobs[%d].index", i), "is %d, want its position %d", j.Index, pc.FirstJob+i)
 		}
 		j.check(p, fmt.Sprintf("jobs[%d]", i))
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events/kafka"
 )
 
 // Point in time (issue 15): the views as they stood at a bound of the log,
@@ -133,19 +134,19 @@ func buildAsOf(ctx context.Context, cfg Config, pool *pgxpool.Pool, name string,
 		return AsOfView{}, err
 	}
 	targets := map[tp]int64{}
-	var stop func(*kgo.Record) bool
+	var stop func(kafka.Raw) bool
 	if !b.At.IsZero() {
 		maps.Copy(targets, ends)
 		at := b.At
 		// A commit marker carries the broker's clock, not an event's:
 		// it never ends a partition, or a log stamped by producers
 		// whose clocks lag the broker's would stop at every commit.
-		stop = func(r *kgo.Record) bool { return !r.Attrs.IsControl() && r.Timestamp.After(at) }
+		stop = func(r kafka.Raw) bool { return r.Time.After(at) }
 	} else {
 		for topic, ps := range b.Offsets {
 			for p, off := range ps {
-				if end, ok := ends[tp{topic, p}]; ok {
-					targets[tp{topic, p}] = min(off, end)
+				if end, ok := ends[tp{Topic: topic, Partition: p}]; ok {
+					targets[tp{Topic: topic, Partition: p}] = min(off, end)
 				}
 			}
 		}
@@ -210,10 +211,10 @@ func readAsOf(ctx context.Context, pool *pgxpool.Pool, name string) (AsOfView, e
 	folded, err := loadOffsets(ctx, pool, name)
 	v.Folded = map[string]map[int32]int64{}
 	for k, n := range folded {
-		if v.Folded[k.topic] == nil {
-			v.Folded[k.topic] = map[int32]int64{}
+		if v.Folded[k.Topic] == nil {
+			v.Folded[k.Topic] = map[int32]int64{}
 		}
-		v.Folded[k.topic][k.partition] = n
+		v.Folded[k.Topic][k.Partition] = n
 	}
 	return v, err
 }

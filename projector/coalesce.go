@@ -64,7 +64,7 @@ type progressRow struct {
 
 func (r progressRow) stmt() stmt {
 	return stmt{
-		sql: q("move_progress"),
+		name: "move_progress", sql: q("move_progress"),
 		args: []any{r.id, r.request, r.job, r.idx, r.instance, r.phase, r.state, r.t, r.current,
 			r.total, r.eta, r.bps, r.message, r.err, r.errT},
 		key: progressKey(r.id), merge: mergeProgress, vals: r,
@@ -105,7 +105,7 @@ type syncRow struct {
 
 func (r syncRow) stmt() stmt {
 	return stmt{
-		sql:  q("sync_seen"),
+		name: "sync_seen", sql: q("sync_seen"),
 		args: []any{r.id, r.started, r.bytes},
 		key:  "move_syncs " + r.id + " " + strconv.FormatInt(micros(r.started), 10),
 		merge: func(a, b stmt) stmt {
@@ -125,7 +125,7 @@ type statusRow struct {
 
 func (r statusRow) stmt() stmt {
 	return stmt{
-		sql:  q("move_status"),
+		name: "move_status", sql: q("move_status"),
 		args: []any{r.request, r.instance, r.node, r.status, r.t},
 		key:  "move_status " + strconv.Quote(r.request) + " " + strconv.Quote(r.instance) + " " + strconv.Quote(r.node),
 		// As with progress, the last report of the latest time wins,

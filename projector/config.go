@@ -25,7 +25,8 @@ type Config struct {
 	// to create. Default 3.
 	Partitions int
 	// BatchSize bounds the records folded in one Postgres transaction.
-	// Default 500.
+	// Default 2000: a larger batch has more statements to coalesce and
+	// merge, and fewer commits.
 	BatchSize int
 	// LagInterval is how often end offsets are listed, for the lag metric
 	// and to find partitions added to a topic. Default 10s.
@@ -62,7 +63,7 @@ func (c Config) withDefaults() Config {
 		c.Partitions = 3
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = 500
+		c.BatchSize = 2000
 	}
 	if c.LagInterval == 0 {
 		c.LagInterval = 10 * time.Second

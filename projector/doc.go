@@ -20,10 +20,10 @@
 // Kafka delivers at least once; the projector turns that into exactly once
 // by keeping its position in the same database as its effects:
 //
-//   - It reads every topic of events.Topics() with a plain franz-go client,
-//     read committed, no consumer group, no offset commits. Where it is in
-//     each partition lives only in projector_offsets.next_offset, loaded at
-//     every start.
+//   - It reads every topic of events.Topics() with an events/kafka Reader
+//     (read committed, no consumer group, no offset commits), from the
+//     positions in projector_offsets.next_offset, loaded at every start;
+//     that is the only place its position lives.
 //   - A batch of records (up to BatchSize, from any partitions) is folded in
 //     one Postgres transaction that writes each new event's effects, its
 //     event_log row, and the next offset of every partition in the batch.
@@ -31,8 +31,9 @@
 //     commit leaves the offsets where they were and the batch is read
 //     again; a crash after it leaves the offsets past the batch and it is
 //     not. No row is lost and none is doubled.
-//   - Control records (transaction markers) advance the offsets too, so a
-//     caught-up projector's next_offset equals the log's end offset.
+//   - Control records (transaction markers) advance the offsets too (a
+//     Reader batch's Next counts them), so a caught-up projector's
+//     next_offset equals the log's end offset.
 //   - The same event can be in the log twice (a producer retrying a commit
 //     whose outcome it did not know). Its event_log row is inserted with ON
 //     CONFLICT (id) DO NOTHING, and its effects run only when that insert
@@ -81,10 +82,19 @@
 // (a move's End between its progress). Folding a log in batches of 1
 // and of 500 gives the same tables, and a test checks it.
 //
+// The coalesced statements are then merged (batch.go): each kind names the
+// row it writes (its footprint: table and key arguments), statements are
+// put in levels so that those on one row keep their order and a statement
+// of unknown footprint (a plan's) stays between everything before and
+// after it, and each level's statements of one kind go as one multi-row
+// INSERT when the kind's parameters all sit in its VALUES tuple.
+//
 // Replay folds the whole log, from each partition's start, into a fresh
 // schema with the same code, then compares a checksum per table (row count
-// and md5 of the rows' JSON in primary key order; event_log.seq, the order
-// one projector happened to read rows in, is left out). It first waits, at
+// and a hash of the rows: the sums of each row's JSON md5, so the rows
+// stream through an aggregate in any order and no value grows with the
+// table; event_log.seq, the order one projector happened to read rows in,
+// is left out). It first waits, at
 // most ReplayWait, for the live projector to reach the log's end, reads the
 // live offsets and checksums in one snapshot, and folds up to the larger of
 // the end and the live offset: a caught-up live schema is compared with a

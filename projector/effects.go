@@ -10,6 +10,7 @@ import (
 
 // stmt is one SQL statement of an effect.
 type stmt struct {
+	name string // the query's name in sql/*.sql
 	sql  string
 	args []any
 	// derive, when set, names a move whose syncs and last sync
@@ -30,7 +31,7 @@ type stmt struct {
 	vals  any
 }
 
-func st(name string, args ...any) stmt { return stmt{sql: q(name), args: args} }
+func st(name string, args ...any) stmt { return stmt{name: name, sql: q(name), args: args} }
 
 // effects returns the statements that fold one event into the views. Every
 // time written is the event's own (env.Time): the projection has no clock of
@@ -98,16 +99,30 @@ func requestEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 		return []stmt{st("request_finished", e.Request, t, jsonArray(e.Moved), jsonArray(e.Failed))}, true
 
 	case events.PlanComputed:
-		jobs := jsonArray(e.Jobs)
-		return []stmt{
-			st("plan_computed", e.Request, jsonArray(e.Moved), jsonArray(e.Failed), jobs,
-				e.ScoreBefore, e.ScoreAfter, t),
-			st("request_planned", e.Request, t),
-			st("plan_jobs", e.Request, jobs),
-			st("plan_jobs_dropped", e.Request, len(e.Jobs)),
-		}, true
+		return planEffects(e, t), true
 	}
 	return nil, false
+}
+
+// planEffects folds a plan, or one part of a plan in parts: the first part
+// replaces the request's plan and counts it, later ones extend it, and the
+// last drops the jobs of an earlier plan beyond the new plan's. Parts are
+// folded one by one, so no batch or offset has to wait for a whole plan.
+func planEffects(e events.PlanComputed, t time.Time) []stmt {
+	jobs := jsonArray(e.Jobs)
+	var out []stmt
+	if e.Part == 0 {
+		out = append(out,
+			st("plan_computed", e.Request, jsonArray(e.Moved), jsonArray(e.Failed), jobs, e.ScoreBefore, e.ScoreAfter, t),
+			st("request_planned", e.Request, t))
+	} else {
+		out = append(out, st("plan_part", e.Request, jsonArray(e.Moved), jsonArray(e.Failed), jobs))
+	}
+	out = append(out, st("plan_jobs", e.Request, jobs))
+	if e.Part == max(e.Parts-1, 0) {
+		out = append(out, st("plan_jobs_dropped", e.Request, e.FirstJob+len(e.Jobs)))
+	}
+	return out
 }
 
 // jobEffects folds drove.jobs: each job's fate.

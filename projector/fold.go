@@ -2,7 +2,9 @@ package projector
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"runtime"
@@ -11,9 +13,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 )
 
 // folder applies batches of records to one schema. It is shared by the live
@@ -29,14 +31,11 @@ type folder struct {
 }
 
 // tp names a partition.
-type tp struct {
-	topic     string
-	partition int32
-}
+type tp = kafka.TopicPartition
 
 // item is one data record, decoded or not.
 type item struct {
-	rec *kgo.Record
+	rec kafka.Raw
 	env events.Envelope
 	p   events.Payload
 	err error // why the record cannot be folded; nil when it can
@@ -51,32 +50,26 @@ type foldResult struct {
 	undecodable []item
 }
 
-// decodeAll decodes the data records of recs, in order, skipping control
-// records. Strict decoding is most of the projector's own CPU, so a large
-// batch is split across the cores; each record lands at its own index, so
-// the order is the log's whatever the scheduling.
-func decodeAll(recs []*kgo.Record) []item {
-	data := make([]*kgo.Record, 0, len(recs))
-	for _, r := range recs {
-		if !r.Attrs.IsControl() {
-			data = append(data, r)
-		}
-	}
-	items := make([]item, len(data))
-	workers := min(runtime.GOMAXPROCS(0), len(data)/decodeChunk)
+// decodeAll decodes recs, in order. Strict decoding is most of the
+// projector's own CPU, so a large batch is split across the cores; each
+// record lands at its own index, so the order is the log's whatever the
+// scheduling.
+func decodeAll(recs []kafka.Raw) []item {
+	items := make([]item, len(recs))
+	workers := min(runtime.GOMAXPROCS(0), len(recs)/decodeChunk)
 	if workers < 2 {
-		for i, r := range data {
+		for i, r := range recs {
 			items[i] = decodeRecord(r)
 		}
 		return items
 	}
 	var wg sync.WaitGroup
-	per := (len(data) + workers - 1) / workers
-	for lo := 0; lo < len(data); lo += per {
-		hi := min(lo+per, len(data))
+	per := (len(recs) + workers - 1) / workers
+	for lo := 0; lo < len(recs); lo += per {
+		hi := min(lo+per, len(recs))
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				items[i] = decodeRecord(data[i])
+				items[i] = decodeRecord(recs[i])
 			}
 		})
 	}
@@ -87,35 +80,44 @@ func decodeAll(recs []*kgo.Record) []item {
 // decodeChunk is the fewest records worth a goroutine of their own.
 const decodeChunk = 64
 
-// polled is one poll of the log, its data records decoded.
+// polled is one batch of the log, its records decoded, or the error
+// reading it.
 type polled struct {
-	fs    kgo.Fetches
-	recs  []*kgo.Record
+	b     kafka.Batch
 	items []item
+	err   error
 }
 
-// readAhead calls next and decodes what it returns in a goroutine, one
-// batch ahead of the caller: the next batch is fetched and decoded while
+// readAhead reads r and decodes what it returns in a goroutine, one batch
+// ahead of the caller: the next batch is fetched and decoded while
 // Postgres runs the current one, so the two sides' CPU overlaps instead of
 // adding up. It changes nothing the fold guarantees: a batch read ahead and
 // not folded is only dropped, and where the views are in the log is still
-// what the offsets in Postgres say. next returns more=false after its last
-// batch. stop cancels the goroutine and waits for it; call it before
-// closing what next reads from.
-func readAhead(ctx context.Context, next func(context.Context) (fs kgo.Fetches, recs []*kgo.Record, more bool)) (batches <-chan polled, stop func()) {
+// what the offsets in Postgres say. The channel closes after an error or
+// the last batch (io.EOF, not sent). stop cancels the goroutine and waits
+// for it; call it before closing r.
+func readAhead(ctx context.Context, r *kafka.Reader) (batches <-chan polled, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan polled)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer close(ch)
-		for more := true; more && ctx.Err() == nil; {
-			var p polled
-			p.fs, p.recs, more = next(ctx)
-			p.items = decodeAll(p.recs)
+		for ctx.Err() == nil {
+			b, err := r.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			p := polled{b: b, err: err}
+			if err == nil {
+				p.items = decodeAll(b.Records)
+			}
 			select {
 			case ch <- p:
 			case <-ctx.Done():
+				return
+			}
+			if err != nil {
 				return
 			}
 		}
@@ -125,7 +127,7 @@ func readAhead(ctx context.Context, next func(context.Context) (fs kgo.Fetches, 
 
 // decodeRecord decodes strictly (events.DecodeWithPayload) and checks the event is on its type's topic:
 // an event on the wrong topic was ordered against the wrong neighbours.
-func decodeRecord(r *kgo.Record) item {
+func decodeRecord(r kafka.Raw) item {
 	it := item{rec: r}
 	// One decode: the payload Decode checks is the one folded.
 	env, p, err := events.DecodeWithPayload(r.Value)
@@ -142,38 +144,42 @@ func decodeRecord(r *kgo.Record) item {
 }
 
 // fold applies recs, in log order per partition, in one transaction: each
-// new event's effects, its event_log row, the undecodable records, and the
-// next offset of every partition in the batch. Either all of it commits or
+// new event's effects, its event_log row, the undecodable records, and next,
+// the offset after the batch of every partition it touched (control
+// records, which are not in recs, included). Either all of it commits or
 // none does, so a crash anywhere neither loses nor doubles a row.
 //
 // If Postgres refuses a value of the batch (SQLSTATE class 22), the batch is
 // folded again record by record, and the record Postgres refuses is set
 // aside like an undecodable one.
-func (f *folder) fold(ctx context.Context, db beginner, recs []*kgo.Record) (foldResult, error) {
-	return f.foldDecoded(ctx, db, recs, decodeAll(recs))
+func (f *folder) fold(ctx context.Context, db beginner, recs []kafka.Raw, next kafka.Positions) (foldResult, error) {
+	return f.foldDecoded(ctx, db, recs, decodeAll(recs), next)
 }
 
-// foldDecoded is fold with recs' data records already decoded (decodeAll),
-// as readAhead hands them over.
-func (f *folder) foldDecoded(ctx context.Context, db beginner, recs []*kgo.Record, items []item) (foldResult, error) {
-	res, err := f.foldItems(ctx, db, recs, items)
+// foldDecoded is fold with recs already decoded (decodeAll), as readAhead
+// hands them over.
+func (f *folder) foldDecoded(ctx context.Context, db beginner, recs []kafka.Raw, items []item, next kafka.Positions) (foldResult, error) {
+	res, err := f.foldItems(ctx, db, items, next)
 	if err == nil || !isDataError(err) || ctx.Err() != nil {
 		return res, err
 	}
 	if len(recs) == 1 {
-		if len(items) == 1 {
-			items[0].err = fmt.Errorf("postgres refused the event: %w", err)
-			return f.foldItems(ctx, db, recs, items)
-		}
-		return res, err
+		items[0].err = fmt.Errorf("postgres refused the event: %w", err)
+		return f.foldItems(ctx, db, items, next)
 	}
+	// One by one: each record's own next offset, and the batch's (its
+	// control records') with the last.
 	total := foldResult{next: map[tp]int64{}, applied: map[string]int{}, duplicates: map[string]int{}}
-	for _, r := range recs {
-		one, err := f.fold(ctx, db, []*kgo.Record{r})
+	for i, r := range recs {
+		one := kafka.Positions{{Topic: r.Topic, Partition: r.Partition}: r.Offset + 1}
+		if i == len(recs)-1 {
+			one = next
+		}
+		res, err := f.fold(ctx, db, []kafka.Raw{r}, one)
 		if err != nil {
 			return total, err
 		}
-		total.add(one)
+		total.add(res)
 	}
 	return total, nil
 }
@@ -192,11 +198,10 @@ func (r *foldResult) add(o foldResult) {
 	r.undecodable = append(r.undecodable, o.undecodable...)
 }
 
-func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record, items []item) (foldResult, error) {
+func (f *folder) foldItems(ctx context.Context, db beginner, items []item, next kafka.Positions) (foldResult, error) {
 	res := foldResult{next: map[tp]int64{}, applied: map[string]int{}, duplicates: map[string]int{}}
-	for _, r := range recs {
-		k := tp{r.Topic, r.Partition}
-		res.next[k] = max(res.next[k], r.Offset+1)
+	for k, n := range next {
+		res.next[k] = n
 	}
 	start := time.Now()
 	fresh := make([]bool, len(items))
@@ -209,40 +214,17 @@ func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record,
 		}
 
 		b := &pgx.Batch{}
-		syncs := map[string]bool{} // moves whose syncs to derive
 		for _, it := range items {
 			if it.err != nil {
 				b.Queue(q("undecodable_insert"), it.rec.Topic, it.rec.Partition, it.rec.Offset,
 					it.rec.Key, it.rec.Value, it.err.Error())
 			}
 		}
-		var all []stmt
-		for i, it := range items {
-			if it.err != nil || !fresh[i] {
-				continue
-			}
-			sts, err := effects(it.env, it.p)
-			if err != nil {
-				return err
-			}
-			all = append(all, sts...)
-		}
-		// Runs of effects on one row become one statement each: most of
-		// a batch is progress of a few moves.
-		for _, s := range coalesce(all) {
-			if s.derive != "" {
-				syncs[s.derive] = true
-				continue
-			}
-			b.Queue(s.sql, s.args...)
-		}
-		// Derived once per batch, after every sync the batch saw: a
-		// derived value depends only on the rows it is derived from.
-		for _, id := range slices.Sorted(maps.Keys(syncs)) {
-			b.Queue(q("syncs_derive"), id)
+		if err := queueEffectsOf(b, items, fresh); err != nil {
+			return err
 		}
 		for k, next := range res.next {
-			b.Queue(q("offset_set"), k.topic, k.partition, next)
+			b.Queue(q("offset_set"), k.Topic, k.Partition, next)
 		}
 		if err := runBatch(ctx, tx, b, nil); err != nil {
 			return err
@@ -274,8 +256,43 @@ func (f *folder) foldItems(ctx context.Context, db beginner, recs []*kgo.Record,
 		}
 	}
 	f.m.apply.Observe(time.Since(start).Seconds())
-	f.m.batch.Observe(float64(len(recs)))
+	f.m.batch.Observe(float64(len(items)))
 	return res, nil
+}
+
+// queueEffectsOf queues the effects of the fresh items on b: coalesced,
+// merged, and the derived sync counts last.
+func queueEffectsOf(b *pgx.Batch, items []item, fresh []bool) error {
+	var all []stmt
+	for i, it := range items {
+		if it.err != nil || !fresh[i] {
+			continue
+		}
+		sts, err := effects(it.env, it.p)
+		if err != nil {
+			return err
+		}
+		all = append(all, sts...)
+	}
+	// Runs of effects on one row become one statement each: most of a
+	// batch is progress of a few moves.
+	syncs := map[string]bool{} // moves whose syncs to derive
+	effs := make([]stmt, 0, len(all))
+	for _, s := range coalesce(all) {
+		if s.derive != "" {
+			syncs[s.derive] = true
+			continue
+		}
+		effs = append(effs, s)
+	}
+	// Statements of one kind on different rows become one.
+	queueEffects(b, effs)
+	// Derived once per batch, after every sync the batch saw: a derived
+	// value depends only on the rows it is derived from.
+	for _, id := range slices.Sorted(maps.Keys(syncs)) {
+		b.Queue(q("syncs_derive"), id)
+	}
+	return nil
 }
 
 // logEvents inserts the decoded items into event_log in one statement and
@@ -321,7 +338,7 @@ func (f *folder) logEvents(ctx context.Context, tx pgx.Tx, items []item, fresh [
 		requests = append(requests, requestOf(e))
 		instances = append(instances, instanceOf(it.p))
 		payloads = append(payloads, string(e.Payload))
-		k := tp{r.Topic, r.Partition}
+		k := tp{Topic: r.Topic, Partition: r.Partition}
 		if at[k] == nil {
 			at[k] = map[int64]int{}
 		}
@@ -334,7 +351,7 @@ func (f *folder) logEvents(ctx context.Context, tx pgx.Tx, items []item, fresh [
 	}
 	var k tp
 	var off int64
-	_, err = pgx.ForEachRow(rows, []any{&k.topic, &k.partition, &off}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&k.Topic, &k.Partition, &off}, func() error {
 		if i, ok := at[k][off]; ok {
 			fresh[i] = true
 		}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -96,81 +94,57 @@ func (p *Projector) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	from, err := p.resumeFrom(ctx, stored)
+	// The reader starts each partition at the offset the views recorded,
+	// or at the start of a partition they never read, and picks up
+	// partitions added to a topic while it runs.
+	r, err := kafka.NewReader(ctx, p.cfg.Kafka, kafka.ReadOptions{Topics: events.Topics(), From: stored,
+		Follow: true, MaxRecords: p.cfg.BatchSize, Refresh: p.cfg.LagInterval})
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append(clientOpts(p.cfg.Kafka), kgo.ConsumePartitions(from))...)
-	if err != nil {
-		return fmt.Errorf("%w: kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-	p.log.Info("projector: folding", "partitions", len(from), "resumed", len(stored))
+	defer r.Close()
+	p.mu.Lock()
+	p.next, p.end = r.Position(), r.Ends()
+	p.mu.Unlock()
+	p.updateLag()
+	p.log.Info("projector: folding", "partitions", len(p.next), "resumed", len(stored))
 
 	var wg sync.WaitGroup
 	wctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); wg.Wait() }()
-	wg.Go(func() { p.watchEnds(wctx, cl) })
-	return p.foldAll(ctx, conn, cl)
+	wg.Go(func() { p.watchEnds(wctx, r) })
+	return p.foldAll(ctx, conn, r)
 }
 
-// resumeFrom says where each partition's reading starts: at the offset
-// the views recorded, or at the start of a partition they never read.
-func (p *Projector) resumeFrom(ctx context.Context, stored map[tp]int64) (map[string]map[int32]kgo.Offset, error) {
-	ends, err := listEndsOnce(ctx, p.cfg.Kafka)
-	if err != nil {
-		return nil, err
-	}
-	from := map[string]map[int32]kgo.Offset{}
-	p.mu.Lock()
-	for k, end := range ends {
-		p.end[k] = end
-		if n, ok := stored[k]; ok {
-			p.next[k] = n
-			add(from, k, kgo.NewOffset().At(n))
-		} else {
-			p.next[k] = 0
-			add(from, k, kgo.NewOffset().AtStart())
-		}
-	}
-	p.mu.Unlock()
-	p.updateLag()
-	return from, nil
-}
-
-// foldAll folds every poll of cl through conn, one transaction a batch,
+// foldAll folds every batch of r through conn, one transaction a batch,
 // until ctx is done or something fails.
-func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, cl *kgo.Client) error {
-	// The next poll is fetched and decoded while this one is folded.
-	batches, stopReading := readAhead(ctx, func(ctx context.Context) (kgo.Fetches, []*kgo.Record, bool) {
-		fs := cl.PollRecords(ctx, p.cfg.BatchSize)
-		return fs, fs.Records(), !fs.IsClientClosed()
-	})
+func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, r *kafka.Reader) error {
+	// The next batch is fetched and decoded while this one is folded.
+	batches, stopReading := readAhead(ctx, r)
 	defer stopReading()
 	folded := 0
 	for {
 		b, ok := <-batches
 		if ctx.Err() != nil {
-			return nil // nothing of this poll was folded; the offsets say so
+			return nil // nothing of this batch was folded; the offsets say so
 		}
-		fs, recs := b.fs, b.recs
-		if !ok || fs.IsClientClosed() {
+		if !ok {
 			return kafka.ErrClosed
 		}
-		if err := p.fetchErrors(fs); err != nil {
-			return err
+		if b.err != nil {
+			return fmt.Errorf("projector: %w", b.err)
 		}
-		if len(recs) == 0 {
+		if len(b.b.Next) == 0 {
 			continue
 		}
-		res, err := p.f.foldDecoded(ctx, conn, recs, b.items)
+		res, err := p.f.foldDecoded(ctx, conn, b.b.Records, b.items, b.b.Next)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // rolled back, or committed and recorded: either way the offsets are right
 			}
-			return fmt.Errorf("projector: fold %d records: %w", len(recs), err)
+			return fmt.Errorf("projector: fold %d records: %w", len(b.b.Records), err)
 		}
-		p.advance(fs, res)
+		p.advance(res, r.Ends())
 		folded += res.records
 		if p.afterCommit != nil {
 			p.afterCommit(folded)
@@ -178,17 +152,16 @@ func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, cl *kgo.Cli
 	}
 }
 
-// advance records a committed batch's next offsets and the ends the poll
-// saw, for the lag gauge.
-func (p *Projector) advance(fs kgo.Fetches, res foldResult) {
+// advance records a committed batch's next offsets and the reader's ends,
+// for the lag gauge.
+func (p *Projector) advance(res foldResult, ends kafka.Positions) {
 	p.mu.Lock()
 	for k, n := range res.next {
 		p.next[k] = n
 	}
-	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
-		k := tp{fp.Topic, fp.Partition}
-		p.end[k] = max(p.end[k], fp.LastStableOffset)
-	})
+	for k, end := range ends {
+		p.end[k] = max(p.end[k], end)
+	}
 	p.mu.Unlock()
 	p.updateLag()
 }
@@ -213,58 +186,23 @@ func (p *Projector) lock(ctx context.Context, conn *pgxpool.Conn) error {
 
 func lockKey(schema string) string { return "drove.projector." + schema }
 
-// fetchErrors returns the poll's fetch errors that need an operator. Data
-// loss (the log was truncated under us) is logged loudly: franz-go has
-// already moved on to what remains, and the views will miss the lost part.
-func (p *Projector) fetchErrors(fs kgo.Fetches) error {
-	var errs []error
-	fs.EachError(func(topic string, partition int32, err error) {
-		var loss *kgo.ErrDataLoss
-		switch {
-		case errors.As(err, &loss):
-			p.log.Error("projector: data loss in the log; the views miss the lost records",
-				"topic", topic, "partition", partition, "err", err)
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		default:
-			errs = append(errs, fmt.Errorf("projector: fetch %s/%d: %w", topic, partition, err))
-		}
-	})
-	return errors.Join(errs...)
-}
-
-// watchEnds refreshes the end offsets every LagInterval, for the lag
-// metric, and starts consuming partitions added to a topic since Run began.
-func (p *Projector) watchEnds(ctx context.Context, cl *kgo.Client) {
+// watchEnds refreshes the lag gauge every LagInterval from the reader's
+// ends (which it re-lists every LagInterval), so the lag shows while a
+// batch is slow to fold too.
+func (p *Projector) watchEnds(ctx context.Context, r *kafka.Reader) {
 	t := time.NewTicker(p.cfg.LagInterval)
 	defer t.Stop()
-	adm := kadm.NewClient(cl)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		ends, err := listEnds(ctx, adm)
-		if err != nil {
-			if ctx.Err() == nil {
-				p.log.Warn("projector: list end offsets", "err", err)
-			}
-			continue
-		}
-		added := map[string]map[int32]kgo.Offset{}
 		p.mu.Lock()
-		for k, end := range ends {
-			if _, known := p.end[k]; !known {
-				p.next[k] = 0
-				add(added, k, kgo.NewOffset().AtStart())
-			}
-			p.end[k] = end
+		for k, end := range r.Ends() {
+			p.end[k] = max(p.end[k], end)
 		}
 		p.mu.Unlock()
-		if len(added) > 0 {
-			p.log.Info("projector: new partitions", "partitions", added)
-			cl.AddConsumePartitions(added)
-		}
 		p.updateLag()
 	}
 }
@@ -273,40 +211,20 @@ func (p *Projector) updateLag() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, end := range p.end {
-		p.m.setLag(k.topic, k.partition, end-p.next[k])
+		p.m.setLag(k.Topic, k.Partition, end-p.next[k])
 	}
 }
 
-func add(m map[string]map[int32]kgo.Offset, k tp, o kgo.Offset) {
-	if m[k.topic] == nil {
-		m[k.topic] = map[int32]kgo.Offset{}
-	}
-	m[k.topic][k.partition] = o
-}
-
-// listEnds returns the last stable offset of every partition of every
-// topic: what a read-committed reader can reach.
-func listEnds(ctx context.Context, adm *kadm.Client) (map[tp]int64, error) {
-	listed, err := adm.ListCommittedOffsets(ctx, events.Topics()...)
-	if err == nil {
-		err = listed.Error()
-	}
+// listBounds returns the start and the end (last stable offset) of every
+// partition of every topic: where a reader from the start begins and what
+// a read-committed reader can reach.
+func listBounds(ctx context.Context, c kafka.Config) (starts, ends kafka.Positions, err error) {
+	r, err := kafka.NewReader(ctx, c, kafka.ReadOptions{Topics: events.Topics()})
 	if err != nil {
-		return nil, fmt.Errorf("projector: list end offsets: %w", err)
+		return nil, nil, fmt.Errorf("projector: list offsets: %w", err)
 	}
-	out := map[tp]int64{}
-	listed.Each(func(o kadm.ListedOffset) { out[tp{o.Topic, o.Partition}] = o.Offset })
-	return out, nil
-}
-
-// listEndsOnce is listEnds with a client of its own.
-func listEndsOnce(ctx context.Context, c kafka.Config) (map[tp]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ClientID(c.ClientID), kgo.DialTimeout(c.DialTimeout))
-	if err != nil {
-		return nil, fmt.Errorf("%w: kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-	return listEnds(ctx, kadm.NewClient(cl))
+	defer r.Close()
+	return r.Position(), r.Ends(), nil
 }
 
 // loadOffsets reads projector_offsets of schema.
@@ -328,24 +246,9 @@ func readOffsets(ctx context.Context, tx pgx.Tx, out map[tp]int64) error {
 	}
 	var k tp
 	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&k.topic, &k.partition, &n}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&k.Topic, &k.Partition, &n}, func() error {
 		out[k] = n
 		return nil
 	})
 	return err
-}
-
-// clientOpts are the kgo options of every reader here: read committed only,
-// and control records kept, because a transaction's commit marker takes an
-// offset too; folding it moves next_offset to the log's end, so a caught-up
-// projector's offsets equal the end offsets Replay compares them with.
-func clientOpts(c kafka.Config) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(c.Brokers...),
-		kgo.ClientID(c.ClientID),
-		kgo.DialTimeout(c.DialTimeout),
-		kgo.FetchMaxWait(c.FetchMaxWait),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	}
 }

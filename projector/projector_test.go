@@ -83,6 +83,9 @@ func scenario() []events.Envelope {
 		ev(events.CheckpointRecorded{Topic: events.TopicRequests, Partition: 0, First: 0, Records: 1, FromOffset: 0, NextOffset: 2,
 			Prev: strings.Repeat("00", 32), Head: strings.Repeat("11", 32), Marks: "AAAAAAAAAAA="}, 35, ""),
 		ev(events.ReceiverReady{Request: req, Job: 0, Index: 0, Node: "n1", Target: "n2", Addr: "10.0.0.2:7000"}, 16, req),
+		// A relay to the target's partition: the event log holds it, no view.
+		ev(events.TargetNotified{Node: "n2", Event: ev(events.OpcodeDispatched{Request: req, Job: 0, Index: 0,
+			Node: "n1", Opcode: op}, 16, req)}, 16, req),
 	}
 }
 

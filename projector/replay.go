@@ -11,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events/kafka"
 )
@@ -98,7 +96,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 	if err := checkSchemaVersion(ctx, pool, cfg.Schema); err != nil {
 		return rep, err
 	}
-	ends, starts, err := listBounds(ctx, cfg.Kafka)
+	starts, ends, err := listBounds(ctx, cfg.Kafka)
 	if err != nil {
 		return rep, err
 	}
@@ -124,7 +122,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 	for k, end := range ends {
 		targets[k] = max(end, live[k])
 		if live[k] < end && end > starts[k] {
-			rep.Behind = append(rep.Behind, PartitionLag{Topic: k.topic, Partition: k.partition, LiveNext: live[k], End: end})
+			rep.Behind = append(rep.Behind, PartitionLag{Topic: k.Topic, Partition: k.Partition, LiveNext: live[k], End: end})
 		}
 	}
 	slices.SortFunc(rep.Behind, func(a, b PartitionLag) int {
@@ -156,7 +154,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 	for _, name := range comparedTables {
 		l, r := liveSums[name], replaySums[name]
 		t := TableReport{Name: name, LiveRows: l.rows, ReplayRows: r.rows,
-			LiveChecksum: l.md5, ReplayChecksum: r.md5, Equal: l == r}
+			LiveChecksum: l.hash, ReplayChecksum: r.hash, Equal: l == r}
 		rep.Equal = rep.Equal && t.Equal
 		rep.Tables = append(rep.Tables, t)
 	}
@@ -168,14 +166,14 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 
 type checksum struct {
 	rows int64
-	md5  string
+	hash string // md5 of the sums of the rows' md5 halves (sql/checksum.sql)
 }
 
 func checksums(ctx context.Context, tx pgx.Tx) (map[string]checksum, error) {
 	out := map[string]checksum{}
 	for _, name := range comparedTables {
 		var c checksum
-		if err := tx.QueryRow(ctx, q("checksum_"+name)).Scan(&c.rows, &c.md5); err != nil {
+		if err := tx.QueryRow(ctx, q("checksum_"+name)).Scan(&c.rows, &c.hash); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		out[name] = c
@@ -228,118 +226,94 @@ func waitForLive(ctx context.Context, cfg Config, pool *pgxpool.Pool, ends, star
 	return live, sums, tx.Commit(ctx)
 }
 
-// listBounds returns the end (last stable offset) and the start of every
-// partition of every topic.
-func listBounds(ctx context.Context, c kafka.Config) (ends, starts map[tp]int64, err error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ClientID(c.ClientID), kgo.DialTimeout(c.DialTimeout))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	if ends, err = listEnds(ctx, adm); err != nil {
-		return nil, nil, err
-	}
-	listed, err := adm.ListStartOffsets(ctx, topicsOf(ends)...)
-	if err == nil {
-		err = listed.Error()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("projector: list start offsets: %w", err)
-	}
-	starts = map[tp]int64{}
-	listed.Each(func(o kadm.ListedOffset) { starts[tp{o.Topic, o.Partition}] = o.Offset })
-	return ends, starts, nil
-}
-
-func topicsOf(m map[tp]int64) []string {
-	var out []string
-	for k := range m {
-		if !slices.Contains(out, k.topic) {
-			out = append(out, k.topic)
-		}
-	}
-	return out
-}
-
 // foldRange folds every partition from its start up to (not including) its
 // target offset, in batches of BatchSize, and returns the data records
 // folded. It reads as the live projector does (read committed, control
-// records kept), so it stops at the same offsets. stop, when not nil, also
-// ends a partition at the first record it returns true for, that record
-// not folded (a point in time, asof.go).
-func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, starts, targets map[tp]int64, stop func(*kgo.Record) bool) (int, error) {
-	from := map[string]map[int32]kgo.Offset{}
-	pending := map[tp]int64{}
+// records kept), so it stops at the same offsets; the reader reads to the
+// ends it finds, at or past the targets, and what lies past them is not
+// folded. stop, when not nil, also ends a partition at the first record it
+// returns true for, that record not folded (a point in time, asof.go).
+func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, starts, targets map[tp]int64, stop func(kafka.Raw) bool) (int, error) {
+	var topics []string
+	parts := map[string][]int32{}
 	for k, target := range targets {
 		if target > starts[k] {
-			pending[k] = target
-			add(from, k, kgo.NewOffset().AtStart())
+			if _, ok := parts[k.Topic]; !ok {
+				topics = append(topics, k.Topic)
+			}
+			parts[k.Topic] = append(parts[k.Topic], k.Partition)
 		}
 	}
-	if len(pending) == 0 {
+	if len(topics) == 0 {
 		return 0, nil
 	}
-	cl, err := kgo.NewClient(append(clientOpts(cfg.Kafka), kgo.ConsumePartitions(from))...)
+	r, err := kafka.NewReader(ctx, cfg.Kafka, kafka.ReadOptions{Topics: topics, Partitions: parts,
+		MaxRecords: cfg.BatchSize})
 	if err != nil {
-		return 0, fmt.Errorf("%w: kafka: %w", ErrInvalidConfig, err)
+		return 0, fmt.Errorf("projector: replay: %w", err)
 	}
-	defer cl.Close()
+	defer r.Close()
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Release()
 
-	// The reader owns pending: it stops after the batch that reaches the
-	// last target, and fetches and decodes the next batch while this one
-	// is folded.
-	batches, stopReading := readAhead(ctx, func(ctx context.Context) (kgo.Fetches, []*kgo.Record, bool) {
-		fs := cl.PollRecords(ctx, cfg.BatchSize)
-		var batch []*kgo.Record
-		for _, r := range fs.Records() {
-			k := tp{r.Topic, r.Partition}
-			target, ok := pending[k]
-			if !ok || r.Offset >= target {
-				continue // past what we were asked for
-			}
-			if stop != nil && stop(r) {
-				delete(pending, k)
-				continue
-			}
-			if r.Offset >= target-1 {
-				delete(pending, k)
-			}
-			batch = append(batch, r)
-		}
-		return fs, batch, len(pending) > 0
-	})
+	// The next batch is fetched and decoded while this one is folded.
+	batches, stopReading := readAhead(ctx, r)
 	defer stopReading()
-
 	folded := 0
 	for b := range batches {
 		if err := ctx.Err(); err != nil {
 			break
 		}
-		var errs []error
-		b.fs.EachError(func(t string, p int32, err error) {
-			errs = append(errs, fmt.Errorf("projector: replay: fetch %s/%d: %w", t, p, err))
-		})
-		if err := errors.Join(errs...); err != nil {
-			return folded, err
+		if b.err != nil {
+			return folded, fmt.Errorf("projector: replay: %w", b.err)
 		}
-		if len(b.recs) == 0 {
+		recs, items, next := upTo(b, targets, stop)
+		if len(next) == 0 {
 			continue
 		}
-		res, err := f.foldDecoded(ctx, conn, b.recs, b.items)
+		res, err := f.foldDecoded(ctx, conn, recs, items, next)
 		if err != nil {
 			return folded, fmt.Errorf("projector: replay: %w", err)
 		}
 		folded += res.records
 	}
 	if err := ctx.Err(); err != nil {
-		stopReading() // pending is the reader's until it has stopped
-		return folded, fmt.Errorf("projector: replay: %d partitions unfinished: %w", len(pending), err)
+		return folded, fmt.Errorf("projector: replay: unfinished: %w", err)
 	}
 	return folded, nil
+}
+
+// upTo is the part of b before each partition's target. A record stop
+// returns true for becomes its partition's target, for this batch and the
+// ones after it.
+func upTo(b polled, targets map[tp]int64, stop func(kafka.Raw) bool) ([]kafka.Raw, []item, kafka.Positions) {
+	if stop != nil {
+		for _, r := range b.b.Records {
+			k := tp{Topic: r.Topic, Partition: r.Partition}
+			if r.Offset < targets[k] && stop(r) {
+				targets[k] = r.Offset
+			}
+		}
+	}
+	next := kafka.Positions{}
+	for k, n := range b.b.Next {
+		if t := targets[k]; n > t {
+			n = t
+		}
+		if n > 0 {
+			next[k] = n
+		}
+	}
+	recs := make([]kafka.Raw, 0, len(b.b.Records))
+	items := make([]item, 0, len(b.items))
+	for i, r := range b.b.Records {
+		if r.Offset < targets[tp{Topic: r.Topic, Partition: r.Partition}] {
+			recs = append(recs, r)
+			items = append(items, b.items[i])
+		}
+	}
+	return recs, items, next
 }

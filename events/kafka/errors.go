@@ -119,6 +119,18 @@ func translate(err error) error {
 	return err
 }
 
+// IsRefused reports whether the log refused an append for what its records
+// are — one too large for the client or the broker, or one the broker
+// finds invalid — rather than for the state of the broker or the
+// connection: the same records will never be taken, while other records
+// may. A writer then gives up on the decision those records carry, not on
+// the log.
+func IsRefused(err error) bool {
+	return errors.Is(err, ErrRecordTooLarge) || errors.Is(err, kerr.MessageTooLarge) ||
+		errors.Is(err, kerr.RecordListTooLarge) || errors.Is(err, kerr.InvalidRecord) ||
+		errors.Is(err, kerr.CorruptMessage)
+}
+
 // isFirstReadEOF is franz-go's word for a connection the broker closed
 // before answering, as it does while shutting down.
 func isFirstReadEOF(err error) bool {

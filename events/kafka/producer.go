@@ -78,15 +78,9 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 			errs = append(errs, fmt.Errorf("event %d (%s): topic missing", i, m.Event.Type))
 			continue
 		}
-		b, err := events.Encode(m.Event)
+		b, err := p.cfg.encode(m.Event)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("event %d (%s): %w", i, m.Event.Type, err))
-			continue
-		}
-		// A record carries about 100 bytes of framing beyond key and value.
-		if n := len(b) + len(m.Event.Key) + 128; n > p.cfg.MaxRecordBytes {
-			errs = append(errs, fmt.Errorf("%w: event %d (%s) is %d bytes with its framing; the log takes at most %d (MaxRecordBytes)",
-				ErrRecordTooLarge, i, m.Event.Type, n, p.cfg.MaxRecordBytes))
 			continue
 		}
 		recs[i] = &kgo.Record{
@@ -179,3 +173,26 @@ func (p *Producer) Close() { p.cl.Close() }
 
 // Ping checks that a broker answers, for health checks.
 func (p *Producer) Ping(ctx context.Context) error { return translate(p.cl.Ping(ctx)) }
+
+// Fits checks that e fits in one record of the log: an error wrapping
+// ErrRecordTooLarge (or the encoding's) is what AppendBatch would refuse
+// it with. Writers that can still choose (cut a plan in parts, fail one
+// request) check before they decide.
+func (c Config) Fits(e events.Envelope) error {
+	_, err := c.withDefaults().encode(e)
+	return err
+}
+
+// encode encodes e for a record, refusing one larger than MaxRecordBytes.
+func (c Config) encode(e events.Envelope) ([]byte, error) {
+	b, err := events.Encode(e)
+	if err != nil {
+		return nil, err
+	}
+	// A record carries about 100 bytes of framing beyond key and value.
+	if n := len(b) + len(e.Key) + 128; n > c.MaxRecordBytes {
+		return nil, fmt.Errorf("%w: %s is %d bytes with its framing; the log takes at most %d (MaxRecordBytes)",
+			ErrRecordTooLarge, e.Type, n, c.MaxRecordBytes)
+	}
+	return b, nil
+}

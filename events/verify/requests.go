@@ -18,6 +18,7 @@ type req struct {
 	finished  *events.RequestFinished
 	finRef    Ref
 	plans     []events.PlanComputed // in log order: the last is the one run
+	parts     events.PlanParts      // a plan in parts, read halfway
 	planRefs  []Ref
 	last      Ref // the request's last event read
 }
@@ -93,6 +94,11 @@ func (b *requestBook) origin(id string, e *event, dry bool) {
 		return // asked again under the same id: the first one counts
 	}
 	r.kind, r.ref, r.dryRun = e.env.Type, e.ref, dry
+}
+
+// part gathers a plan's parts; it returns the whole plan at its last.
+func (b *requestBook) part(p events.PlanComputed) (events.PlanComputed, bool) {
+	return b.get(p.Request).parts.Add(p)
 }
 
 func (b *requestBook) plan(p events.PlanComputed, e *event) {

@@ -151,8 +151,11 @@ func (c *checker) observe(e *event) {
 		events.RequestCancelled, events.RequestRejected, events.RequestFinished:
 		c.reqs.observe(e)
 	case events.PlanComputed:
-		c.reqs.plan(p, e)
-		c.inv.checkPlan(p, e)
+		// A plan in parts is judged whole, at its last part.
+		if whole, ok := c.reqs.part(p); ok {
+			c.reqs.plan(whole, e)
+			c.inv.checkPlan(whole, e)
+		}
 	case events.JobReleased:
 		c.jobs.released(p, e)
 	case events.JobCancelled:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -86,6 +87,7 @@ type wireEvent struct {
 	Failed         []FailedRow `json:"failed"`
 	ScoreBefore    float64     `json:"score_before"`
 	ScoreAfter     float64     `json:"score_after"`
+	Part           int         `json:"part"` // of a plan in parts
 }
 
 // jobIndex is the job the event is about: JobReleased carries the whole
@@ -103,15 +105,15 @@ func (v wireEvent) jobIndex() int {
 }
 
 // row is job i's row, added (in index order) if new.
+// The rows are kept sorted, so finding one is a binary search: a plan may
+// have thousands of jobs.
 func (p *Progress) row(i int) *JobRow {
-	for _, r := range p.Jobs {
-		if r.Index == i {
-			return r
-		}
+	k := sort.Search(len(p.Jobs), func(k int) bool { return p.Jobs[k].Index >= i })
+	if k < len(p.Jobs) && p.Jobs[k].Index == i {
+		return p.Jobs[k]
 	}
 	r := &JobRow{Index: i, State: "waiting"}
-	p.Jobs = append(p.Jobs, r)
-	sort.Slice(p.Jobs, func(a, b int) bool { return p.Jobs[a].Index < p.Jobs[b].Index })
+	p.Jobs = slices.Insert(p.Jobs, k, r)
 	return r
 }
 
@@ -126,7 +128,10 @@ func (p *Progress) Apply(ev Event) bool {
 	case events.TypePlanComputed:
 		p.Planned = true
 		p.Before, p.After = v.ScoreBefore, v.ScoreAfter
-		p.Failed = append(p.Failed[:0], v.Failed...)
+		if v.Part == 0 { // a new plan, or the first of its parts
+			p.Failed = p.Failed[:0]
+		}
+		p.Failed = append(p.Failed, v.Failed...)
 		for _, j := range v.Jobs {
 			r := p.row(j.Index)
 			r.Ops = len(j.Opcodes)

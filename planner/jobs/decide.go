@@ -45,6 +45,14 @@ type Env struct {
 	Producer string
 	// PlanTook, if not nil, is told how long each planner.Compute took.
 	PlanTook func(time.Duration)
+	// Fits, if not nil, says whether an event fits in one record of the
+	// log (kafka.Config.Fits). A plan is cut in parts of PlanPartBytes,
+	// and a request whose decision still does not fit is rejected with
+	// that reason instead of being appended, so it cannot block others.
+	Fits func(events.Envelope) error
+	// PlanPartBytes bounds the payload of one part of a plan (see
+	// events.SplitPlan). Default 1 MiB.
+	PlanPartBytes int
 	// Migrating, if not nil, names the active per-instance migration of
 	// an instance ("" if none): a request that would move an instance a
 	// migration is moving is rejected, as one that would move an instance
@@ -73,21 +81,64 @@ func Decide(env Env, st *State, id string) Decision {
 	return p.out
 }
 
+// Fail closes request id for reason, when a decision of its could not be
+// appended (the log refused it for good): see pass.fail. The service calls
+// it on a state rebuilt from the log, so nothing of the refused decision
+// is in it.
+func Fail(env Env, st *State, id, reason string) Decision {
+	r, ok := st.requests[id]
+	if !ok || !r.active() {
+		return Decision{}
+	}
+	p := &pass{env: env, st: st, r: r, trigger: r.last}
+	p.fail(reason)
+	return p.out
+}
+
 // emit records one decision: an event caused by the trigger (or by cause,
 // when given), carrying the planner's reason for this request with the
 // requester's own reason kept in it.
 func (p *pass) emit(payload events.Payload, why string, cause ...events.Envelope) {
+	p.take(p.event(payload, why+"; "+p.r.originWhy(), cause...))
+}
+
+// decision is an event built and not yet taken.
+type decision struct {
+	env     events.Envelope
+	payload events.Payload
+}
+
+// event builds one decision without taking it.
+func (p *pass) event(payload events.Payload, why string, cause ...events.Envelope) decision {
 	c := p.trigger
 	if len(cause) > 0 && cause[0].ID != "" {
 		c = cause[0]
 	}
 	ev := events.New(payload,
 		events.CausedBy(c),
-		events.WithReason(events.Reason{Actor: "planner", Why: why + "; " + p.r.originWhy(), RequestID: p.r.id}),
+		events.WithReason(events.Reason{Actor: "planner", Why: why, RequestID: p.r.id}),
 		events.WithProducer(p.env.Producer),
 	)
-	p.out.Events = append(p.out.Events, ev)
-	p.env.Apply(ev, payload)
+	return decision{ev, payload}
+}
+
+// take adds a decision to the pass's and applies it at once.
+func (p *pass) take(d decision) {
+	p.out.Events = append(p.out.Events, d.env)
+	p.env.Apply(d.env, d.payload)
+}
+
+// fits reports the first decision that cannot be appended, nil if all can.
+func (p *pass) fits(ds []decision) error {
+	if p.env.Fits == nil {
+		return nil
+	}
+	for _, d := range ds {
+		if err := p.env.Fits(d.env); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // originWhy is the requester's word, kept on every event the request

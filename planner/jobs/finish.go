@@ -18,15 +18,15 @@ func (p *pass) finish() {
 	}
 	out := events.RequestFinished{Request: r.id, Moved: []events.Moved{}, Failed: []events.Failed{}}
 	out.Failed = append(out.Failed, r.plan.Failed...)
+	moved := map[string][]events.Moved{} // by instance: a plan may have thousands
+	for _, m := range r.plan.Moved {
+		moved[m.Instance] = append(moved[m.Instance], m)
+	}
 	for i := range r.plan.Jobs {
 		j, name := r.jobs[i], r.instanceOf(i)
 		switch {
 		case j.status() == events.JobSuccess:
-			for _, m := range r.plan.Moved {
-				if m.Instance == name {
-					out.Moved = append(out.Moved, m)
-				}
-			}
+			out.Moved = append(out.Moved, moved[name]...)
 		case j.cancelled != "":
 			out.Failed = append(out.Failed, events.Failed{Instance: name, Reason: "job cancelled: " + j.cancelled})
 		case j.ended == events.JobCanceled:

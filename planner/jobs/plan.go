@@ -59,22 +59,69 @@ func (p *pass) plan(refresh bool) bool {
 		p.reject("cannot plan: " + err.Error())
 		return false
 	}
-	for _, n := range drain {
-		st := inv.NodeState(n)
-		st.Drained = true
-		p.emit(st, fmt.Sprintf("drain node %s: it is being evacuated", n))
-	}
 	pc := planEvent(r.id, plan)
+	why := fmt.Sprintf("plan computed: %d moved, %d failed, %d jobs", len(pc.Moved), len(pc.Failed), len(pc.Jobs))
 	if refresh {
 		if SamePlan(&pc, r.plan) {
 			return true
 		}
-		p.emit(pc, fmt.Sprintf("plan refreshed on approval: the inventory changed since the dry run (%d moved, %d failed, %d jobs)",
-			len(pc.Moved), len(pc.Failed), len(pc.Jobs)))
-		return true
+		why = fmt.Sprintf("plan refreshed on approval: the inventory changed since the dry run (%d moved, %d failed, %d jobs)",
+			len(pc.Moved), len(pc.Failed), len(pc.Jobs))
 	}
-	p.emit(pc, fmt.Sprintf("plan computed: %d moved, %d failed, %d jobs", len(pc.Moved), len(pc.Failed), len(pc.Jobs)))
+	var ds []decision
+	for _, n := range drain {
+		st := inv.NodeState(n)
+		st.Drained = true
+		ds = append(ds, p.event(st, fmt.Sprintf("drain node %s: it is being evacuated; %s", n, r.originWhy())))
+	}
+	ds = append(ds, p.planParts(pc, why)...)
+	if err := p.fits(ds); err != nil {
+		p.fail("its plan cannot be appended: " + err.Error())
+		return false
+	}
+	for _, d := range ds {
+		p.take(d)
+	}
 	return true
+}
+
+// planParts builds the plan's events: one, or parts of at most
+// PlanPartBytes each when it is larger (events.SplitPlan).
+func (p *pass) planParts(pc events.PlanComputed, why string) []decision {
+	size := p.env.PlanPartBytes
+	if size <= 0 {
+		size = 1 << 20
+	}
+	parts := events.SplitPlan(pc, events.NewID(), size)
+	out := make([]decision, len(parts))
+	for k, part := range parts {
+		w := why
+		if len(parts) > 1 {
+			w = fmt.Sprintf("%s (part %d of %d)", why, k+1, len(parts))
+		}
+		out[k] = p.event(part, w+"; "+p.r.originWhy())
+	}
+	return out
+}
+
+// fail closes the pass's request for a reason of its own when one of its
+// decisions cannot be appended: rejected if nothing of its plan ran yet,
+// else every job not released yet is cancelled (the request finishes as
+// its running jobs end). Its events carry the reason without the
+// requester's, which may be what made them too large.
+func (p *pass) fail(reason string) {
+	r := p.r
+	if r.plan == nil || !r.anyFate() {
+		p.take(p.event(events.RequestRejected{Request: r.id, Reason: reason}, "request rejected: "+reason))
+		p.out.Outcome = "rejected"
+		return
+	}
+	for i := range r.plan.Jobs {
+		if j := r.jobs[i]; j == nil || (!j.released && !j.done()) {
+			p.take(p.event(events.JobCancelled{Request: r.id, Job: i, Reason: reason},
+				fmt.Sprintf("job %d cancelled before it ran: %s", i, reason)))
+		}
+	}
 }
 
 // validate checks the request against the state and lists the instances

@@ -45,11 +45,13 @@ type request struct {
 
 	plan   *events.PlanComputed
 	planID string
+	parts  events.PlanParts // a plan in parts, read halfway
 	jobs   map[int]*job
 
 	// last is the last event others wrote about this request; decisions
 	// with no more precise cause (a freed slot, a restart) name it.
-	last events.Envelope
+	last    events.Envelope
+	lastPos inventory.Pos
 
 	// refreshed is set when an approval's re-plan was done by this
 	// process. It is not in the log: after a restart an approved request
@@ -140,8 +142,11 @@ func (s *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) 
 	case events.EvacuationRequested, events.GroupChangeRequested, events.RequestApproved,
 		events.RequestCancelled, events.OpcodeStarted, events.OpcodeEnded:
 		// Only what others write: the service's own events read back
-		// are effects, not causes.
-		r.last = env
+		// are effects, not causes. The latest by log position, not by
+		// when it was read, so that every replay picks the same.
+		if r.last.ID == "" || pos.Compare(r.lastPos) > 0 {
+			r.last, r.lastPos = env, pos
+		}
 	}
 	return true
 }
@@ -176,16 +181,26 @@ func (s *State) applyRequest(env events.Envelope, p events.Payload, pos inventor
 	case events.RequestRejected:
 		r = s.request(e.Request)
 		r.rejected = true
+		s.prune(r.id) // closed (snapshot.go)
 	case events.RequestFinished:
 		r = s.request(e.Request)
 		r.finished = true
+		s.prune(r.id)
 	case events.PlanComputed:
 		r = s.request(e.Request)
 		// Plans of a request share its partition, so the last one read is
 		// the last one written. Job facts are kept: a plan is replaced only
-		// before any of its jobs has a fate.
-		if r.planID != env.ID {
-			r.plan, r.planID = &e, env.ID
+		// before any of its jobs has a fate. A plan in parts (same id) is
+		// taken once its last part is read.
+		id := e.Plan
+		if id == "" {
+			id = env.ID
+		}
+		if r.planID == id {
+			break
+		}
+		if whole, ok := r.parts.Add(e); ok {
+			r.plan, r.planID = &whole, id
 		}
 	}
 	return r

@@ -43,7 +43,10 @@ func Decide(env Env, st *State, id string) []events.Envelope {
 		return nil
 	}
 	p := &pass{env: env, st: st, m: m}
+	st.deciding = true
 	p.run()
+	st.deciding = false
+	st.maybePrune(m)
 	return p.out
 }
 

@@ -34,6 +34,12 @@ type State struct {
 	// progress), by its own clock, keyed migration/seq.
 	seen map[string]time.Time
 	now  func() time.Time
+	// deciding is set during a pass (Decide), which reads its migration's
+	// commands and phases to the end: it is pruned after.
+	deciding bool
+	// ended holds the last record of each migration that left the fold
+	// (snapshot.go).
+	ended map[string]*events.MigrationStateChanged
 }
 
 // NewState returns an empty fold whose phase timestamps read now.
@@ -41,6 +47,7 @@ func NewState(now func() time.Time) *State {
 	return &State{
 		byID: map[string]*mig{}, applied: map[string]bool{}, handled: map[string]bool{},
 		seen: map[string]time.Time{}, settings: events.DefaultSettings(), now: now,
+		ended: map[string]*events.MigrationStateChanged{},
 	}
 }
 
@@ -56,6 +63,9 @@ type mig struct {
 	commands   []events.Envelope // in log order
 	phases     map[int]*phaseRun
 	postcopy   bool // a live move went post-copy (its source reported paused)
+	// records and causes are the ids this migration put in applied and
+	// handled, taken out with it when it ends.
+	records, causes []string
 }
 
 // phaseRun is one dispatched phase.
@@ -88,6 +98,9 @@ func (m *mig) phase(seq int) *phaseRun {
 func seenKey(id string, seq int) string { return id + "/" + strconv.Itoa(seq) }
 
 // Apply folds one event of the migration topics; others are ignored.
+// Events of a migration that ended and left the fold are ignored, but for
+// a new command naming it, which brings its last record back to be
+// answered.
 func (ms *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) {
 	switch e := p.(type) {
 	case events.SettingsChanged:
@@ -98,38 +111,59 @@ func (ms *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos)
 			return
 		}
 		ms.applied[env.ID] = true
-		m := ms.get(e.Migration)
+		m := ms.revive(e.Migration)
 		m.commands = append(m.commands, env)
 		if m.created == nil || pos.Compare(m.createdPos) < 0 {
 			m.created, m.createdPos = &env, pos
 			ms.unsorted = true
 		}
 	case events.MigrationStateChanged:
-		if env.CausationID != "" {
-			ms.handled[env.CausationID] = true
+		m := ms.live(e.Migration)
+		if m == nil {
+			return
+		}
+		if c := env.CausationID; c != "" && !ms.handled[c] {
+			ms.handled[c] = true
+			m.causes = append(m.causes, c)
 		}
 		if ms.applied[env.ID] {
 			return
 		}
 		ms.applied[env.ID] = true
-		m := ms.get(e.Migration)
+		m.records = append(m.records, env.ID)
 		m.rec = &e
 		if m.created == nil {
 			m.createdPos = pos // until its command is read
 		}
+		ms.maybePrune(m)
+	default:
+		ms.applyPhase(env, p)
+	}
+}
+
+// applyPhase folds a phase's dispatch, end or progress.
+func (ms *State) applyPhase(env events.Envelope, p events.Payload) {
+	switch e := p.(type) {
 	case events.MigrationPhaseDispatched:
-		m := ms.get(e.Migration)
+		m := ms.live(e.Migration)
+		if m == nil {
+			return
+		}
 		ph := m.phase(e.Seq)
 		if ph.d == nil {
 			ph.d, ph.dEnv = &e, env
 			ms.seen[seenKey(e.Migration, e.Seq)] = ms.now()
 		}
 	case events.MigrationPhaseEnded:
-		m := ms.get(e.Migration)
+		m := ms.live(e.Migration)
+		if m == nil {
+			return
+		}
 		ph := m.phase(e.Seq)
 		if ph.end == nil {
 			ph.end, ph.endEnv = &e, env
 		}
+		ms.maybePrune(m)
 	case events.MoveStatusReported:
 		// A live move's source says "paused" once it went post-copy:
 		// from then on the guest runs on the target and no abort undoes it.
@@ -143,6 +177,26 @@ func (ms *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos)
 			}
 		}
 	}
+}
+
+// live returns migration id, made if new; nil if it ended and left.
+func (ms *State) live(id string) *mig {
+	if _, gone := ms.ended[id]; gone && ms.byID[id] == nil {
+		return nil
+	}
+	return ms.get(id)
+}
+
+// maybePrune takes m out of the fold once it ended for good: its record
+// final, its last phase ended and that end answered.
+func (ms *State) maybePrune(m *mig) {
+	if ms.deciding || m.rec == nil || !final(m.rec) {
+		return
+	}
+	if ph, _ := m.latest(); ph != nil && (ph.end == nil || !ms.handled[ph.endEnv.ID]) {
+		return
+	}
+	ms.prune(m)
 }
 
 // Sorted returns migration ids, oldest creation first.
@@ -279,5 +333,5 @@ func (ms *State) Record(id string) *events.MigrationStateChanged {
 	if m, ok := ms.byID[id]; ok {
 		return m.rec
 	}
-	return nil
+	return ms.ended[id]
 }

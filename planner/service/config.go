@@ -66,6 +66,13 @@ type Config struct {
 	// takes over: the election's group session timeout. Default 6s (the
 	// least Kafka allows by default).
 	ElectionTimeout time.Duration
+	// SnapshotDir is where the service keeps a snapshot of its state
+	// (snapshot.go), so that a start reads only the log after it; empty
+	// means none: every start replays the whole log.
+	SnapshotDir string
+	// SnapshotEvery is how many events the service folds between two
+	// snapshots. Default 100,000.
+	SnapshotEvery int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Metrics registers the service's collectors; nil means a private
@@ -103,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StallRetries == 0 {
 		c.StallRetries = 2
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = 100_000
 	}
 	if c.ElectionTimeout == 0 {
 		c.ElectionTimeout = 6 * time.Second

@@ -3,12 +3,10 @@ package service
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 )
 
 // electionTopic is the topic whose partition 0 the election hands out. Any
@@ -32,53 +30,21 @@ const electionTopic = events.TopicInventory
 // instances never both append a decision.
 func (s *Service) lead(ctx context.Context) error {
 	t := &terms{svc: s, failed: make(chan error, 1)}
-	kc := s.cfg.Kafka
-	cl, err := kgo.NewClient(append(clientOpts(kc),
-		kgo.ConsumerGroup(events.GroupPlannerElection),
-		kgo.ConsumeTopics(electionTopic),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.SessionTimeout(s.cfg.ElectionTimeout),
-		// A member that does not rejoin a rebalance within this is dropped
-		// from it; Kafka's default (a minute) would leave a group whose
-		// leader died in the middle of a rebalance without one that long.
-		kgo.RebalanceTimeout(s.cfg.ElectionTimeout),
-		kgo.HeartbeatInterval(max(s.cfg.ElectionTimeout/6, 1)),
-		kgo.DisableAutoCommit(),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			if slices.Contains(a[electionTopic], 0) {
-				t.begin(ctx)
-			}
-		}),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
-			if slices.Contains(r[electionTopic], 0) {
-				t.end("revoked")
-			}
-		}),
-		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { t.end("lost") }),
-	)...)
+	el, err := kafka.JoinElection(s.cfg.Kafka, kafka.Election{
+		Group: events.GroupPlannerElection, Topic: electionTopic, Timeout: s.cfg.ElectionTimeout,
+		Elected: func() { t.begin(ctx) },
+		Deposed: t.end,
+	})
 	if err != nil {
 		return fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
 	}
-	cl.PauseFetchTopics(electionTopic)
 	s.log.Info("standing by for the planner election", "group", events.GroupPlannerElection)
-	// Polling drives nothing here (the group is managed in the background),
-	// but a poll returns the group's fatal errors, such as a broker gone
-	// for good.
-	go func() {
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			if fs.IsClientClosed() {
-				return
-			}
-		}
-	}()
 	select {
 	case <-ctx.Done():
 		err = nil
 	case err = <-t.failed:
 	}
-	t.end("stopping")
-	cl.Close() // leaves the group: a standby is assigned at once
+	el.Leave() // ends the term, leaves the group: a standby is assigned at once
 	return err
 }
 

@@ -15,6 +15,7 @@ type metrics struct {
 	jobs        *prometheus.GaugeVec   // by state
 	planSeconds prometheus.Histogram
 	lag         *prometheus.GaugeVec // by topic
+	snapshots   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -25,7 +26,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"outcome"}),
 		jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "drove_planner_jobs",
-			Help: "Jobs of every plan in the log, by state: pending, running, succeeded, failed, cancelled.",
+			Help: "Jobs of the active requests' plans, by state: pending, running, succeeded, failed, cancelled.",
 		}, []string{"state"}),
 		planSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "drove_planner_plan_compute_seconds",
@@ -36,9 +37,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "drove_planner_consumer_lag",
 			Help: "Committed records not yet read, per topic, as of the last fetch.",
 		}, []string{"topic"}),
+		snapshots: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drove_planner_snapshots_total",
+			Help: "Snapshots of the service's state written by this process.",
+		}),
 	}
 	if err := errors.Join(promreg.Register(reg, &m.requests), promreg.Register(reg, &m.jobs),
-		promreg.Register(reg, &m.planSeconds), promreg.Register(reg, &m.lag)); err != nil {
+		promreg.Register(reg, &m.planSeconds), promreg.Register(reg, &m.lag),
+		promreg.Register(reg, &m.snapshots)); err != nil {
 		return nil, err
 	}
 	return m, nil

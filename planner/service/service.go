@@ -1,16 +1,15 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -35,6 +34,8 @@ type Service struct {
 
 	readyOnce sync.Once
 	ready     chan struct{}
+	mu        sync.Mutex
+	restart   Restart     // of the last run that became ready
 	leading   atomic.Bool // with Standby: a term runs (election.go)
 }
 
@@ -49,6 +50,14 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("%w: Metrics: %w", ErrInvalidConfig, err)
 	}
 	return &Service{cfg: cfg, log: cfg.Logger.With("service", "planner"), m: m, ready: make(chan struct{})}, nil
+}
+
+// Restart says how the latest run rebuilt its state (from a snapshot or
+// the whole log, how many events, how long to ready); zero until Ready.
+func (s *Service) Restart() Restart {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restart
 }
 
 // Leading reports whether this instance, run with Config.Standby, leads
@@ -82,15 +91,42 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
+// run runs the service until ctx is done or something fails. When the log
+// refuses a request's decision for good (kafka.IsRefused), the decision is
+// already folded into the state but will never be in the log: the state is
+// thrown away, rebuilt from the log, and the request closed with the
+// refusal as its reason (jobs.Fail), so it blocks neither the others nor
+// the next start.
 func (s *Service) run(ctx context.Context) error {
+	refused := map[string]string{}
+	for {
+		err := s.runOnce(ctx, refused)
+		var rf *refusal
+		if !errors.As(err, &rf) {
+			return err
+		}
+		if _, again := refused[rf.request]; again {
+			return err // even closing it was refused: an operator must look
+		}
+		s.log.Warn("the log refused a request's decision; rebuilding the state to close the request",
+			"request", rf.request, "err", rf.err)
+		refused[rf.request] = "its decision cannot be appended: " + rf.err.Error()
+	}
+}
+
+// refusal is a request whose decision the log refused for good.
+type refusal struct {
+	request string
+	err     error
+}
+
+func (r *refusal) Error() string {
+	return fmt.Sprintf("planner service: the log refused request %s's decision: %v", r.request, r.err)
+}
+
+func (s *Service) runOnce(ctx context.Context, refused map[string]string) error {
 	kc := s.cfg.Kafka
 	if err := kafka.EnsureTopics(ctx, kc, s.cfg.Partitions, events.Topics()...); err != nil {
-		return err
-	}
-	// Fence first, read after: an older instance still alive can commit
-	// nothing once we hold the transactional id, so the state we read is
-	// the whole story and no decision of ours can duplicate one of its.
-	if err := fence(ctx, kc); err != nil {
 		return err
 	}
 	prod, err := kafka.NewProducer(kc)
@@ -98,117 +134,130 @@ func (s *Service) run(ctx context.Context) error {
 		return err
 	}
 	defer prod.Close()
-
-	pending, err := endOffsets(ctx, kc)
+	// Fence first, read after: an older instance still alive can commit
+	// nothing once we hold the transactional id, so the state we read is
+	// the whole story and no decision of ours can duplicate one of its.
+	if err := prod.Fence(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	l := &loop{svc: s, prod: prod, refused: refused}
+	rd, err := l.replay(ctx)
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append(clientOpts(kc),
-		kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Commit markers take offsets; the last offset before an end is
-		// often one, and seeing it is how replay knows it is done.
-		kgo.KeepControlRecords(),
-	)...)
-	if err != nil {
-		return fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-
-	l := &loop{svc: s, st: newState(s.cfg.Clock), prod: prod, pending: pending, next: map[tp]int64{}}
-	start := time.Now()
-	if len(pending) == 0 {
-		if err := l.caughtUp(ctx, start); err != nil {
-			return err
-		}
+	defer rd.Close()
+	defer l.waitWrites()
+	if err := l.caughtUp(ctx, start); err != nil {
+		return err
 	}
 	for {
-		// A poll ends at the tick even with nothing to read, so that
+		// A read ends at the tick even with nothing to read, so that
 		// migration timers fire (planner/migration/timers.go).
-		pctx, pcancel := context.WithTimeout(ctx, s.cfg.Tick)
-		fs := cl.PollFetches(pctx)
-		pcancel()
-		if err := ctx.Err(); err != nil {
+		if _, err := l.next(ctx, rd); err != nil {
 			return err
 		}
-		if fs.IsClientClosed() {
-			return kafka.ErrClosed
-		}
-		var errs []error
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) {
-				return // the tick
-			}
-			errs = append(errs, fmt.Errorf("planner service: fetch %s/%d: %w", t, p, err))
-		})
-		if err := errors.Join(errs...); err != nil {
+		l.st.reqs.DropStubs()
+		if err := l.decideAll(ctx); err != nil {
 			return err
 		}
-		wasReplaying := len(l.pending) > 0
-		if err := l.fold(fs); err != nil {
-			return err
-		}
-		switch {
-		case wasReplaying && len(l.pending) == 0:
-			err = l.caughtUp(ctx, start)
-		case !wasReplaying:
-			err = l.decideAll(ctx)
-		}
-		if err != nil {
-			return err
-		}
+		l.lag(rd)
 		s.m.countJobs(l.st.reqs)
+		l.maybeSnapshot(ctx, rd.Position())
 	}
 }
 
-type tp struct {
-	topic     string
-	partition int32
+// replay rebuilds the state: from the snapshot, if one is usable, and the
+// log after it; from the whole log otherwise. It returns the Reader, at
+// the end the log had when it opened.
+func (l *loop) replay(ctx context.Context) (*kafka.Reader, error) {
+	rd, err := l.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for !caughtUpAtOpen(rd) {
+		b, err := l.next(ctx, rd)
+		if err != nil {
+			rd.Close()
+			return nil, err
+		}
+		if b.CaughtUp {
+			break
+		}
+	}
+	l.st.reqs.DropStubs()
+	return rd, nil
+}
+
+// next reads and folds one batch.
+func (l *loop) next(ctx context.Context, rd *kafka.Reader) (kafka.Batch, error) {
+	b, err := rd.Next(ctx)
+	if err := ctx.Err(); err != nil {
+		return b, err
+	}
+	if err != nil {
+		return b, fmt.Errorf("planner service: read: %w", err)
+	}
+	return b, l.fold(b)
+}
+
+// caughtUpAtOpen reports whether rd has nothing to replay: every partition
+// is read up to the end it had when rd opened.
+func caughtUpAtOpen(rd *kafka.Reader) bool {
+	pos := rd.Position()
+	for tp, end := range rd.Ends() {
+		if pos[tp] < end {
+			return false
+		}
+	}
+	return true
 }
 
 // loop is one Run's state and position in the log.
 type loop struct {
-	svc     *Service
-	st      *state
-	prod    *kafka.Producer
-	pending map[tp]int64 // replay: partitions not yet read up to their end
-	next    map[tp]int64 // next offset to read, for the lag gauge
+	svc  *Service
+	st   *state
+	prod *kafka.Producer
+	// folded counts the events folded since the last snapshot; events
+	// those folded before it, snapshots included (snapshot.go).
+	folded  int
+	events  int64
+	restart Restart
+	// writing is closed when the snapshot being written is; topicIDs
+	// are the log's, for the snapshots.
+	writing  chan struct{}
+	topicIDs map[string]string
+	// refused are requests whose decision the log refused, with why:
+	// closed by the first pass of the rebuilt state (see run).
+	refused map[string]string
 }
 
-// fold applies a poll's events to the state and updates the lag gauge.
-func (l *loop) fold(fs kgo.Fetches) error {
-	var err error
-	fs.EachPartition(func(p kgo.FetchTopicPartition) {
-		k := tp{p.Topic, p.Partition}
-		for _, rec := range p.Records {
-			if err != nil {
-				return
-			}
-			l.next[k] = rec.Offset + 1
-			if end, ok := l.pending[k]; ok && rec.Offset >= end-1 {
-				delete(l.pending, k)
-			}
-			if rec.Attrs.IsControl() {
-				continue
-			}
-			env, derr := events.Decode(rec.Value)
-			if derr != nil {
-				// A consumer that does not understand an event stops
-				// rather than decide on a state that quietly misses it.
-				err = fmt.Errorf("%w: %s/%d@%d: %w", kafka.ErrUndecodable, rec.Topic, rec.Partition, rec.Offset, derr)
-				return
-			}
-			payload, _ := env.DecodePayload() // Decode checked it
-			l.st.apply(env, payload, inventory.Pos{Time: env.Time, Partition: rec.Partition, Offset: rec.Offset})
+// fold applies a batch's events to the state.
+func (l *loop) fold(b kafka.Batch) error {
+	for _, raw := range b.Records {
+		rec, err := raw.Decode()
+		if err != nil {
+			// A consumer that does not understand an event stops rather
+			// than decide on a state that quietly misses it.
+			return err
 		}
-		if p.LastStableOffset >= 0 {
-			if n, ok := l.next[k]; ok {
-				l.svc.m.lag.WithLabelValues(p.Topic).Set(float64(max(p.LastStableOffset-n, 0)))
-			}
-		}
-	})
-	return err
+		env := rec.Event
+		payload, _ := env.DecodePayload() // Decode checked it
+		l.st.apply(env, payload, inventory.Pos{Time: env.Time, Partition: rec.Partition, Offset: rec.Offset})
+	}
+	l.folded += len(b.Records)
+	return nil
+}
+
+// lag sets the lag gauge: per topic, the events not read yet.
+func (l *loop) lag(rd *kafka.Reader) {
+	pos, by := rd.Position(), map[string]int64{}
+	for tp, end := range rd.Ends() {
+		by[tp.Topic] += max(end-pos[tp], 0)
+	}
+	for topic, n := range by {
+		l.svc.m.lag.WithLabelValues(topic).Set(float64(n))
+	}
 }
 
 // caughtUp ends the replay: the state is the log's, and every request's
@@ -217,6 +266,10 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 	requests, active := l.st.reqs.Counts()
 	l.svc.log.Info("state rebuilt from the log", "requests", requests, "active", active,
 		"nodes", len(l.st.inv.Nodes), "instances", len(l.st.inv.Instances), "took", time.Since(start))
+	l.restart.Events, l.restart.Took = l.folded, time.Since(start)
+	l.svc.mu.Lock()
+	l.svc.restart = l.restart
+	l.svc.mu.Unlock()
 	err := l.decideAll(ctx)
 	l.svc.m.countJobs(l.st.reqs)
 	l.svc.readyOnce.Do(func() { close(l.svc.ready) })
@@ -229,28 +282,53 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 // oldest queued migration. Each request's or migration's decisions are
 // one transaction.
 func (l *loop) decideAll(ctx context.Context) error {
+	kc := l.svc.cfg.Kafka
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
-		Migrating: l.st.migs.ActiveOn}
-	for _, id := range l.st.reqs.Order() {
+		Migrating: l.st.migs.ActiveOn, Fits: kc.Fits, PlanPartBytes: planPartBytes(kc)}
+	for id, why := range l.refused {
+		if err := l.decided(ctx, id, jobs.Fail(env, l.st.reqs, id, why)); err != nil {
+			return err
+		}
+		delete(l.refused, id)
+	}
+	// A closed request leaves the fold at once: iterate over a copy.
+	for _, id := range slices.Clone(l.st.reqs.Order()) {
 		if !l.st.reqs.Active(id) {
 			continue
 		}
-		d := jobs.Decide(env, l.st.reqs, id)
-		if len(d.Events) == 0 {
-			continue
-		}
-		if err := l.append(ctx, messages(d.Events)); err != nil {
+		if err := l.decided(ctx, id, jobs.Decide(env, l.st.reqs, id)); err != nil {
 			return err
 		}
-		if d.Outcome != "" {
-			l.svc.m.requests.WithLabelValues(d.Outcome).Inc()
-		}
-		l.svc.log.Info("decided", "request", id, "events", len(d.Events), "first", d.Events[0].Type,
-			"last", d.Events[len(d.Events)-1].Type)
 	}
 	return l.decideMigrations(ctx)
+}
+
+// planPartBytes bounds one part of a plan: a quarter of a record, leaving
+// room for the envelope and the reasons it carries.
+func planPartBytes(kc kafka.Config) int {
+	return cmp.Or(kc.MaxRecordBytes, 8<<20) / 4
+}
+
+// decided appends one request's decisions. A refusal of the log for what
+// the events are ends this run with a *refusal (see run).
+func (l *loop) decided(ctx context.Context, id string, d jobs.Decision) error {
+	if len(d.Events) == 0 {
+		return nil
+	}
+	if err := l.append(ctx, messages(d.Events)); err != nil {
+		if kafka.IsRefused(err) && !errors.Is(err, kafka.ErrFenced) {
+			return &refusal{request: id, err: err}
+		}
+		return err
+	}
+	if d.Outcome != "" {
+		l.svc.m.requests.WithLabelValues(d.Outcome).Inc()
+	}
+	l.svc.log.Info("decided", "request", id, "events", len(d.Events), "first", d.Events[0].Type,
+		"last", d.Events[len(d.Events)-1].Type)
+	return nil
 }
 
 // decideMigrations runs planner/migration's pass over every migration.
@@ -259,7 +337,7 @@ func (l *loop) decideMigrations(ctx context.Context) error {
 	env := migration.Env{Inv: l.st.inv, Busy: l.st.reqs.BusyInstances, Apply: l.st.applyDecision,
 		Options: l.svc.cfg.Options, StallRetries: l.svc.cfg.StallRetries, Producer: l.svc.cfg.Producer,
 		Log: l.svc.log}
-	for _, id := range ms.Sorted() {
+	for _, id := range slices.Clone(ms.Sorted()) {
 		env.Now = l.svc.cfg.Clock()
 		evs := migration.Decide(env, ms, id)
 		if len(evs) == 0 {
@@ -304,72 +382,4 @@ func (l *loop) append(ctx context.Context, msgs []kafka.Message) error {
 		return fmt.Errorf("%w: %w", ErrAppend, errors.Join(err, ctx.Err()))
 	}
 	return fmt.Errorf("%w: %w", ErrAppend, err)
-}
-
-// clientOpts are the kgo options the kafka.Config implies (its own are
-// unexported).
-func clientOpts(kc kafka.Config) []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(kc.Brokers...), kgo.ClientID("drove-planner")}
-	if kc.ClientID != "" {
-		opts = append(opts, kgo.ClientID(kc.ClientID))
-	}
-	if kc.DialTimeout > 0 {
-		opts = append(opts, kgo.DialTimeout(kc.DialTimeout))
-	}
-	wait := time.Second
-	if kc.FetchMaxWait > 0 {
-		wait = kc.FetchMaxWait
-	}
-	return append(append(opts, kgo.FetchMaxWait(wait)), kc.DialOpts()...)
-}
-
-// fence takes the transactional id over, aborting any transaction an older
-// instance left open and fencing that instance's future appends.
-func fence(ctx context.Context, kc kafka.Config) error {
-	opts := append(clientOpts(kc), kgo.TransactionalID(kc.TransactionalID))
-	if kc.TransactionTimeout > 0 {
-		opts = append(opts, kgo.TransactionTimeout(kc.TransactionTimeout))
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		return fmt.Errorf("planner service: take over transactional id %q: %w", kc.TransactionalID, err)
-	}
-	return nil
-}
-
-// endOffsets lists, for each partition holding events, the last stable
-// offset: where replay ends. A read-committed reader cannot pass an open
-// transaction, and after fencing none of ours is open.
-func endOffsets(ctx context.Context, kc kafka.Config) (map[tp]int64, error) {
-	cl, err := kgo.NewClient(clientOpts(kc)...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: Kafka: %w", ErrInvalidConfig, err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("planner service: start offsets: %w", err)
-	}
-	ends, err := adm.ListCommittedOffsets(ctx, topics...)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("planner service: end offsets: %w", err)
-	}
-	out := map[tp]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > s.Offset {
-			out[tp{o.Topic, o.Partition}] = o.Offset
-		}
-	})
-	return out, nil
 }

@@ -163,6 +163,14 @@ ON CONFLICT (request) DO UPDATE SET
     score_after  = EXCLUDED.score_after,
     computed_at  = EXCLUDED.computed_at
 
+-- name: plan_part
+-- A later part of a plan in parts: its lists extend the first part's.
+UPDATE plans SET
+    moved  = moved || $2::jsonb,
+    failed = failed || $3::jsonb,
+    jobs   = jobs || $4::jsonb
+WHERE request = $1
+
 -- name: request_planned
 -- Counting is safe because an event's effect runs only when its event_log
 -- row is new, and addition does not care about order.

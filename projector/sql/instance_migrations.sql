@@ -94,9 +94,11 @@ ON CONFLICT (key) DO UPDATE SET
     updated_at                      = EXCLUDED.updated_at
 
 -- name: checksum_migration_phases
-SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.migration, t.seq), ''))
-FROM migration_phases t
+SELECT count(*), md5(coalesce(sum(('x' || left(h, 16))::bit(64)::bigint), 0) || ':' ||
+                   coalesce(sum(('x' || right(h, 16))::bit(64)::bigint), 0))
+FROM (SELECT md5(to_jsonb(t)::text) AS h FROM migration_phases t) AS r
 
 -- name: checksum_settings
-SELECT count(*), md5(coalesce(string_agg(to_jsonb(t)::text, E'\n' ORDER BY t.key), ''))
-FROM settings t
+SELECT count(*), md5(coalesce(sum(('x' || left(h, 16))::bit(64)::bigint), 0) || ':' ||
+                   coalesce(sum(('x' || right(h, 16))::bit(64)::bigint), 0))
+FROM (SELECT md5(to_jsonb(t)::text) AS h FROM settings t) AS r

@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
@@ -201,7 +199,7 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 		BatchSize: cfg.batch, LagInterval: time.Second, Logger: quiet}
 	s.BatchSize = cfg.batch
 	if s.BatchSize == 0 {
-		s.BatchSize = 500 // projector's default, for the record
+		s.BatchSize = 2000 // projector's default, for the record
 	}
 	if err := projector.ApplySchema(ctx, pool, "drove"); err != nil {
 		return nil, err
@@ -303,32 +301,20 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 		BenchCPUSeconds: selfCPU() - selfBefore, PostgresCPUSeconds: postgresCPU(pg.Dir) - pgBefore}, nil
 }
 
-type part struct {
-	topic     string
-	partition int32
-}
+type part = kafka.TopicPartition
 
 // logEnds lists the last stable offset of every partition, as the
 // projector does.
-func logEnds(ctx context.Context, brokers []string) (map[part]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+func logEnds(ctx context.Context, brokers []string) (kafka.Positions, error) {
+	r, err := kafka.NewReader(ctx, kafka.Config{Brokers: brokers}, kafka.ReadOptions{Topics: events.Topics()})
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, events.Topics()...)
-	if err == nil {
-		err = listed.Error()
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := map[part]int64{}
-	listed.Each(func(o kadm.ListedOffset) { out[part{o.Topic, o.Partition}] = o.Offset })
-	return out, nil
+	defer r.Close()
+	return r.Ends(), nil
 }
 
-func caughtUp(ctx context.Context, pool *pgxpool.Pool, ends map[part]int64) (bool, error) {
+func caughtUp(ctx context.Context, pool *pgxpool.Pool, ends kafka.Positions) (bool, error) {
 	rows, err := pool.Query(ctx, `SELECT topic, partition, next_offset FROM drove.projector_offsets`)
 	if err != nil {
 		return false, err
@@ -338,7 +324,7 @@ func caughtUp(ctx context.Context, pool *pgxpool.Pool, ends map[part]int64) (boo
 	for rows.Next() {
 		var k part
 		var n int64
-		if err := rows.Scan(&k.topic, &k.partition, &n); err != nil {
+		if err := rows.Scan(&k.Topic, &k.Partition, &n); err != nil {
 			return false, err
 		}
 		have[k] = n

@@ -1,0 +1,238 @@
+package service
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
+)
+
+// snapCluster is testCluster with three ZFS-local instances on n4, which
+// per-instance migrations can move.
+func snapCluster() *planner.Cluster {
+	c := testCluster(200)
+	for _, name := range []string{"z1", "z2", "z3"} {
+		c.Instances = append(c.Instances, planner.Instance{Name: name, Memory: 1024, DiskSpace: 1024,
+			Disks: []planner.Disk{{Size: 1024}}, VCPUs: 1, SpindleUse: 1, NICs: 1, Owner: "acct-1",
+			Storage: planner.ZFSLocal, State: planner.Up, Primary: 3, Secondary: planner.NoNode})
+		c.Nodes[3].FreeMemory -= 1024
+		c.Nodes[3].FreeDisk -= 1024
+	}
+	return c
+}
+
+// frozen is the clock of every service of these tests: the migration
+// fold stamps phases with it, and a state rebuilt twice must be stamped
+// alike to compare equal.
+func frozen() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+// migrate appends a command as the gateway would.
+func (h *harness) migrate(mig, instance string, a events.MigrationAction) {
+	h.t.Helper()
+	h.appendEvent(events.MigrationActionRequested{Migration: mig, Instance: instance, Action: a,
+		Account: "alice", Role: events.RoleOperator}, "operator:alice", string(a)+" "+instance, mig)
+}
+
+// endPhase plays n4's executor for one phase: it waits for the dispatch
+// of phase to mig and appends its successful end.
+func (h *harness) endPhase(mig, phase string) {
+	h.t.Helper()
+	var d events.MigrationPhaseDispatched
+	h.waitFor(mig+" "+phase+" dispatched", func() bool {
+		for _, e := range h.read(events.TopicOpcodes) {
+			if e.Type == events.TypeMigrationPhaseDispatched {
+				if p := must[events.MigrationPhaseDispatched](h.t, e); p.Migration == mig && p.Phase == phase {
+					d = p
+					return true
+				}
+			}
+		}
+		return false
+	})
+	h.appendEvent(events.MigrationPhaseEnded{Migration: mig, Instance: d.Instance, Node: d.Node, Seq: d.Seq,
+		Phase: d.Phase, Status: events.JobSuccess}, "executor:n4", phase+" done", mig)
+}
+
+// record waits for a record of mig in state st.
+func (h *harness) record(mig string, st events.MigrationState) {
+	h.t.Helper()
+	h.waitFor(mig+" to be "+string(st), func() bool {
+		for _, e := range h.read(events.TopicMigrations) {
+			if e.Type == events.TypeMigrationStateChanged {
+				if r := must[events.MigrationStateChanged](h.t, e); r.Migration == mig && r.State == st {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// rebuild folds the log as a start of the service would, without deciding:
+// from the snapshot in dir (none if dir is empty) and the log after it.
+func (h *harness) rebuild(dir string) (*state, Restart) {
+	h.t.Helper()
+	kc := h.kc
+	kc.TransactionalID = ""
+	svc, err := New(Config{Kafka: kc, SnapshotDir: dir, Clock: frozen, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	l := &loop{svc: svc}
+	rd, err := l.replay(h.ctx)
+	if err != nil {
+		h.t.Fatalf("replay: %v", err)
+	}
+	rd.Close()
+	return l.st, Restart{Snapshot: l.restart.Snapshot, Ignored: l.restart.Ignored, Events: l.folded}
+}
+
+// image is a state as plain JSON values, for comparing.
+func image(t *testing.T, st *state) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(snapshot{Inventory: st.inv, Jobs: st.reqs, Migrations: st.migs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// diff names the first place a and b differ ("" if none).
+func diff(path string, a, b any) string {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			return path
+		}
+		var keys []string
+		for k := range av {
+			keys = append(keys, k)
+		}
+		for k := range bv {
+			if _, dup := av[k]; !dup {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if d := diff(path+"."+k, av[k], bv[k]); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av) != len(bv) {
+			return fmt.Sprintf("%s (length %d vs %v)", path, len(av), b)
+		}
+		for i := range av {
+			if d := diff(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i]); d != "" {
+				return d
+			}
+		}
+		return ""
+	}
+	if !reflect.DeepEqual(a, b) {
+		return fmt.Sprintf("%s: %v vs %v", path, a, b)
+	}
+	return ""
+}
+
+// The log stays the truth: after a workload of requests and migrations,
+// some closed and some under way, the state rebuilt from offset zero and
+// the state restored from the service's snapshot plus the log after it are
+// equal, and the service restarted from the snapshot finishes the work.
+func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
+	h := newHarnessWith(t, snapCluster())
+	x := h.executor(false, nil)
+	dir := t.TempDir()
+	snapshotting := func(c *Config) {
+		c.SnapshotDir, c.SnapshotEvery, c.Clock, c.Tick = dir, 1, frozen, 20*time.Millisecond
+	}
+	svc := h.start(snapshotting)
+
+	// r1 finishes, r2 is rejected, r3 runs with its opcodes held.
+	evacuate(h, "r1", false, "n1")
+	h.closed("r1")
+	evacuate(h, "r2", false, "n9")
+	h.closed("r2")
+	// m1 is paused after its begin, m2 aborted, m3 and m4 refused.
+	h.migrate("m1", "z1", events.ActionBegin)
+	h.endPhase("m1", events.PhaseBegin)
+	h.record("m1", events.MigrationPaused)
+	h.migrate("m2", "z2", events.ActionBegin)
+	h.endPhase("m2", events.PhaseBegin)
+	h.record("m2", events.MigrationPaused)
+	h.migrate("m2", "z2", events.ActionAbort)
+	h.endPhase("m2", "abort")
+	h.record("m2", events.MigrationAborted)
+	h.migrate("m3", "z1", events.ActionBegin)
+	h.migrate("m4", "ghost", events.ActionBegin)
+	h.record("m4", events.MigrationFailed)
+	h.record("m3", events.MigrationFailed)
+
+	x.mu.Lock()
+	x.hold = true
+	x.mu.Unlock()
+	evacuate(h, "r3", false, "n2")
+	h.waitFor("r3's opcodes to be held", func() bool { return x.heldCount() > 0 })
+	h.waitFor("a snapshot", func() bool {
+		_, err := os.Stat(filepath.Join(dir, snapshotFile))
+		return err == nil
+	})
+	svc.cancel()
+	if err := <-svc.done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	svc.done <- nil // for the cleanup
+
+	// The tail: what happened while no planner ran.
+	x.release()
+	h.migrate("m5", "z3", events.ActionBegin)
+	evacuate(h, "r4", false, "n4")
+
+	full, fr := h.rebuild("")
+	snap, sr := h.rebuild(dir)
+	if fr.Snapshot || !sr.Snapshot || sr.Ignored != "" {
+		t.Fatalf("full replay %+v, from the snapshot %+v", fr, sr)
+	}
+	if sr.Events >= fr.Events {
+		t.Errorf("from the snapshot read %d events, the full replay %d: want fewer", sr.Events, fr.Events)
+	}
+	if d := diff("state", image(t, full), image(t, snap)); d != "" {
+		t.Fatalf("snapshot + tail differs from the full replay at %s", d)
+	}
+	if reqs, active := full.reqs.Counts(); reqs != 2 || active != 2 {
+		t.Errorf("the state holds %d requests, %d active; want r3 and r4 only", reqs, active)
+	}
+	if got := full.migs.Sorted(); !slices.Equal(got, []string{"m1", "m5"}) {
+		t.Errorf("the state holds migrations %v; want m1 and m5 only (the others ended)", got)
+	}
+
+	// A restart from the snapshot resumes: r3 finishes, r4 and m5 are
+	// decided.
+	again := h.start(snapshotting)
+	if r := again.svc.Restart(); !r.Snapshot || r.Events >= fr.Events {
+		t.Errorf("restart %+v; want it from the snapshot", r)
+	}
+	if e := h.closed("r3"); e.Type != events.TypeRequestFinished {
+		t.Errorf("r3 closed with %s", e.Type)
+	}
+	h.closed("r4")
+	h.endPhase("m5", events.PhaseBegin)
+	h.record("m5", events.MigrationPaused)
+}

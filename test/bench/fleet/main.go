@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+type config struct {
+	quick       bool
+	nodes       int
+	groupNodes  int
+	perNode     int
+	executors   int
+	logEvents   int
+	partitions  int
+	evacuate    int
+	planTimeout time.Duration
+	runTimeout  time.Duration
+	droveBin    string
+	out         string
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "fleet: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	r, err := runBench(ctx, cfg, stdout)
+	if r != nil {
+		printTable(stdout, r)
+		if werr := writeJSON(cfg.out, r); werr != nil {
+			fmt.Fprintf(stderr, "fleet: %v\n", werr)
+			return 1
+		}
+		fmt.Fprintf(stdout, "written to %s\n", cfg.out)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fleet: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&cfg.quick, "quick", false, "a short run: 2,000 nodes, 20,000 instances, a 200,000-event log, 4 executors")
+	fs.IntVar(&cfg.nodes, "nodes", 10_000, "nodes in the fleet")
+	fs.IntVar(&cfg.groupNodes, "group-nodes", 500, "nodes per group")
+	fs.IntVar(&cfg.perNode, "instances-per-node", 10, "primary instances per node")
+	fs.IntVar(&cfg.executors, "executors", 24, "simulated executors run in this process (each its own Kafka client)")
+	fs.IntVar(&cfg.logEvents, "log-events", 1_000_000, "events in the log for the second planner restart (history appended up to it)")
+	fs.IntVar(&cfg.partitions, "partitions", 3, "partitions of every topic")
+	fs.IntVar(&cfg.evacuate, "evacuate", 10, "nodes the evacuation empties (each with a running executor)")
+	fs.DurationVar(&cfg.planTimeout, "plan-timeout", 5*time.Minute, "how long to wait for one plan before giving it up as not measured")
+	fs.DurationVar(&cfg.runTimeout, "run-timeout", 3*time.Minute, "how long the evacuation may run for the fetch measure")
+	fs.StringVar(&cfg.droveBin, "drove-bin", "", "the drove binary to run the planner and one executor from; empty: built into a temporary directory")
+	fs.StringVar(&cfg.out, "out", "test/bench/results/fleet.json", "where to write the figures as JSON")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.quick {
+		cfg.nodes, cfg.logEvents, cfg.executors = 2_000, 200_000, 4
+		cfg.planTimeout, cfg.runTimeout = 2*time.Minute, time.Minute
+	}
+	var probs []string
+	if cfg.groupNodes < 1 || cfg.nodes < 2*cfg.groupNodes || cfg.nodes%cfg.groupNodes != 0 {
+		probs = append(probs, "-nodes must be a multiple of -group-nodes, at least two groups")
+	}
+	if cfg.perNode < 1 || cfg.partitions < 1 || cfg.executors < 1 || cfg.evacuate < 1 {
+		probs = append(probs, "-instances-per-node, -partitions, -executors and -evacuate must be positive")
+	}
+	if cfg.executors > cfg.groupNodes {
+		probs = append(probs, "-executors must not exceed -group-nodes (they run on the first group's nodes)")
+	}
+	if len(probs) > 0 {
+		return cfg, errors.New(strings.Join(probs, "; "))
+	}
+	cfg.evacuate = min(cfg.evacuate, cfg.executors)
+	return cfg, nil
+}
+
+// result is fleet.json. The first keys are the issue's; a nil pointer is a
+// figure not measured, written as null, with the reason in Notes.
+type result struct {
+	Nodes                   int      `json:"nodes"`
+	Instances               int      `json:"instances"`
+	Executors               int      `json:"executors"`
+	PlanLatencyEvacuateS    *float64 `json:"plan_latency_evacuate_s"`
+	PlanLatencyGroupChangeS *float64 `json:"plan_latency_group_change_s"`
+	ExecutorFetchFraction   *float64 `json:"executor_fetch_fraction"`
+	PlannerRestartS         *float64 `json:"planner_restart_s"`
+	LogEvents               *int64   `json:"log_events"`
+	ProjectorLiveEPS        *float64 `json:"projector_live_eps"`
+	ProjectorReplayEPS      *float64 `json:"projector_replay_eps"`
+	PlannerRSSMB            *float64 `json:"planner_rss_mb"`
+	ExecutorRSSMB           *float64 `json:"executor_rss_mb"`
+
+	// The first restart's log, for the restart's growth with the log.
+	PlannerRestartSSmall *float64 `json:"planner_restart_s_small"`
+	LogEventsSmall       *int64   `json:"log_events_small"`
+
+	Quick      bool              `json:"quick"`
+	Partitions int               `json:"partitions"`
+	Date       string            `json:"date"`
+	GoVersion  string            `json:"go_version"`
+	CPUs       int               `json:"cpus"`
+	Notes      map[string]string `json:"notes"`
+}
+
+func newResult(cfg config) *result {
+	return &result{Executors: cfg.executors, Quick: cfg.quick, Partitions: cfg.partitions,
+		Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
+		Notes: map[string]string{}}
+}
+
+// note records why a figure is what it is (or null), and prints it.
+func (r *result) note(w io.Writer, key, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if old := r.Notes[key]; old != "" {
+		msg = old + "; " + msg
+	}
+	r.Notes[key] = msg
+	fmt.Fprintf(w, "  note %s: %s\n", key, fmt.Sprintf(format, args...))
+}
+
+func f64(v float64) *float64 { return &v }
+func i64(v int64) *int64     { return &v }
+
+func printTable(w io.Writer, r *result) {
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-30s %s\n", "figure", "value")
+	row := func(k string, v any) { fmt.Fprintf(w, "%-30s %s\n", k, v) }
+	row("nodes", fmt.Sprint(r.Nodes))
+	row("instances", fmt.Sprint(r.Instances))
+	row("executors", fmt.Sprint(r.Executors))
+	row("plan_latency_evacuate_s", show(r.PlanLatencyEvacuateS, "%.2f"))
+	row("plan_latency_group_change_s", show(r.PlanLatencyGroupChangeS, "%.2f"))
+	row("executor_fetch_fraction", show(r.ExecutorFetchFraction, "%.3f"))
+	row("planner_restart_s_small", show(r.PlannerRestartSSmall, "%.2f"))
+	row("log_events_small", showInt(r.LogEventsSmall))
+	row("planner_restart_s", show(r.PlannerRestartS, "%.2f"))
+	row("log_events", showInt(r.LogEvents))
+	row("projector_live_eps", show(r.ProjectorLiveEPS, "%.0f"))
+	row("projector_replay_eps", show(r.ProjectorReplayEPS, "%.0f"))
+	row("planner_rss_mb", show(r.PlannerRSSMB, "%.0f"))
+	row("executor_rss_mb", show(r.ExecutorRSSMB, "%.0f"))
+	for _, k := range sortedKeys(r.Notes) {
+		fmt.Fprintf(w, "note %s: %s\n", k, r.Notes[k])
+	}
+}
+
+func show(v *float64, format string) string {
+	if v == nil {
+		return "null (not measured: see notes)"
+	}
+	return fmt.Sprintf(format, *v)
+}
+
+func showInt(v *int64) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprint(*v)
+}
+
+func writeJSON(path string, r *result) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/planner"
+)
+
+// watcher follows drove.plans and drove.requests and notes when each
+// request's first plan and its end are seen.
+type watcher struct {
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced at every note
+	planned  map[string]time.Time
+	ended    map[string]string // request -> how: finished, or rejected: reason
+	done     chan error
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+}
+
+func startWatcher(brokers []string) (*watcher, error) {
+	cfg := kafka.Config{Brokers: brokers, ClientID: "fleet-watch", FetchMaxWait: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &watcher{changed: make(chan struct{}), planned: map[string]time.Time{}, ended: map[string]string{},
+		done: make(chan error, 1), cancel: cancel}
+	go func() { w.done <- follow(ctx, cfg, []string{events.TopicPlans, events.TopicRequests}, w.handle) }()
+	return w, nil
+}
+
+func (w *watcher) handle(_ context.Context, rec kafka.Record) error {
+	now := time.Now()
+	p, err := rec.Event.DecodePayload()
+	if err != nil {
+		return nil // not ours to judge
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch e := p.(type) {
+	case events.PlanComputed:
+		if _, seen := w.planned[e.Request]; !seen {
+			w.planned[e.Request] = now
+		}
+	case events.RequestRejected:
+		w.ended[e.Request] = "rejected: " + e.Reason
+	case events.RequestFinished:
+		w.ended[e.Request] = fmt.Sprintf("finished: %d moved, %d failed", len(e.Moved), len(e.Failed))
+	default:
+		return nil
+	}
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return nil
+}
+
+// waitFor waits until cond (called under the lock) holds or timeout passes.
+func (w *watcher) waitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		ok, ch := cond(), w.changed
+		w.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// planLatency appends env (a request), then waits for its plan: the time
+// from the append's return to the plan seen, or why there is none.
+func (w *watcher) planLatency(ctx context.Context, prod *kafka.Producer, env events.Envelope, id string, timeout time.Duration) (*float64, string) {
+	topic, _ := env.Topic()
+	if err := prod.Append(ctx, topic, env); err != nil {
+		return nil, fmt.Sprintf("request not appended: %v", err)
+	}
+	appended := time.Now()
+	var how string
+	w.waitFor(ctx, timeout, func() bool {
+		_, planned := w.planned[id]
+		how = w.ended[id]
+		return planned || how != ""
+	})
+	w.mu.Lock()
+	at, planned := w.planned[id]
+	w.mu.Unlock()
+	switch {
+	case planned:
+		return f64(at.Sub(appended).Seconds()), ""
+	case how != "":
+		return nil, "no plan: the request was " + how
+	default:
+		return nil, fmt.Sprintf("no plan within %s (the planner service is still computing or stuck)", timeout)
+	}
+}
+
+func (w *watcher) stop() {
+	w.stopOnce.Do(func() {
+		w.cancel()
+		<-w.done
+	})
+}
+
+func request(p events.Payload, id string) events.Envelope {
+	return events.New(p, events.WithProducer("fleet-bench"),
+		events.WithReason(events.Reason{Actor: "operator:fleet-bench", Why: "fleet benchmark", RequestID: id}))
+}
+
+// reference reads the executor's topics whole, as every executor does
+// before it reads only its own partition, and counts what it receives and
+// the opcodes dispatched to each node.
+type reference struct {
+	bytes      counter
+	mu         sync.Mutex
+	records    int64
+	dispatched map[string]int
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+func startReference(brokers []string) (*reference, error) {
+	r := &reference{dispatched: map[string]int{}, done: make(chan error, 1)}
+	cfg := kafka.Config{Brokers: brokers, ClientID: "fleet-reference", Dial: r.bytes.dial,
+		FetchMaxWait: 250 * time.Millisecond}
+	topics := []string{events.TopicOpcodes, events.TopicInventory, events.TopicSettings}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() {
+		r.done <- follow(ctx, cfg, topics, func(_ context.Context, rec kafka.Record) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.records++
+			if rec.Event.Type == events.TypeOpcodeDispatched {
+				if d, err := events.As[events.OpcodeDispatched](rec.Event); err == nil {
+					r.dispatched[d.Node]++
+				}
+			}
+			return nil
+		})
+	}()
+	return r, nil
+}
+
+func (r *reference) stop() {
+	r.cancel()
+	<-r.done
+}
+
+func (r *reference) snapshot() (bytes, records int64, dispatched map[string]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := make(map[string]int, len(r.dispatched))
+	for k, v := range r.dispatched {
+		d[k] = v
+	}
+	return r.bytes.n.Load(), r.records, d
+}
+
+// measureEvacuation evacuates the first cfg.evacuate executors' nodes and
+// measures the plan's latency, then lets the moves run and compares what
+// each evacuated node's executor received with what the reference reader
+// received over the same window.
+func measureEvacuation(ctx context.Context, cfg config, r *result, out io.Writer, w *watcher, prod *kafka.Producer, f *fleet, ref *reference) {
+	settle(ctx, func() int64 {
+		var sum int64
+		for _, n := range f.received() {
+			sum += n
+		}
+		b, recs, _ := ref.snapshot()
+		return sum + b + recs<<17 // a record handled counts as reading too
+	}, 2*time.Second, 5*time.Minute)
+	before := f.received()
+	refBytes0, refRecs0, disp0 := ref.snapshot()
+
+	var nodes []string
+	for _, x := range f.execs[:cfg.evacuate] {
+		nodes = append(nodes, x.node)
+	}
+	id := events.NewID()
+	env := request(events.EvacuationRequested{Request: id, Nodes: nodes, Mode: events.EvacAll}, id)
+	fmt.Fprintf(out, "evacuating %d nodes (%s ...)\n", len(nodes), nodes[0])
+	lat, why := w.planLatency(ctx, prod, env, id, cfg.planTimeout)
+	r.PlanLatencyEvacuateS = lat
+	if lat == nil {
+		r.note(out, "plan_latency_evacuate_s", "%s", why)
+	} else {
+		fmt.Fprintf(out, "  evacuation planned in %.2fs\n", *lat)
+		ok := w.waitFor(ctx, cfg.runTimeout, func() bool { return w.ended[id] != "" })
+		w.mu.Lock()
+		how := w.ended[id]
+		w.mu.Unlock()
+		if !ok {
+			how = fmt.Sprintf("still running after %s", cfg.runTimeout)
+		}
+		fmt.Fprintf(out, "  evacuation %s\n", how)
+		r.note(out, "executor_fetch_fraction", "window: the evacuation's run (%s)", how)
+	}
+	// Let the last progress reach every reader before reading the counters.
+	settle(ctx, func() int64 { b, recs, _ := ref.snapshot(); return b + recs<<17 }, time.Second, 30*time.Second)
+	after := f.received()
+	refBytes1, refRecs1, disp1 := ref.snapshot()
+	refBytes := refBytes1 - refBytes0
+	var sum float64
+	var n int
+	var dispatched int
+	for i, x := range f.execs[:cfg.evacuate] {
+		got := disp1[x.node] - disp0[x.node]
+		if got == 0 || refBytes <= 0 {
+			continue
+		}
+		dispatched += got
+		sum += float64(after[i]-before[i]) / float64(refBytes)
+		n++
+	}
+	if n == 0 {
+		r.note(out, "executor_fetch_fraction", "no opcode was dispatched to a running executor in the window")
+		return
+	}
+	r.ExecutorFetchFraction = f64(sum / float64(n))
+	r.note(out, "executor_fetch_fraction",
+		"bytes each of %d executors with opcodes received from the broker over the window, over what a reader of all of drove.opcodes, .inventory and .settings received (%d bytes, %d records, %d opcodes dispatched to these executors, mean %.1f each); 1/partitions = %.3f",
+		n, refBytes, refRecs1-refRecs0, dispatched, float64(dispatched)/float64(n), 1/float64(cfg.partitions))
+}
+
+// measureGroupChange asks (dry run: planned, not run) to move every
+// instance of the second group's primaries to any other group.
+func measureGroupChange(ctx context.Context, cfg config, r *result, out io.Writer, w *watcher, prod *kafka.Producer, c *planner.Cluster) {
+	var names []string
+	for _, in := range c.Instances {
+		if c.Nodes[in.Primary].Group == 1 {
+			names = append(names, in.Name)
+		}
+	}
+	id := events.NewID()
+	env := request(events.GroupChangeRequested{Request: id, Instances: names, DryRun: true}, id)
+	fmt.Fprintf(out, "changing the group of %d instances (a %d-node group's), dry run\n", len(names), cfg.groupNodes)
+	lat, why := w.planLatency(ctx, prod, env, id, cfg.planTimeout)
+	r.PlanLatencyGroupChangeS = lat
+	if lat == nil {
+		r.note(out, "plan_latency_group_change_s", "%s", why)
+		return
+	}
+	fmt.Fprintf(out, "  group change planned in %.2fs\n", *lat)
+	r.note(out, "plan_latency_group_change_s", "%d instances of group %s to any other group, dry run", len(names), c.Groups[1].Name)
+}
+
+// follow reads topics from their start and goes on following, handing
+// every record that decodes to handle, until ctx ends.
+func follow(ctx context.Context, cfg kafka.Config, topics []string, handle func(context.Context, kafka.Record) error) error {
+	r, err := kafka.NewReader(ctx, cfg, kafka.ReadOptions{Topics: topics, Follow: true})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		b, err := r.Next(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, raw := range b.Records {
+			if rec, err := raw.Decode(); err == nil {
+				if err := handle(ctx, rec); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/clustergen"
+	"github.com/drovehq/drove/planner/service"
+)
+
+// world is the bench's infrastructure: a temporary directory, the
+// embedded broker and the drove binary.
+type world struct {
+	cfg     config
+	out     io.Writer
+	tmp     string
+	bin     string
+	broker  *embedded.BrokerServer
+	brokers []string
+	quiet   *slog.Logger
+	// appended counts the events the bench itself appended.
+	appended int64
+}
+
+func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
+	r := newResult(cfg)
+	w := &world{cfg: cfg, out: out, quiet: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var err error
+	if w.tmp, err = os.MkdirTemp("", "drove-bench-fleet-"); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(w.tmp)
+	// As root, Postgres runs as the postgres user, who must reach its dir.
+	for d := w.tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	if w.bin, err = droveBinary(ctx, cfg.droveBin, w.tmp); err != nil {
+		return nil, err
+	}
+	w.broker, err = embedded.StartBroker(embedded.Broker{Dir: filepath.Join(w.tmp, "kafka"),
+		Partitions: cfg.partitions, Logger: w.quiet})
+	if err != nil {
+		return nil, err
+	}
+	defer w.broker.Stop()
+	w.brokers = w.broker.Addrs()
+	kc := kafka.Config{Brokers: w.brokers, ClientID: "fleet-bench", Logger: w.quiet}
+	if err := kafka.EnsureTopics(ctx, kc, cfg.partitions, events.Topics()...); err != nil {
+		return nil, err
+	}
+
+	c, err := w.seed(ctx, r)
+	if err != nil {
+		return r, err
+	}
+	small := w.appended
+	pl, took, err := w.startPlanner(ctx)
+	if err != nil {
+		r.note(out, "planner_restart_s_small", "%v", err)
+	} else {
+		r.PlannerRestartSSmall, r.LogEventsSmall = f64(took), i64(small)
+		fmt.Fprintf(out, "planner service ready in %.2fs on a log of %d events\n", took, small)
+	}
+	rss := 0.0
+	if pl != nil {
+		w.work(ctx, r, c)
+	} else {
+		r.note(out, "plan_latency_evacuate_s", "the planner service did not start")
+	}
+	// The log grows while the planner service runs, as in production: it
+	// folds the history (and snapshots it, where it can) before it stops.
+	if err := w.history(ctx); err != nil {
+		return r, err
+	}
+	if pl != nil {
+		w.waitPlannerCaughtUp(ctx, r, pl)
+		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
+		pl.stop()
+	}
+	pl, took, err = w.startPlanner(ctx)
+	if err != nil {
+		r.note(out, "planner_restart_s", "%v", err)
+	} else {
+		r.PlannerRestartS, r.LogEvents = f64(took), i64(w.appended)
+		fmt.Fprintf(out, "planner service restarted, ready in %.2fs on a log of %d events\n", took, w.appended)
+		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
+		pl.stop()
+	}
+	r.note(out, "log_events", "events the bench appended (inventory and history); the services' own events come on top")
+	if rss > 0 {
+		r.PlannerRSSMB = f64(rss)
+	}
+	w.executorRSS(ctx, r, c)
+	if err := w.projector(ctx, r); err != nil {
+		r.note(out, "projector_live_eps", "%v", err)
+	}
+	return r, nil
+}
+
+// seed generates the fleet and appends its inventory.
+func (w *world) seed(ctx context.Context, r *result) (*planner.Cluster, error) {
+	cfg := w.cfg
+	spec := clustergen.DefaultSpec()
+	spec.Groups, spec.NodesPerGroup, spec.InstancesPerNode = cfg.nodes/cfg.groupNodes, cfg.groupNodes, cfg.perNode
+	spec.Fill, spec.Seed = 0.5, 2026
+	began := time.Now()
+	c, err := clustergen.Generate(spec)
+	if err != nil {
+		return nil, err
+	}
+	r.Nodes, r.Instances = len(c.Nodes), len(c.Instances)
+	envs := service.InventoryEvents(c, events.Reason{Actor: "fleet-bench", Why: "fleet benchmark"})
+	p, err := kafka.NewProducer(kafka.Config{Brokers: w.brokers, ClientID: "fleet-seed", TransactionalID: "fleet-seed", Logger: w.quiet})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if err := service.Seed(ctx, p, envs); err != nil {
+		return nil, err
+	}
+	w.appended += int64(len(envs))
+	fmt.Fprintf(w.out, "seeded %d nodes in %d groups and %d instances: %d events in %.1fs\n",
+		len(c.Nodes), len(c.Groups), len(c.Instances), len(envs), time.Since(began).Seconds())
+	return c, nil
+}
+
+// startPlanner runs `drove planner` and returns it once it has rebuilt its
+// state from the log, with the time that took from the process's start.
+// Its snapshots (where the service keeps them) go to a directory of the
+// bench's, the same for every start.
+func (w *world) startPlanner(ctx context.Context) (*proc, float64, error) {
+	port, err := embedded.FreePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	began := time.Now()
+	p, err := startProc("planner", w.bin, []string{"planner", "--brokers", strings.Join(w.brokers, ","),
+		"--standby=false", "--max-running-moves", "1000", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port)},
+		[]string{"DROVE_PLANNER_SNAPSHOT_DIR=" + filepath.Join(w.tmp, "planner-snapshots")},
+		filepath.Join(w.tmp, fmt.Sprintf("planner-%d.log", began.UnixNano())), "state rebuilt from the log")
+	if err != nil {
+		return nil, 0, err
+	}
+	p.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	if err := p.waitReady(ctx, 10*time.Minute); err != nil {
+		p.stop()
+		return nil, 0, err
+	}
+	return p, time.Since(began).Seconds(), nil
+}
+
+// waitPlannerCaughtUp waits until the planner service's consumer lag is
+// zero on every topic it reports.
+func (w *world) waitPlannerCaughtUp(ctx context.Context, r *result, p *proc) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if lagging, seen := plannerLag(p.metrics); seen && lagging == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond): // polling a gauge, bounded by the deadline
+		}
+	}
+	r.note(w.out, "planner_restart_s", "the running planner service had not reported zero lag after the history within 10 minutes")
+}
+
+// plannerLag sums drove_planner_consumer_lag over the topics the planner
+// reports; seen is false when it reports none (yet).
+func plannerLag(url string) (lag float64, seen bool) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if !strings.HasPrefix(line, "drove_planner_consumer_lag{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			lag, seen = lag+v, true
+		}
+	}
+	return lag, seen
+}
+
+func (w *world) rss(p *proc, r *result, key string) float64 {
+	mb, err := p.peakRSSMB()
+	if err != nil {
+		r.note(w.out, key, "%v", err)
+	}
+	return mb
+}
+
+// work runs the executors and the two requests against a running planner.
+func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
+	var nodes []string
+	for _, n := range c.Nodes[:w.cfg.executors] {
+		nodes = append(nodes, n.Name)
+	}
+	began := time.Now()
+	f, err := startExecutors(w.brokers, nodes)
+	if err == nil {
+		defer f.stop()
+		err = f.waitReady(ctx, 10*time.Minute)
+	}
+	if err != nil {
+		r.note(w.out, "executor_fetch_fraction", "executors did not start: %v", err)
+		return
+	}
+	fmt.Fprintf(w.out, "%d executors running (each its own Kafka client, sim driver at 20x) in %.1fs\n",
+		len(nodes), time.Since(began).Seconds())
+	r.note(w.out, "executors", "%d executors in this process (-executors), on the first group's nodes, of %d nodes: the others have none; they started in %.0fs on this 2-core machine (10,000 were not tried)",
+		len(nodes), len(c.Nodes), time.Since(began).Seconds())
+	watch, err := startWatcher(w.brokers)
+	if err != nil {
+		r.note(w.out, "plan_latency_evacuate_s", "watcher: %v", err)
+		return
+	}
+	defer watch.stop()
+	ref, err := startReference(w.brokers)
+	if err != nil {
+		r.note(w.out, "executor_fetch_fraction", "reference reader: %v", err)
+		return
+	}
+	defer ref.stop()
+	prod, err := kafka.NewProducer(kafka.Config{Brokers: w.brokers, ClientID: "fleet-requests",
+		TransactionalID: "fleet-requests", Logger: w.quiet})
+	if err != nil {
+		r.note(w.out, "plan_latency_evacuate_s", "producer: %v", err)
+		return
+	}
+	defer prod.Close()
+	measureEvacuation(ctx, w.cfg, r, w.out, watch, prod, f, ref)
+	measureGroupChange(ctx, w.cfg, r, w.out, watch, prod, c)
+	var errs int64
+	for _, x := range f.execs {
+		errs += x.errors.Load()
+	}
+	if errs > 0 {
+		r.note(w.out, "executors", "%d errors logged by the executors", errs)
+	}
+}
+
+// history appends progress events of finished moves until the log holds
+// cfg.logEvents events: years of history, as the projector and the
+// planner service (which folds drove.progress) read it.
+func (w *world) history(ctx context.Context) error {
+	n := int64(w.cfg.logEvents) - w.appended
+	if n <= 0 {
+		return nil
+	}
+	p, err := kafka.NewProducer(kafka.Config{Brokers: w.brokers, ClientID: "fleet-history",
+		TransactionalID: "fleet-history", Logger: w.quiet})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	began := time.Now()
+	at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	const perTx, perMove = 1000, 20
+	for done := int64(0); done < n; {
+		k := min(int64(perTx), n-done)
+		evs := make([]events.Envelope, k)
+		for i := range evs {
+			seq := done + int64(i)
+			move, step := seq/perMove, seq%perMove
+			req := fmt.Sprintf("history-%07d", move/10)
+			at = at.Add(time.Second)
+			evs[i] = events.New(events.Progress{Request: req, Job: int(move % 10), Index: 0,
+				Instance: fmt.Sprintf("history-instance-%d", move%100_000), Node: "history-node",
+				Phase: events.PhaseSync, State: events.ProgressRunning, Current: step << 20, Total: perMove << 20,
+				ETASeconds: float64(perMove - step), BytesPerSecond: 1 << 20, Message: "syncing"},
+				events.WithProducer("fleet-history"), events.WithTime(at),
+				events.WithReason(events.Reason{Actor: "executor:history-node", Why: "history", RequestID: req}))
+		}
+		if err := p.Append(ctx, events.TopicProgress, evs...); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		done += k
+	}
+	w.appended += n
+	fmt.Fprintf(w.out, "appended %d events of history in %.1fs: the log holds %d\n", n, time.Since(began).Seconds(), w.appended)
+	return nil
+}
+
+// executorRSS runs one `drove executor` on a node without one and reads
+// its peak RSS once it has recovered and run for a few seconds.
+func (w *world) executorRSS(ctx context.Context, r *result, c *planner.Cluster) {
+	node := c.Nodes[w.cfg.executors].Name
+	p, err := startProc("executor", w.bin, []string{"executor", "--node", node, "--driver", "sim", "--plain-transfer",
+		"--brokers", strings.Join(w.brokers, ",")}, nil, filepath.Join(w.tmp, "executor.log"), "executor running")
+	if err == nil {
+		err = p.waitReady(ctx, 10*time.Minute)
+		if err != nil {
+			p.stop()
+		}
+	}
+	if err != nil {
+		r.note(w.out, "executor_rss_mb", "%v", err)
+		return
+	}
+	select {
+	case <-time.After(3 * time.Second): // a settled executor, following the log
+	case <-ctx.Done():
+	}
+	mb, err := p.peakRSSMB()
+	p.stop()
+	if err != nil {
+		r.note(w.out, "executor_rss_mb", "%v", err)
+		return
+	}
+	r.ExecutorRSSMB = f64(mb)
+	r.note(w.out, "executor_rss_mb", "a `drove executor --driver sim` process of an idle node, after its start on the whole log")
+}
