@@ -129,7 +129,7 @@ func buildAsOf(ctx context.Context, cfg Config, pool *pgxpool.Pool, name string,
 	if err := ApplySchema(ctx, pool, name); err != nil {
 		return AsOfView{}, err
 	}
-	ends, starts, err := listBounds(ctx, cfg.Kafka)
+	starts, ends, err := listBounds(ctx, cfg.Kafka)
 	if err != nil {
 		return AsOfView{}, err
 	}
