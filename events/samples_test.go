@@ -88,6 +88,10 @@ func samples() []Payload {
 			Phase: PhaseSync, Status: JobSuccess, Bytes: 1 << 20},
 		ReceiverReady{Request: "req-1", Job: 1, Index: 0, Node: "node2", Target: "node4", Addr: "127.0.0.1:4711"},
 		DefaultSettings(),
+		NodeActionRequested{Request: "req-3", Node: "node1", Action: NodeUndrain},
+		NodeActionEnded{Request: "req-3", Node: "node1", Action: NodeUndrain, Refused: true,
+			Reason: "request req-1 is emptying node1"},
+		NodeHeartbeat{Node: "node1", IntervalMS: 1000, Sent: started},
 	}
 }
 

@@ -34,6 +34,13 @@
 //     error's text, which carries hosts, users and connection strings;
 //     beside `drove dev` it also lists each component (Config.Parts):
 //     running, restarted N times, restarting or down.
+//   - A node's lifecycle (nodes.go, operators only): POST
+//     /v1/nodes/{name}/undrain, /offline and /online (body {"reason"})
+//     append NodeActionRequested after the views' checks (404 unknown
+//     node; 409 when the node is already so, or, for undrain, while an
+//     active evacuation empties it, naming the request); the planner
+//     service answers, and GET /v1/node-actions/{id} shows the answer
+//     (requested, done or refused, with why).
 //
 // The views are defined in projector/schema (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool

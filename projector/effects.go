@@ -38,6 +38,7 @@ func st(name string, args ...any) stmt { return stmt{sql: q(name), args: args} }
 func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 	for _, topic := range []func(events.Envelope, events.Payload) ([]stmt, bool){
 		inventoryEffects, requestEffects, jobEffects, opcodeEffects, progressEffects, migrationEffects,
+		nodeEffects,
 	} {
 		if out, ok := topic(env, p); ok {
 			return out, nil

@@ -66,6 +66,10 @@ type Config struct {
 	// takes over: the election's group session timeout. Default 6s (the
 	// least Kafka allows by default).
 	ElectionTimeout time.Duration
+	// NodeLease is how long a node's executor may go without a heartbeat
+	// read before the node is declared lost (offline) and its moves end
+	// (planner/nodes). Default 30s; negative declares no node lost.
+	NodeLease time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Metrics registers the service's collectors; nil means a private
@@ -106,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ElectionTimeout == 0 {
 		c.ElectionTimeout = 6 * time.Second
+	}
+	if c.NodeLease == 0 {
+		c.NodeLease = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -229,6 +229,9 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 // oldest queued migration. Each request's or migration's decisions are
 // one transaction.
 func (l *loop) decideAll(ctx context.Context) error {
+	if err := l.decideNodes(ctx); err != nil {
+		return err
+	}
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },

@@ -7,6 +7,7 @@ import (
 	"github.com/drovehq/drove/planner/inventory"
 	"github.com/drovehq/drove/planner/jobs"
 	"github.com/drovehq/drove/planner/migration"
+	"github.com/drovehq/drove/planner/nodes"
 )
 
 // state is everything the service knows: a fold of the topics it reads,
@@ -17,16 +18,21 @@ type state struct {
 	inv  *inventory.Inventory
 	reqs *jobs.State
 	migs *migration.State
+	// nodes is planner/nodes' fold: operators' node commands and leases.
+	nodes *nodes.State
 }
 
 // newState is an empty state whose migration timers read now.
 func newState(now func() time.Time) *state {
-	return &state{inv: inventory.New(), reqs: jobs.NewState(), migs: migration.NewState(now)}
+	return &state{inv: inventory.New(), reqs: jobs.NewState(), migs: migration.NewState(now), nodes: nodes.NewState(now)}
 }
 
 // apply folds one event found at pos into the fold it belongs to; types
 // no fold uses are ignored.
 func (s *state) apply(env events.Envelope, p events.Payload, pos inventory.Pos) {
+	if s.nodes.Apply(env, p) {
+		return
+	}
 	switch p.(type) {
 	case events.GroupDeclared, events.NodeAnnounced, events.NodeUpdated,
 		events.InstanceDeclared, events.InstancePlaced:
