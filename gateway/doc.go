@@ -34,6 +34,9 @@
 //     error's text, which carries hosts, users and connection strings;
 //     beside `drove dev` it also lists each component (Config.Parts):
 //     running, restarted N times, restarting or down.
+//   - When Postgres cannot be reached (restarting, down), a call that
+//     reads the views answers 503 unavailable with Retry-After, not 500,
+//     and appends nothing (unavailable.go).
 //   - A node's lifecycle (nodes.go, operators only): POST
 //     /v1/nodes/{name}/undrain, /offline and /online (body {"reason"})
 //     append NodeActionRequested after the views' checks (404 unknown

@@ -229,7 +229,15 @@ func (g *Gateway) handle(h func(*gin.Context) error) gin.HandlerFunc {
 // answered without internals.
 func (g *Gateway) fail(c *gin.Context, err error) {
 	var ae *apiError
-	if !errors.As(err, &ae) {
+	if !errors.As(err, &ae) && c.Request.Context().Err() == nil {
+		if ae = unavailable(err); ae != nil {
+			g.log.Warn("views' database unreachable", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+		}
+	}
+	if ae != nil && ae.Status == http.StatusServiceUnavailable && ae.Code == codeUnavailable {
+		c.Header("Retry-After", storeRetryAfter)
+	}
+	if ae == nil {
 		status, code, msg := http.StatusInternalServerError, codeInternal, "internal error; the gateway log has the details"
 		if c.Request.Context().Err() != nil {
 			status, code, msg = 499, "client_gone", "the client went away"
