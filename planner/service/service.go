@@ -235,7 +235,7 @@ func (l *loop) decideAll(ctx context.Context) error {
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
-		Migrating: l.st.migs.ActiveOn}
+		Migrating: l.st.migs.ActiveOn, Migrations: l.st.migs.InFlight}
 	for _, id := range l.st.reqs.Order() {
 		if !l.st.reqs.Active(id) {
 			continue
@@ -261,7 +261,7 @@ func (l *loop) decideMigrations(ctx context.Context) error {
 	ms := l.st.migs
 	env := migration.Env{Inv: l.st.inv, Busy: l.st.reqs.BusyInstances, Apply: l.st.applyDecision,
 		Options: l.svc.cfg.Options, StallRetries: l.svc.cfg.StallRetries, Producer: l.svc.cfg.Producer,
-		Log: l.svc.log}
+		Log: l.svc.log, Reserve: l.st.reserveInFlight}
 	for _, id := range ms.Sorted() {
 		env.Now = l.svc.cfg.Clock()
 		evs := migration.Decide(env, ms, id)

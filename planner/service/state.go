@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/inventory"
 	"github.com/drovehq/drove/planner/jobs"
 	"github.com/drovehq/drove/planner/migration"
@@ -48,4 +49,12 @@ func (s *state) apply(env events.Envelope, p events.Payload, pos inventory.Pos) 
 // it is read back from the log.
 func (s *state) applyDecision(env events.Envelope, p events.Payload) {
 	s.apply(env, p, inventory.Unread(env))
+}
+
+// reserveInFlight takes from c the room every move in flight still needs:
+// active requests' moves and per-instance migrations' (planner/jobs,
+// reserve.go), so a migration's target is picked on what they leave.
+func (s *state) reserveInFlight(c *planner.Cluster) {
+	s.reqs.ReserveInFlight(s.inv, c)
+	jobs.ReserveMigrations(s.inv, c, s.migs.InFlight())
 }
