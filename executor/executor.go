@@ -33,6 +33,8 @@ type Executor struct {
 	wg        sync.WaitGroup
 
 	mig migRuns // per-instance migration phases (migration.go)
+
+	lease lease // renewed by heartbeats (lease.go)
 }
 
 // opKey identifies an opcode: (request, job, index).
@@ -128,6 +130,8 @@ func (e *Executor) Run(ctx context.Context) error {
 	if err := e.recover(ctx); err != nil {
 		return err
 	}
+	e.wg.Add(1)
+	go func() { defer e.wg.Done(); e.keepLease(base) }() // lease.go
 	// A static member: an executor restarted after a crash takes its
 	// place in its node's group at once (kafka.Config.InstanceID).
 	kc := e.cfg.Kafka

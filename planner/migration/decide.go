@@ -101,7 +101,7 @@ func (p *pass) run() {
 			p.command(c)
 		}
 	}
-	if m.rec != nil {
+	if m.rec != nil && !p.lost() { // lost.go: a node of the migration is offline
 		p.timers()
 	}
 }
