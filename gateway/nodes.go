@@ -86,10 +86,19 @@ func (g *Gateway) nodeActionAllowed(ctx context.Context, n node, action events.N
 		if err != nil {
 			return err
 		}
-		for _, id := range g.recent.ids() {
-			if e, ok := g.recent.get(id); ok && e.kind == kindEvacuation && slices.Contains(e.nodes, n.Name) &&
-				!slices.Contains(ids, id) {
-				ids = append(ids, id)
+		// Evacuations this gateway appended that the views do not show
+		// yet count too; once shown, the views say whether they are active.
+		if pending := g.recent.ids(); len(pending) > 0 {
+			visible, err := g.db.column(ctx, "requests_visible", pending)
+			if err != nil {
+				return err
+			}
+			g.recent.forget(visible...)
+			for _, id := range pending {
+				if e, ok := g.recent.get(id); ok && e.kind == kindEvacuation && slices.Contains(e.nodes, n.Name) &&
+					!slices.Contains(visible, id) {
+					ids = append(ids, id)
+				}
 			}
 		}
 		if len(ids) > 0 {
