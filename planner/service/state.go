@@ -25,7 +25,9 @@ type state struct {
 
 // newState is an empty state whose migration timers read now.
 func newState(now func() time.Time) *state {
-	return &state{inv: inventory.New(), reqs: jobs.NewState(), migs: migration.NewState(now), nodes: nodes.NewState(now)}
+	// Leases are measured on the wall clock (monotonic), not on the timers'
+	// clock, which tests move forward by hours.
+	return &state{inv: inventory.New(), reqs: jobs.NewState(), migs: migration.NewState(now), nodes: nodes.NewState(time.Now)}
 }
 
 // apply folds one event found at pos into the fold it belongs to; types
