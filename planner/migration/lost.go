@@ -21,7 +21,9 @@ import (
 //     a switch that committed is recorded as such, the record then saying
 //     that the instance runs on a lost node.
 //
-// It reports whether it decided something.
+// It reports whether the migration's timers must wait (it decided
+// something, or a switched migration's target is lost: no automatic
+// finalize then).
 func (p *pass) lost() bool {
 	m := p.m
 	r := *m.rec
@@ -34,14 +36,18 @@ func (p *pass) lost() bool {
 	}
 	switch {
 	case r.Switched:
-		if !p.offline(r.Target) || r.ErrorDetail != "" {
+		if !p.offline(r.Target) {
 			return false
 		}
-		r.Error = fmt.Sprintf("target node %s lost after the switch", r.Target)
-		r.ErrorDetail = fmt.Sprintf("operator action needed: %s was switched to %s, which is now offline; "+
-			"bring %s back (then roll back or finalize), or recover %s from its copy on %s", r.Instance, r.Target,
-			r.Target, r.Instance, r.Source)
-		p.record(r, cause)
+		// No automatic finalize while the target is lost: the source
+		// copy may be the only one left.
+		if r.ErrorDetail == "" {
+			r.Error = fmt.Sprintf("target node %s lost after the switch", r.Target)
+			r.ErrorDetail = fmt.Sprintf("operator action needed: %s was switched to %s, which is now offline; "+
+				"bring %s back (then roll back or finalize), or recover %s from its copy on %s", r.Instance, r.Target,
+				r.Target, r.Instance, r.Source)
+			p.record(r, cause)
+		}
 		return true
 	case p.offline(r.Source):
 		if p.sourceGone(&r, "source node lost during the migration") {
