@@ -64,13 +64,13 @@ type Config struct {
 	// announce their node. Its Name must be Node.
 	Announce *events.NodeAnnounced
 	// Heartbeat is how often the executor renews its node's lease with a
-	// NodeHeartbeat on drove.inventory (lease.go). Default 2s; negative
+	// NodeHeartbeat on drove.inventory (lease.go). Default 5s; negative
 	// sends none and fences nothing.
 	Heartbeat time.Duration
 	// Fence is how long after its last heartbeat that the log took the
 	// executor still acts on moves: past it, cut off from the broker, it
 	// cancels the moves it runs (drivers roll back short of the point of
-	// no return) and refuses to switch a migration. Default 5 × Heartbeat;
+	// no return) and refuses to switch a migration. Default 3 × Heartbeat;
 	// keep it well below the planner service's NodeLease.
 	Fence time.Duration
 }
@@ -119,10 +119,10 @@ func (c Config) withDefaults() Config {
 		c.Metrics = prometheus.NewRegistry()
 	}
 	if c.Heartbeat == 0 {
-		c.Heartbeat = 2 * time.Second
+		c.Heartbeat = 5 * time.Second
 	}
 	if c.Fence == 0 && c.Heartbeat > 0 {
-		c.Fence = 5 * c.Heartbeat
+		c.Fence = 3 * c.Heartbeat
 	}
 	if c.Kafka.TransactionalID == "" && c.Node != "" {
 		c.Kafka.TransactionalID = events.ExecutorGroup(c.Node)

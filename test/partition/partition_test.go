@@ -23,13 +23,15 @@ import (
 // Timings: short, so the test is bounded; the fence below the lease, as
 // DESIGN.md says it must be.
 const (
-	heartbeat = 300 * time.Millisecond
-	fence     = 2 * time.Second
-	lease     = 5 * time.Second
-	// simBandwidth makes a 64 GiB disk (64 MiB simulated) take ~16 s to
-	// send: a move is surely under way when the node is cut off.
+	heartbeat = 500 * time.Millisecond
+	fence     = 4 * time.Second
+	lease     = 10 * time.Second
+	// diskMiB and simBandwidth make a disk (128 MiB simulated) take ~32 s
+	// to send: a move is surely still under way when the node is declared
+	// lost, even on a loaded machine.
+	diskMiB      = 128 << 10
 	simBandwidth = 4 << 20
-	wait         = 90 * time.Second // bound of every wait
+	wait         = 2 * time.Minute // bound of every wait
 )
 
 var nodes = []string{"n1", "n2", "n3"}
@@ -185,11 +187,11 @@ func (s *system) seed() {
 		name string
 		node int
 	}{{"a1", 0}, {"a2", 0}, {"b1", 1}} {
-		c.Instances = append(c.Instances, planner.Instance{Name: in.name, Memory: 4096, DiskSpace: 64 << 10,
-			Disks: []planner.Disk{{Size: 64 << 10}}, VCPUs: 1, SpindleUse: 1, NICs: 1, Owner: "acct-1",
+		c.Instances = append(c.Instances, planner.Instance{Name: in.name, Memory: 4096, DiskSpace: diskMiB,
+			Disks: []planner.Disk{{Size: diskMiB}}, VCPUs: 1, SpindleUse: 1, NICs: 1, Owner: "acct-1",
 			Storage: planner.ZFSLocal, State: planner.Up, Primary: in.node, Secondary: planner.NoNode})
 		c.Nodes[in.node].FreeMemory -= 4096
-		c.Nodes[in.node].FreeDisk -= 64 << 10
+		c.Nodes[in.node].FreeDisk -= diskMiB
 	}
 	kc := kafka.Config{Brokers: []string{s.brokers}, TransactionalID: "partition-seed"}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
