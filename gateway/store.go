@@ -150,23 +150,24 @@ type progressRecord struct {
 
 // node is a node with the number of instances it holds in each role.
 type node struct {
-	Name           string    `db:"name" json:"name"`
-	Group          string    `db:"group_name" json:"group"`
-	TotalMemoryMiB int64     `db:"total_memory_mib" json:"total_memory_mib"`
-	TotalDiskMiB   int64     `db:"total_disk_mib" json:"total_disk_mib"`
-	TotalCPUs      int       `db:"total_cpus" json:"total_cpus"`
-	TotalSpindles  int       `db:"total_spindles" json:"total_spindles"`
-	FreeMemoryMiB  int64     `db:"free_memory_mib" json:"free_memory_mib"`
-	FreeDiskMiB    int64     `db:"free_disk_mib" json:"free_disk_mib"`
-	Offline        bool      `db:"offline" json:"offline"`
-	Drained        bool      `db:"drained" json:"drained"`
-	VMCapable      bool      `db:"vm_capable" json:"vm_capable"`
-	Tags           []string  `db:"tags" json:"tags"`
-	UpdatedAt      time.Time `db:"updated_at" json:"updated_at"`
+	Name               string    `db:"name" json:"name"`
+	Group              string    `db:"group_name" json:"group"`
+	TotalMemoryMiB     int64     `db:"total_memory_mib" json:"total_memory_mib"`
+	TotalDiskMiB       int64     `db:"total_disk_mib" json:"total_disk_mib"`
+	TotalCPUs          int       `db:"total_cpus" json:"total_cpus"`
+	TotalSpindles      int       `db:"total_spindles" json:"total_spindles"`
+	FreeMemoryMiB      int64     `db:"free_memory_mib" json:"free_memory_mib"`
+	FreeDiskMiB        int64     `db:"free_disk_mib" json:"free_disk_mib"`
+	Offline            bool      `db:"offline" json:"offline"`
+	Drained            bool      `db:"drained" json:"drained"`
+	VMCapable          bool      `db:"vm_capable" json:"vm_capable"`
+	Tags               []string  `db:"tags" json:"tags"`
+	UpdatedAt          time.Time `db:"updated_at" json:"updated_at"`
+	PrimaryInstances   int64     `db:"primary_instances" json:"primary_instances"`
+	SecondaryInstances int64     `db:"secondary_instances" json:"secondary_instances"`
+
 	// HeartbeatAt is when the node's executor last renewed its lease.
-	HeartbeatAt        *time.Time `db:"heartbeat_at" json:"heartbeat_at,omitempty"`
-	PrimaryInstances   int64      `db:"primary_instances" json:"primary_instances"`
-	SecondaryInstances int64      `db:"secondary_instances" json:"secondary_instances"`
+	HeartbeatAt *time.Time `db:"heartbeat_at" json:"heartbeat_at,omitempty"`
 }
 
 // instance is an instance with where it runs now.
