@@ -31,6 +31,7 @@ func init() {
 	register[NodeUpdated](TopicInventory)
 	register[InstanceDeclared](TopicInventory)
 	register[InstancePlaced](TopicInventory)
+	register[NodeHeartbeat](TopicInventory)
 
 	register[EvacuationRequested](TopicRequests)
 	register[GroupChangeRequested](TopicRequests)
@@ -38,6 +39,8 @@ func init() {
 	register[RequestCancelled](TopicRequests)
 	register[RequestRejected](TopicRequests)
 	register[RequestFinished](TopicRequests)
+	register[NodeActionRequested](TopicRequests)
+	register[NodeActionEnded](TopicRequests)
 
 	register[PlanComputed](TopicPlans)
 

@@ -95,6 +95,10 @@ func samples() []Payload {
 		CheckpointRecorded{Topic: TopicRequests, Partition: 1, First: 2, Records: 4, FromOffset: 5, NextOffset: 9,
 			Prev: strings.Repeat("ab", 32), Head: strings.Repeat("cd", 32), Marks: "AAAAAAAAAAABAgMEBQYHCA==",
 			KeyID: "0011223344556677", Signature: "c2lnbmVk"},
+		NodeActionRequested{Request: "req-3", Node: "node1", Action: NodeUndrain},
+		NodeActionEnded{Request: "req-3", Node: "node1", Action: NodeUndrain, Refused: true,
+			Reason: "request req-1 is emptying node1"},
+		NodeHeartbeat{Node: "node1", IntervalMS: 1000, Sent: started},
 	}
 }
 

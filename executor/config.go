@@ -69,6 +69,16 @@ type Config struct {
 	// Announce, if set, is appended to drove.inventory at start: executors
 	// announce their node. Its Name must be Node.
 	Announce *events.NodeAnnounced
+	// Heartbeat is how often the executor renews its node's lease with a
+	// NodeHeartbeat on drove.inventory (lease.go). Default 5s; negative
+	// sends none and fences nothing.
+	Heartbeat time.Duration
+	// Fence is how long after its last heartbeat that the log took the
+	// executor still acts on moves: past it, cut off from the broker, it
+	// cancels the moves it runs (drivers roll back short of the point of
+	// no return) and refuses to switch a migration. Default 3 × Heartbeat;
+	// keep it well below the planner service's NodeLease.
+	Fence time.Duration
 }
 
 // Retry is the backoff for transient faults: Initial before the second
@@ -116,6 +126,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Metrics == nil {
 		c.Metrics = prometheus.NewRegistry()
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = 5 * time.Second
+	}
+	if c.Fence == 0 && c.Heartbeat > 0 {
+		c.Fence = 3 * c.Heartbeat
 	}
 	if c.Kafka.TransactionalID == "" && c.Node != "" {
 		c.Kafka.TransactionalID = events.ExecutorGroup(c.Node)

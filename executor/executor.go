@@ -36,6 +36,8 @@ type Executor struct {
 	wg        sync.WaitGroup
 
 	mig migRuns // per-instance migration phases (migration.go)
+
+	lease lease // renewed by heartbeats (lease.go)
 }
 
 // opKey identifies an opcode: (request, job, index).
@@ -132,6 +134,8 @@ func (e *Executor) Run(ctx context.Context) error {
 			return fmt.Errorf("executor: announce node: %w", err)
 		}
 	}
+	e.wg.Add(1)
+	go func() { defer e.wg.Done(); e.keepLease(base) }() // lease.go
 	return e.read(ctx, base)
 }
 

@@ -268,6 +268,11 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		AwaitReceiver:      e.awaitReceiver(opKey{t.d.Migration, 0, t.d.Seq}), // migration_receive.go
 		Status:             e.reportPhaseStatus(t),
 	}
+	if t.d.Phase == events.PhaseSwitch {
+		if err := e.mayAct(t.what()); err != nil { // lease.go: the fence
+			return events.JobError, PhaseResult{}, err
+		}
+	}
 	var res PhaseResult
 	err = e.retryTransient(t.ctx, p, log, func(int) error {
 		var err error

@@ -42,6 +42,16 @@
 //     /v1/nodes?at=TIME (RFC 3339) answer from the views as they stood
 //     then (Config.PointInTime), built on the first ask: 400 for a time in
 //     the future, 501 when no point-in-time views are configured.
+//   - When Postgres cannot be reached (restarting, down), a call that
+//     reads the views answers 503 unavailable with Retry-After, not 500,
+//     and appends nothing (unavailable.go).
+//   - A node's lifecycle (nodes.go, operators only): POST
+//     /v1/nodes/{name}/undrain, /offline and /online (body {"reason"})
+//     append NodeActionRequested after the views' checks (404 unknown
+//     node; 409 when the node is already so, or, for undrain, while an
+//     active evacuation empties it, naming the request); the planner
+//     service answers, and GET /v1/node-actions/{id} shows the answer
+//     (requested, done or refused, with why).
 //
 // The views are defined in projector/schema (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool

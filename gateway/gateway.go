@@ -190,6 +190,10 @@ func (g *Gateway) routes() *gin.Engine {
 	ops.GET("/jobs", g.handle(g.listJobs))
 	ops.GET("/nodes", g.handle(g.listNodes))
 	ops.GET("/nodes/:name", g.handle(g.getNode))
+	ops.POST("/nodes/:name/undrain", g.handle(g.postNodeAction(events.NodeUndrain)))
+	ops.POST("/nodes/:name/offline", g.handle(g.postNodeAction(events.NodeOffline)))
+	ops.POST("/nodes/:name/online", g.handle(g.postNodeAction(events.NodeOnline)))
+	ops.GET("/node-actions/:id", g.handle(g.getNodeAction))
 	ops.GET("/groups", g.handle(g.listGroups))
 	ops.GET("/settings", g.handle(g.getSettings))
 	ops.PUT("/settings", g.handle(g.putSettings))
@@ -227,7 +231,15 @@ func (g *Gateway) handle(h func(*gin.Context) error) gin.HandlerFunc {
 // answered without internals.
 func (g *Gateway) fail(c *gin.Context, err error) {
 	var ae *apiError
-	if !errors.As(err, &ae) {
+	if !errors.As(err, &ae) && c.Request.Context().Err() == nil {
+		if ae = unavailable(err); ae != nil {
+			g.log.Warn("views' database unreachable", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+		}
+	}
+	if ae != nil && ae.Status == http.StatusServiceUnavailable && ae.Code == codeUnavailable {
+		c.Header("Retry-After", storeRetryAfter)
+	}
+	if ae == nil {
 		status, code, msg := http.StatusInternalServerError, codeInternal, "internal error; the gateway log has the details"
 		if c.Request.Context().Err() != nil {
 			status, code, msg = 499, "client_gone", "the client went away"

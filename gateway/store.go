@@ -165,6 +165,9 @@ type node struct {
 	UpdatedAt          time.Time `db:"updated_at" json:"updated_at"`
 	PrimaryInstances   int64     `db:"primary_instances" json:"primary_instances"`
 	SecondaryInstances int64     `db:"secondary_instances" json:"secondary_instances"`
+
+	// HeartbeatAt is when the node's executor last renewed its lease.
+	HeartbeatAt *time.Time `db:"heartbeat_at" json:"heartbeat_at,omitempty"`
 }
 
 // instance is an instance with where it runs now.

@@ -45,7 +45,7 @@ func TestPlannerImportsNoIO(t *testing.T) {
 // library, and nothing of it that reaches the network, files or processes.
 func TestDecisionPackagesDoNoIO(t *testing.T) {
 	pkgs := []string{"github.com/drovehq/drove/planner/inventory", "github.com/drovehq/drove/planner/jobs",
-		"github.com/drovehq/drove/planner/migration"}
+		"github.com/drovehq/drove/planner/migration", "github.com/drovehq/drove/planner/nodes"}
 	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, pkgs...)...).Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)

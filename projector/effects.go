@@ -40,6 +40,7 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 	for _, topic := range []func(events.Envelope, events.Payload) ([]stmt, bool){
 		inventoryEffects, requestEffects, jobEffects, opcodeEffects, progressEffects, migrationEffects,
 		checkpointEffects,
+		nodeEffects,
 	} {
 		if out, ok := topic(env, p); ok {
 			if h, ok := historyStmt(env, p); ok {

@@ -97,3 +97,13 @@ func Get(ctx context.Context, pool *pgxpool.Pool, schema, sql string, dest ...an
 		return tx.QueryRow(ctx, sql).Scan(dest...)
 	})
 }
+
+// SchemaVersions lists the versions of the embedded schema files, in order.
+func SchemaVersions() ([]int, error) {
+	files, err := schemaFiles()
+	var out []int
+	for _, f := range files {
+		out = append(out, f.version)
+	}
+	return out, err
+}

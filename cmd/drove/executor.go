@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/supervise"
@@ -27,6 +28,7 @@ type driverFlags struct {
 	listenAddr string
 	advertise  string
 	sendMbps   float64
+	simBps     int64
 }
 
 func runExecutorCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -62,6 +64,9 @@ Drivers:
 	fs.StringVar(&df.command, "command", "", `process: the command of an instance, with {instance} replaced`)
 	fs.StringVar(&df.listenAddr, "listen-addr", "0.0.0.0:0", "where the receiving side of moves listens")
 	fs.StringVar(&df.advertise, "advertise-addr", "", "the host other nodes reach this one at (default: the listen host)")
+	fs.Int64Var(&df.simBps, "sim-bandwidth", 0, "sim: the simulated link's bytes per second; 0: the demo's (slow it to watch moves, or to cut a node off mid-move)")
+	heartbeat := fs.Duration("heartbeat", 5*time.Second, "how often to renew this node's lease with a heartbeat")
+	fence := fs.Duration("fence", 15*time.Second, "cut off from the broker this long, stop acting on moves (cancel them, refuse switches); keep it below the planner's --node-lease")
 	fs.Float64Var(&df.sendMbps, "send-mbps", 0, "cap on this node's sends in Mbit/s; 0: none (per-migration settings may cap further)")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
@@ -87,7 +92,7 @@ Drivers:
 	err = supervise.Run(ctx, supervise.Part{Name: "executor/" + *node, Log: log}, func(ctx context.Context) error {
 		e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node), Partitions: sf.partitions,
 			ListenAddr: df.listenAddr, AdvertiseAddr: df.advertise, Logger: log, Metrics: reg,
-			Transfer: id, PlainTransfer: tf.plain}, d)
+			Transfer: id, PlainTransfer: tf.plain, Heartbeat: *heartbeat, Fence: *fence}, d)
 		if err != nil {
 			return err
 		}
@@ -105,7 +110,11 @@ func buildDriver(ctx context.Context, node string, df driverFlags, log *slog.Log
 	sendBps := int64(df.sendMbps * 1e6 / 8)
 	switch df.driver {
 	case "sim":
-		d, err := sim.New(allinone.DemoSim())
+		cfg := allinone.DemoSim()
+		if df.simBps > 0 {
+			cfg.Bandwidth = df.simBps
+		}
+		d, err := sim.New(cfg)
 		return d, none, err
 	case "zfs":
 		if df.zfsParent == "" {

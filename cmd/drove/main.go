@@ -33,6 +33,8 @@ func commands() []command {
 		{"group-change", "move instances to another node group, with live progress", runGroupChange},
 		{"approve", "run a reviewed dry-run plan", runApprove},
 		{"cancel", "stop a request", runCancel},
+		{"undrain", "return a drained node to service after maintenance", runUndrain},
+		{"node", "mark a node offline (down) or online again", runNode},
 		{"plans", "list requests, or print one request's plan", runPlans},
 		{"watch", "follow a request or an instance", runWatch},
 		{"migrate", "migrate one instance (RFD 34): begin, sync, switch, abort, pause, schedule, watch", runMigrate},

@@ -244,6 +244,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	sf.register(fs, false)
 	maxRunning := fs.Int("max-running-moves", 5, "jobs running at once across the cluster")
 	maxPerNode := fs.Int("max-moves-per-node", 2, "moves a node sends at once")
+	nodeLease := fs.Duration("node-lease", 30*time.Second, "declare a node lost (offline) when its executor sent no heartbeat for this long; keep it above the executors' --fence")
 	standby := fs.Bool("standby", true, "run several: they elect one that decides, the others stand by and take over when it dies; false: this one decides at once and fences any other")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
@@ -257,6 +258,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 		Logger: log, Metrics: reg}
 	cfg.Options.MaxMovesPerNode = *maxPerNode
 	cfg.Standby = *standby
+	cfg.NodeLease = *nodeLease
 	part := supervise.Part{Name: "planner", Log: log}
 	if *standby {
 		// Fenced means another instance leads now: stand by again.

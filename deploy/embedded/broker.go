@@ -31,9 +31,10 @@ func StartBroker(cfg Broker) (*BrokerServer, error) {
 	if partitions <= 0 {
 		partitions = 3
 	}
-	port := 0
+	port, host := 0, ""
 	if cfg.Addr != "" {
-		_, p, err := net.SplitHostPort(cfg.Addr)
+		h, p, err := net.SplitHostPort(cfg.Addr)
+		host = h
 		if err != nil {
 			return nil, fmt.Errorf("broker address %q: %w", cfg.Addr, err)
 		}
@@ -56,6 +57,18 @@ func StartBroker(cfg Broker) (*BrokerServer, error) {
 	}
 	if cfg.Dir != "" {
 		opts = append(opts, kfake.DataDir(cfg.Dir))
+	}
+	if host != "" && host != "127.0.0.1" && host != "localhost" {
+		// kfake listens on 127.0.0.1; listen where asked instead, which
+		// is also the address it then gives clients (test/partition's
+		// executors reach it from network namespaces).
+		opts = append(opts, kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+			_, p, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			return net.Listen(network, net.JoinHostPort(host, p))
+		}))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {

@@ -3,7 +3,7 @@
 -- instances each holds as primary and as secondary.
 SELECT n.name, n.group_name, n.total_memory_mib, n.total_disk_mib, n.total_cpus,
        n.total_spindles, n.free_memory_mib, n.free_disk_mib, n.offline,
-       n.drained, n.vm_capable, n.tags, n.updated_at,
+       n.drained, n.vm_capable, n.tags, n.updated_at, n.heartbeat_at,
        (SELECT count(*) FROM {schema}.instances i WHERE i.primary_node = n.name) AS primary_instances,
        (SELECT count(*) FROM {schema}.instances i WHERE i.secondary_node = n.name) AS secondary_instances
 FROM {schema}.nodes n

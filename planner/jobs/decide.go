@@ -58,6 +58,10 @@ type Env struct {
 	// migration is moving is rejected, as one that would move an instance
 	// of another active request is, or the two would move it at once.
 	Migrating func(instance string) string
+	// Migrations, if not nil, lists by instance the nodes per-instance
+	// migrations still need room on (migration.State.InFlight): a plan
+	// leaves it free (reserve.go).
+	Migrations func() map[string][]string
 }
 
 // Decision is what one pass decided for one request.

@@ -42,9 +42,15 @@ func (p *pass) advance(i int) {
 					node = in.PrimaryNode
 				}
 			}
+			if p.lostBeforeDispatch(i, k, op, node, prev) { // lost.go
+				return
+			}
 			p.emit(events.OpcodeDispatched{Request: r.id, Job: i, Index: k, Node: node, Opcode: op},
 				fmt.Sprintf("dispatch opcode %d of job %d (%s of %s) to %s", k, i, op.OpID, op.Instance, node), prev)
 		default: // dispatched and not ended
+			if p.lostWhileRunning(i, k, op, o) { // lost.go
+				return
+			}
 			if r.cancelled != nil && !o.cancelSent {
 				p.emit(events.OpcodeCancelled{Request: r.id, Job: i, Index: k, Node: o.dispatched,
 					Reason: cancelReason(r)},

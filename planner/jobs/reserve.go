@@ -17,11 +17,37 @@ import (
 // the plan put it, and the inventory counts it there, or it stayed. Its
 // source keeps the instance's room until it has left, as the inventory
 // already says.
+//
+// Per-instance migrations' targets (Env.Migrations) are taken the same
+// way.
 func (p *pass) reserveInFlight(c *planner.Cluster) {
-	inv := p.env.Inv
-	for _, id := range p.st.order {
-		o := p.st.requests[id]
-		if o == p.r || !o.active() || o.plan == nil {
+	p.st.reserve(p.env.Inv, c, p.r)
+	if p.env.Migrations != nil {
+		ReserveMigrations(p.env.Inv, c, p.env.Migrations())
+	}
+}
+
+// ReserveInFlight takes from c the room every active request's moves
+// still need: what a per-instance migration's target must leave free.
+func (s *State) ReserveInFlight(inv *inventory.Inventory, c *planner.Cluster) {
+	s.reserve(inv, c, nil)
+}
+
+// ReserveMigrations takes from c the room of migrations in flight:
+// instance → the nodes it still needs (migration.State.InFlight).
+func ReserveMigrations(inv *inventory.Inventory, c *planner.Cluster, inFlight map[string][]string) {
+	for instance, nodes := range inFlight {
+		if in := inv.Instances[instance]; in != nil {
+			reserve(c, in, nodes)
+		}
+	}
+}
+
+// reserve takes the room of the moves of every active request but skip.
+func (s *State) reserve(inv *inventory.Inventory, c *planner.Cluster, skip *request) {
+	for _, id := range s.order {
+		o := s.requests[id]
+		if o == skip || !o.active() || o.plan == nil {
 			continue
 		}
 		pending := o.pendingInstances()

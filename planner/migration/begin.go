@@ -60,11 +60,15 @@ func (p *pass) create(c events.Envelope, a events.MigrationActionRequested) {
 // primary-only mode, of this instance alone.
 func (p *pass) pickTarget(in *events.InstanceDeclared, want string) (string, string) {
 	inv := p.env.Inv
+	c := inv.Cluster()
+	if p.env.Reserve != nil {
+		p.env.Reserve(c) // room other moves in flight still need
+	}
 	if want != "" {
 		n := inv.Nodes[want]
 		mem, disk := int64(0), int64(0)
-		if n != nil {
-			mem, disk = inv.FreeOf(want)
+		if i := c.NodeIndex(want); n != nil && i >= 0 {
+			mem, disk = c.Nodes[i].FreeMemory, c.Nodes[i].FreeDisk
 		}
 		switch {
 		case n == nil:
@@ -80,7 +84,7 @@ func (p *pass) pickTarget(in *events.InstanceDeclared, want string) (string, str
 		}
 		// The planner's own rules too: CPU and spindle ratios, N+1,
 		// exclusion and migration tags, the instance policy.
-		if why, err := planner.CheckTarget(inv.Cluster(), in.Name, want, p.env.Options); err != nil || why != "" {
+		if why, err := planner.CheckTarget(c, in.Name, want, p.env.Options); err != nil || why != "" {
 			if err != nil {
 				why = err.Error()
 			}
@@ -90,7 +94,7 @@ func (p *pass) pickTarget(in *events.InstanceDeclared, want string) (string, str
 	}
 	req := planner.Request{Kind: planner.NodeEvacuate, Mode: planner.PrimaryOnly,
 		Instances: []string{in.Name}, EvacuatedNodes: []string{in.PrimaryNode}}
-	plan, err := planner.Compute(inv.Cluster(), req, p.env.Options)
+	plan, err := planner.Compute(c, req, p.env.Options)
 	if err != nil {
 		return "", err.Error()
 	}

@@ -29,6 +29,10 @@ type Env struct {
 	Producer string
 	// Now is the time the timers read.
 	Now time.Time
+	// Reserve, if not nil, takes from a cluster the room moves in flight
+	// still need (requests' moves, other migrations): a target is picked
+	// and checked on what they leave.
+	Reserve func(*planner.Cluster)
 	// Log hears of commands that name no migration.
 	Log *slog.Logger
 }
@@ -100,7 +104,7 @@ func (p *pass) run() {
 			p.command(c)
 		}
 	}
-	if m.rec != nil {
+	if m.rec != nil && !p.lost() { // lost.go: a node of the migration is offline
 		p.timers()
 	}
 }

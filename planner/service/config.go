@@ -73,6 +73,10 @@ type Config struct {
 	// SnapshotEvery is how many events the service folds between two
 	// snapshots. Default 100,000.
 	SnapshotEvery int
+	// NodeLease is how long a node's executor may go without a heartbeat
+	// read before the node is declared lost (offline) and its moves end
+	// (planner/nodes). Default 30s; negative declares no node lost.
+	NodeLease time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Metrics registers the service's collectors; nil means a private
@@ -116,6 +120,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ElectionTimeout == 0 {
 		c.ElectionTimeout = 6 * time.Second
+	}
+	if c.NodeLease == 0 {
+		c.NodeLease = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -282,11 +282,14 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 // oldest queued migration. Each request's or migration's decisions are
 // one transaction.
 func (l *loop) decideAll(ctx context.Context) error {
+	if err := l.decideNodes(ctx); err != nil {
+		return err
+	}
 	kc := l.svc.cfg.Kafka
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
-		Migrating: l.st.migs.ActiveOn, Fits: kc.Fits, PlanPartBytes: planPartBytes(kc)}
+		Migrating: l.st.migs.ActiveOn, Migrations: l.st.migs.InFlight, Fits: kc.Fits, PlanPartBytes: planPartBytes(kc)}
 	for id, why := range l.refused {
 		if err := l.decided(ctx, id, jobs.Fail(env, l.st.reqs, id, why)); err != nil {
 			return err
@@ -336,7 +339,7 @@ func (l *loop) decideMigrations(ctx context.Context) error {
 	ms := l.st.migs
 	env := migration.Env{Inv: l.st.inv, Busy: l.st.reqs.BusyInstances, Apply: l.st.applyDecision,
 		Options: l.svc.cfg.Options, StallRetries: l.svc.cfg.StallRetries, Producer: l.svc.cfg.Producer,
-		Log: l.svc.log}
+		Log: l.svc.log, Reserve: l.st.reserveInFlight}
 	for _, id := range slices.Clone(ms.Sorted()) {
 		env.Now = l.svc.cfg.Clock()
 		evs := migration.Decide(env, ms, id)

@@ -214,9 +214,12 @@ func TestRestartProjectorAndExecutorMidEvacuation(t *testing.T) {
 	if len(p.Failed) != 0 {
 		t.Errorf("not moved after the restarts: %+v", p.Failed)
 	}
+	// The log still grows while replay runs (executors' heartbeats): the
+	// replay folded every event there was before it and none that is not.
+	before := e.countAll()
 	rep := e.replayEqual()
-	if got, want := rep.Events, e.countAll(); got != want {
-		t.Errorf("replay folded %d events, the log has %d", got, want)
+	if after := e.countAll(); rep.Events < before || rep.Events > after {
+		t.Errorf("replay folded %d events, the log had %d before and %d after", rep.Events, before, after)
 	}
 	dispatched := e.countEvents(events.TopicOpcodes, events.TypeOpcodeDispatched)
 	ended := e.countEvents(events.TopicOpcodes, events.TypeOpcodeEnded)

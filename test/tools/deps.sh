@@ -21,6 +21,9 @@ packages=()
 command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || packages+=(docker-compose)
 command -v qemu-system-x86_64 >/dev/null || packages+=(qemu-system-x86)
 command -v tmux >/dev/null || packages+=(tmux)
+# test/partition: network namespaces, veth pairs, a bridge and a firewall rule.
+command -v ip >/dev/null || packages+=(iproute2)
+command -v iptables >/dev/null || packages+=(iptables)
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   packages+=(postgresql)
 fi

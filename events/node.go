@@ -1,0 +1,92 @@
+package events
+
+import "time"
+
+// A node's lifecycle beyond its inventory: what an operator asks of it
+// (undrain, offline, online), how the planner service answers, and the
+// heartbeats by which an executor holds its node's lease. The node's state
+// itself stays in NodeUpdated (drained, offline): these events only ask
+// for a change and explain it.
+
+const (
+	TypeNodeActionRequested = "node.action_requested"
+	TypeNodeActionEnded     = "node.action_ended"
+	TypeNodeHeartbeat       = "node.heartbeat"
+)
+
+// NodeAction is what an operator asks of a node.
+type NodeAction string
+
+const (
+	// NodeUndrain returns a drained node to service (drained false).
+	NodeUndrain NodeAction = "undrain"
+	// NodeOffline declares a node down (offline true): nothing is placed
+	// on it, and moves to or from it end as they do when it is lost.
+	NodeOffline NodeAction = "offline"
+	// NodeOnline returns an offline node (marked so, or lost) to service.
+	NodeOnline NodeAction = "online"
+)
+
+// NodeActions lists every NodeAction.
+func NodeActions() []NodeAction { return []NodeAction{NodeUndrain, NodeOffline, NodeOnline} }
+
+// NodeActionRequested asks the planner service to change a node's state.
+// Request is its id (the gateway's), which the answer correlates with:
+// NodeActionEnded, after a NodeUpdated restating the node with the change
+// unless the action was refused.
+type NodeActionRequested struct {
+	Request string     `json:"request"`
+	Node    string     `json:"node"`
+	Action  NodeAction `json:"action"`
+}
+
+// NodeActionEnded is the planner service's answer to a NodeActionRequested:
+// done (its NodeUpdated was appended in the same transaction, before it),
+// or refused and why: the node is unknown, or an active request is
+// emptying it (undrain). It shares the request's partition (keyed by node).
+type NodeActionEnded struct {
+	Request string     `json:"request"`
+	Node    string     `json:"node"`
+	Action  NodeAction `json:"action"`
+	Refused bool       `json:"refused"`
+	Reason  string     `json:"reason"`
+}
+
+// NodeHeartbeat is an executor renewing its node's lease: the planner
+// service declares a node lost (offline) when it has read none for the
+// lease's length, and the executor itself stops switching moves when it
+// could append none for half of it (DESIGN.md, "Node lifecycle").
+// IntervalMS is how often the executor sends them; Sent is its own clock.
+type NodeHeartbeat struct {
+	Node       string    `json:"node"`
+	IntervalMS int64     `json:"interval_ms"`
+	Sent       time.Time `json:"sent"`
+}
+
+func (n NodeActionRequested) check(p *problems) {
+	p.require("request", n.Request)
+	p.require("node", n.Node)
+	oneOf(p, "action", n.Action, NodeActions()...)
+}
+
+func (n NodeActionEnded) check(p *problems) {
+	NodeActionRequested{Request: n.Request, Node: n.Node, Action: n.Action}.check(p)
+	p.require("reason", n.Reason)
+}
+
+func (n NodeHeartbeat) check(p *problems) {
+	p.require("node", n.Node)
+	if n.IntervalMS <= 0 {
+		p.addf("interval_ms", "must be positive (%d)", n.IntervalMS)
+	}
+}
+
+func (NodeActionRequested) Type() string  { return TypeNodeActionRequested }
+func (NodeActionRequested) Version() int  { return 1 }
+func (p NodeActionRequested) key() string { return p.Node }
+func (NodeActionEnded) Type() string      { return TypeNodeActionEnded }
+func (NodeActionEnded) Version() int      { return 1 }
+func (p NodeActionEnded) key() string     { return p.Node }
+func (NodeHeartbeat) Type() string        { return TypeNodeHeartbeat }
+func (NodeHeartbeat) Version() int        { return 1 }
+func (p NodeHeartbeat) key() string       { return p.Node }
