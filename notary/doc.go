@@ -10,6 +10,7 @@
 // write a partition (several producers share most) need no coordination
 // and know nothing of it. One notary runs at a time (drove dev runs one;
 // a restarted notary resumes after its last checkpoint in the log). It
-// reads raw records through franz-go because the chain is over the bytes
-// as stored, not over decoded events.
+// reads records undecoded (kafka.Reader's Raw: key, value, headers,
+// timestamp) because the chain is over the bytes as stored, not over
+// decoded events.
 package notary

@@ -3,13 +3,10 @@ package notary
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/chain"
@@ -91,40 +88,34 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := kafka.EnsureTopics(ctx, cfg.Kafka, cfg.Partitions, events.Topics()...); err != nil {
 		return err
 	}
-	chains, from, err := resume(ctx, cfg)
+	r, chains, err := resume(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	prod, err := kafka.NewProducer(cfg.Kafka)
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
-	cl, err := client(cfg.Kafka, kgo.ConsumePartitions(from))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	cfg.Logger.Info("notary: chaining", "partitions", len(chains), "signed", cfg.Key != nil)
 	n := &run{cfg: cfg, chains: chains, prod: prod, last: time.Now()}
 	for {
-		pctx, cancel := context.WithTimeout(ctx, cfg.Interval)
-		fs := cl.PollFetches(pctx)
-		cancel()
+		batch, err := r.Next(ctx)
 		if ctx.Err() != nil {
 			return nil // what is not checkpointed yet is read again next time
 		}
-		if err := fetchErr(fs); err != nil {
-			return err
+		if err != nil {
+			return fmt.Errorf("notary: read: %w", err)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if b := n.chains[Partition{r.Topic, r.Partition}]; b != nil {
-				b.Add(recordOf(r))
+		for _, rec := range batch.Records {
+			if b := n.chains[Partition{Topic: rec.Topic, Partition: rec.Partition}]; b != nil {
+				b.Add(recordOf(rec))
 				if b.Pending() >= cfg.MaxRecords {
 					n.cutOne(b)
 				}
 			}
-		})
+		}
 		if err := n.checkpoint(ctx); err != nil {
 			return err
 		}
@@ -169,45 +160,38 @@ func (n *run) checkpoint(ctx context.Context) error {
 }
 
 // resume reads the checkpoints so far and starts each partition's chain
-// after its last one (or at its genesis), with where to read from.
-func resume(ctx context.Context, cfg Config) (map[Partition]*chain.Builder, map[string]map[int32]kgo.Offset, error) {
+// after its last one (or at its genesis), with a Reader following every
+// chained partition from there; an empty batch every Interval lets the
+// loop checkpoint on time.
+func resume(ctx context.Context, cfg Config) (*kafka.Reader, map[Partition]*chain.Builder, error) {
 	cps, err := ReadCheckpoints(ctx, cfg.Kafka)
 	if err != nil {
 		return nil, nil, err
 	}
-	meta, err := client(cfg.Kafka)
-	if err != nil {
-		return nil, nil, err
+	from := kafka.Positions{}
+	for p, cs := range cps {
+		if len(cs) > 0 {
+			from[p] = cs[len(cs)-1].NextOffset
+		}
 	}
-	parts, err := ends(ctx, meta, ChainedTopics()...)
-	meta.Close()
+	r, err := kafka.NewReader(ctx, cfg.Kafka, kafka.ReadOptions{Topics: ChainedTopics(),
+		From: from, Follow: true, MaxWait: cfg.Interval})
 	if err != nil {
 		return nil, nil, err
 	}
 	chains := map[Partition]*chain.Builder{}
-	from := map[string]map[int32]kgo.Offset{}
-	for p := range parts {
-		b := chain.NewBuilder(p.Topic, p.Partition)
-		if cs := cps[p]; len(cs) > 0 {
-			if b, err = chain.Resume(cs[len(cs)-1].CheckpointRecorded); err != nil {
-				return nil, nil, err
+	for topic, ps := range r.Partitions() {
+		for _, p := range ps {
+			tp := Partition{Topic: topic, Partition: p}
+			b := chain.NewBuilder(topic, p)
+			if cs := cps[tp]; len(cs) > 0 {
+				if b, err = chain.Resume(cs[len(cs)-1].CheckpointRecorded); err != nil {
+					r.Close()
+					return nil, nil, err
+				}
 			}
+			chains[tp] = b
 		}
-		chains[p] = b
-		if from[p.Topic] == nil {
-			from[p.Topic] = map[int32]kgo.Offset{}
-		}
-		from[p.Topic][p.Partition] = kgo.NewOffset().At(b.NextOffset)
 	}
-	return chains, from, nil
-}
-
-func fetchErr(fs kgo.Fetches) error {
-	var errs []error
-	fs.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			errs = append(errs, fmt.Errorf("notary: fetch %s/%d: %w", t, p, err))
-		}
-	})
-	return errors.Join(errs...)
+	return r, chains, nil
 }

@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/chain"
@@ -21,116 +19,46 @@ func ChainedTopics() []string {
 }
 
 // Partition names one partition of a topic.
-type Partition struct {
-	Topic     string
-	Partition int32
-}
+type Partition = kafka.TopicPartition
 
-// recordOf is a fetched record as the chain hashes it.
-func recordOf(r *kgo.Record) chain.Record {
-	c := chain.Record{Offset: r.Offset, TimestampMill: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value}
+// recordOf is a data record as the chain hashes it.
+func recordOf(r kafka.Raw) chain.Record {
+	c := chain.Record{Offset: r.Offset, TimestampMill: r.Time.UnixMilli(), Key: r.Key, Value: r.Value}
 	for _, h := range r.Headers {
 		c.Headers = append(c.Headers, chain.Header{Key: []byte(h.Key), Value: h.Value})
 	}
 	return c
 }
 
-// client is a read-committed franz-go client of cfg; opts add to it.
-func client(cfg kafka.Config, opts ...kgo.Opt) (*kgo.Client, error) {
-	base := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID(cfg.ClientID),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted())}
-	if cfg.DialTimeout > 0 {
-		base = append(base, kgo.DialTimeout(cfg.DialTimeout))
-	}
-	if cfg.FetchMaxWait > 0 {
-		base = append(base, kgo.FetchMaxWait(cfg.FetchMaxWait))
-	}
-	cl, err := kgo.NewClient(append(append(base, cfg.DialOpts()...), opts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: kafka: %w", ErrInvalidConfig, err)
-	}
-	return cl, nil
-}
-
-// ends lists the last stable offset of every partition of topics: what a
-// read-committed reader can reach.
-func ends(ctx context.Context, cl *kgo.Client, topics ...string) (map[Partition]int64, error) {
-	listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
-	if err == nil {
-		err = listed.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("notary: list end offsets: %w", err)
-	}
-	out := map[Partition]int64{}
-	listed.Each(func(o kadm.ListedOffset) { out[Partition{o.Topic, o.Partition}] = o.Offset })
-	return out, nil
-}
-
-// ReadRaw reads every data record of topics from offset zero to where the
-// log stood when called, as stored (commit markers and aborted records
-// left out, as a read-committed reader sees the log), by partition in
-// offset order.
+// ReadRaw reads every data record of topics from the start of the log to
+// where it stood when called, as stored (commit markers and aborted
+// records left out, as a read-committed reader sees the log), by
+// partition in offset order. Every partition is listed, empty ones too.
 func ReadRaw(ctx context.Context, cfg kafka.Config, topics ...string) (map[Partition][]chain.Record, error) {
-	meta, err := client(cfg)
+	r, err := kafka.NewReader(ctx, cfg, kafka.ReadOptions{Topics: topics})
 	if err != nil {
 		return nil, err
 	}
-	end, err := ends(ctx, meta, topics...)
-	meta.Close()
-	if err != nil {
-		return nil, err
-	}
+	defer r.Close()
 	out := map[Partition][]chain.Record{}
-	from := map[string]map[int32]kgo.Offset{}
-	pending := map[Partition]int64{}
-	for p, e := range end {
-		out[p] = nil
-		if e > 0 {
-			pending[p] = e
-			if from[p.Topic] == nil {
-				from[p.Topic] = map[int32]kgo.Offset{}
-			}
-			from[p.Topic][p.Partition] = kgo.NewOffset().AtStart()
+	for topic, ps := range r.Partitions() {
+		for _, p := range ps {
+			out[Partition{Topic: topic, Partition: p}] = nil
 		}
 	}
-	if len(pending) == 0 {
-		return out, nil
-	}
-	// Control records are kept so the read knows when it reached each
-	// end (a commit marker is often the last offset); they are not chained.
-	cl, err := client(cfg, kgo.ConsumePartitions(from), kgo.KeepControlRecords())
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	for len(pending) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("notary: read: %d partitions unfinished: %w", len(pending), err)
+	for {
+		b, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
 		}
-		var errs []error
-		fs.EachError(func(t string, p int32, err error) {
-			errs = append(errs, fmt.Errorf("notary: fetch %s/%d: %w", t, p, err))
-		})
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
+		if err != nil {
+			return nil, fmt.Errorf("notary: read: %w", err)
 		}
-		for _, r := range fs.Records() {
-			p := Partition{r.Topic, r.Partition}
-			e, ok := pending[p]
-			if !ok || r.Offset >= e {
-				continue
-			}
-			if r.Offset >= e-1 {
-				delete(pending, p)
-			}
-			if !r.Attrs.IsControl() {
-				out[p] = append(out[p], recordOf(r))
-			}
+		for _, rec := range b.Records {
+			p := Partition{Topic: rec.Topic, Partition: rec.Partition}
+			out[p] = append(out[p], recordOf(rec))
 		}
 	}
-	return out, nil
 }
 
 // ReadCheckpoints reads drove.checkpoints whole: each chained partition's
@@ -158,7 +86,7 @@ func ReadCheckpoints(ctx context.Context, cfg kafka.Config) (map[Partition][]cha
 		if !ok {
 			return nil, fmt.Errorf("notary: %s/%d@%d is a %s, not a checkpoint", r.Topic, r.Partition, r.Offset, r.Event.Type)
 		}
-		p := Partition{c.Topic, c.Partition}
+		p := Partition{Topic: c.Topic, Partition: c.Partition}
 		out[p] = append(out[p], chain.Checkpoint{CheckpointRecorded: c, Partition: r.Partition, Offset: r.Offset})
 	}
 	for _, cs := range out {

@@ -83,14 +83,22 @@ type ReadOptions struct {
 }
 
 // Raw is one data record as the log holds it, not yet decoded: for readers
-// that decode themselves (the projector keeps what does not decode).
+// that decode themselves (the projector keeps what does not decode) or
+// hash the stored bytes (the notary's chain).
 type Raw struct {
 	Topic     string
 	Partition int32
 	Offset    int64
 	Key       []byte
 	Value     []byte
+	Headers   []Header
 	Time      time.Time
+}
+
+// Header is one header of a record, as stored.
+type Header struct {
+	Key   string
+	Value []byte
 }
 
 func (r Raw) String() string { return fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset) }
@@ -295,8 +303,7 @@ func (r *Reader) Next(ctx context.Context) (Batch, error) {
 			}
 			b.Next[tp] = rec.Offset + 1
 			if !rec.Attrs.IsControl() {
-				b.Records = append(b.Records, Raw{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
-					Key: rec.Key, Value: rec.Value, Time: rec.Timestamp})
+				b.Records = append(b.Records, rawOf(rec))
 			}
 		}
 		if p.LastStableOffset >= 0 {
@@ -311,6 +318,16 @@ func (r *Reader) Next(ctx context.Context) (Batch, error) {
 	}
 	b.CaughtUp = r.caught
 	return b, r.fetchErr(fs)
+}
+
+// rawOf is a fetched data record as Raw.
+func rawOf(rec *kgo.Record) Raw {
+	r := Raw{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+		Key: rec.Key, Value: rec.Value, Time: rec.Timestamp}
+	for _, h := range rec.Headers {
+		r.Headers = append(r.Headers, Header{Key: h.Key, Value: h.Value})
+	}
+	return r
 }
 
 // fetchErr is the poll's fetch errors, translated. The end of MaxWait is

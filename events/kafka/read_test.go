@@ -314,3 +314,54 @@ func TestReaderPicksUpNewPartitions(t *testing.T) {
 		t.Fatalf("Ends lists %v, the topic has %v (want at least 3 partitions)", r.Ends(), all)
 	}
 }
+
+// TestWriteRecordsCopiesWhatReaderReads: records written as given come
+// back from a Reader as given, headers and timestamps included, each in
+// the partition it named and in order there.
+func TestWriteRecordsCopiesWhatReaderReads(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 3, events.TopicOpcodes)
+	at := time.UnixMilli(1_700_000_000_123)
+	var want []Raw
+	for i := range 6 {
+		want = append(want, Raw{Topic: events.TopicOpcodes, Partition: int32(2 - i%2), Offset: int64(i / 2),
+			Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint("v", i)), Time: at.Add(time.Duration(i) * time.Millisecond),
+			Headers: []Header{{Key: "h", Value: []byte(fmt.Sprint(i))}, {Key: "empty"}}})
+	}
+	if err := WriteRecords(ctx, cfg, want); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{events.TopicOpcodes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := map[TopicPartition][]Raw{}
+	for {
+		b, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range b.Records {
+			tp := TopicPartition{rec.Topic, rec.Partition}
+			got[tp] = append(got[tp], rec)
+		}
+	}
+	if n := len(got[TopicPartition{events.TopicOpcodes, 0}]); n != 0 {
+		t.Fatalf("partition 0 has %d records, want none", n)
+	}
+	for i, w := range want {
+		recs := got[TopicPartition{w.Topic, w.Partition}]
+		if int(w.Offset) >= len(recs) {
+			t.Fatalf("record %d (%s) not read back; read %v", i, w, got)
+		}
+		g := recs[w.Offset]
+		if g.Offset != w.Offset || string(g.Key) != string(w.Key) || string(g.Value) != string(w.Value) ||
+			!g.Time.Equal(w.Time) || fmt.Sprint(g.Headers) != fmt.Sprint(w.Headers) {
+			t.Errorf("record %d: read %+v, wrote %+v", i, g, w)
+		}
+	}
+}

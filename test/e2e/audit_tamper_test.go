@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/chain"
 	"github.com/drovehq/drove/events/kafka"
@@ -110,24 +108,23 @@ func copyLog(t *testing.T, log map[notary.Partition][]chain.Record, target notar
 	if err := kafka.EnsureTopics(ctx, kafka.Config{Brokers: k.Brokers}, 3, events.Topics()...); err != nil {
 		t.Fatal(err)
 	}
-	cl := k.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var copied []kafka.Raw
 	for p, recs := range log {
 		recs = slices.Clone(recs)
 		if p == target {
 			recs = edit(recs)
 		}
-		var batch []*kgo.Record
 		for _, r := range recs {
-			kr := &kgo.Record{Topic: p.Topic, Partition: p.Partition, Key: r.Key, Value: r.Value,
-				Timestamp: time.UnixMilli(r.TimestampMill)}
+			kr := kafka.Raw{Topic: p.Topic, Partition: p.Partition, Key: r.Key, Value: r.Value,
+				Time: time.UnixMilli(r.TimestampMill)}
 			for _, h := range r.Headers {
-				kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: string(h.Key), Value: h.Value})
+				kr.Headers = append(kr.Headers, kafka.Header{Key: string(h.Key), Value: h.Value})
 			}
-			batch = append(batch, kr)
+			copied = append(copied, kr)
 		}
-		if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
-			t.Fatalf("copy %s/%d: %v", p.Topic, p.Partition, err)
-		}
+	}
+	if err := kafka.WriteRecords(ctx, k.Config(), copied); err != nil {
+		t.Fatalf("copy the log: %v", err)
 	}
 	return k
 }
