@@ -21,6 +21,8 @@ packages=()
 command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || packages+=(docker-compose)
 command -v qemu-system-x86_64 >/dev/null || packages+=(qemu-system-x86)
 command -v tmux >/dev/null || packages+=(tmux)
+# Headless Chromium drives the web console's acceptance test (gateway/console).
+command -v chromium >/dev/null || packages+=(chromium)
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   packages+=(postgresql)
 fi
