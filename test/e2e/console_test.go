@@ -1,0 +1,280 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/executor/sim"
+	"github.com/drovehq/drove/gateway/client"
+)
+
+// browser is a headless Chromium on the console, recording every script
+// error the pages raise.
+type browser struct {
+	t      *testing.T
+	ctx    context.Context
+	base   string
+	out    string
+	mu     sync.Mutex
+	errors []string
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	exe, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is missing: run test/tools/deps.sh (make test-deps)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox, // tests run as root
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1400, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	out := os.Getenv("TEST_OUTPUT_DIR")
+	if out == "" {
+		out = t.ArtifactDir()
+	}
+	b := &browser{t: t, ctx: ctx, base: base, out: out}
+	// Start the browser with no timeout on this first call (a timeout
+	// would stop the whole browser), then listen to its console.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return // the browser or the test is done
+			}
+			// Exceptions, console.error and the browser's own errors
+			// (a refused script or style, a blocked inline one) count;
+			// a failed fetch is the page's to show.
+			if m.Type == chromedp.ConsoleException || m.Type == chromedp.ConsoleError && m.Source != "network" {
+				b.scriptError(m.String() + " at " + m.URL + ":" + fmt.Sprint(m.Line))
+			}
+		}
+	}()
+	return b
+}
+
+func (b *browser) scriptError(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.errors = append(b.errors, s)
+}
+
+// run performs actions within d, failing the test with what on error.
+func (b *browser) run(what string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, d)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v (script errors: %v)", what, err, b.scriptErrors())
+	}
+}
+
+func (b *browser) scriptErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.errors...)
+}
+
+// eval evaluates a JavaScript expression on the page.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v (script errors: %v)", expr, err, b.scriptErrors())
+	}
+	return v
+}
+
+// await polls a JavaScript condition until it is true or d passes.
+func (b *browser) await(what string, d time.Duration, cond string) {
+	b.t.Helper()
+	deadline := time.Now().Add(d)
+	for !eval[bool](b, cond) {
+		if time.Now().After(deadline) {
+			text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+			b.t.Fatalf("timed out after %s waiting for %s; the page shows:\n%s", d, what, text)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// shoot saves a screenshot of the page as name in the output directory.
+func (b *browser) shoot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(b.out, name)
+	if err := os.MkdirAll(b.out, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s", path)
+}
+
+// noBannerError fails the test if the page shows an error banner.
+func (b *browser) noBannerError(where string) {
+	b.t.Helper()
+	msg := eval[string](b, `(() => { const e = document.getElementById("banner"); return e.hidden || e.className === "info" ? "" : e.textContent; })()`)
+	if msg != "" {
+		b.t.Errorf("%s: the page shows an error: %s", where, msg)
+	}
+}
+
+// TestConsoleEvacuatesAndMigrates opens the web console on the whole system
+// with the demo cluster: the cluster view shows every node the API lists;
+// a dry-run evacuation from the page shows the API's plan; approved from
+// the page, it runs with live progress to the end the API reports; and a
+// migration started from an instance's page shows its steps to success.
+// Screenshots of each view go to the test's output directory, and any
+// script error on any page fails the test.
+func TestConsoleEvacuatesAndMigrates(t *testing.T) {
+	e := startWith(t, func(c *allinone.Config) {
+		c.Sim.Clock = sim.FastClock(2) // slow enough to see a request running
+	}, "")
+	ctx := context.Background()
+	b := newBrowser(t, e.api.Base)
+
+	// The cluster.
+	b.run("open the cluster", 60*time.Second, chromedp.Navigate(e.api.Base+"/console/"))
+	b.await("the nodes", 60*time.Second, `document.querySelectorAll("tr[data-node]").length > 0`)
+	var nodes struct {
+		Items []struct {
+			Name             string `json:"name"`
+			PrimaryInstances int    `json:"primary_instances"`
+		} `json:"items"`
+	}
+	if err := e.api.Get(ctx, "/v1/nodes?limit=1000", &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[int](b, `document.querySelectorAll("tr[data-node]").length`); got != len(nodes.Items) {
+		t.Errorf("the cluster view shows %d nodes; the API lists %d", got, len(nodes.Items))
+	}
+	node := nodes.Items[0].Name
+	for _, n := range nodes.Items {
+		if n.PrimaryInstances > nodes.Items[0].PrimaryInstances {
+			node = n.Name
+		}
+	}
+	b.noBannerError("cluster")
+	b.shoot("cluster.png")
+
+	// A dry run from the page, reviewed against the API's plan.
+	b.run("ask for a dry run", 60*time.Second,
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-evacuate=%q]`, node))),
+		chromedp.WaitVisible(chromedp.CSS(`#evac-dryrun`)),
+		chromedp.SetValue(chromedp.CSS(`#evac-mode`), "all"),
+		chromedp.SetValue(chromedp.CSS(`#evac-reason`), "console acceptance test"),
+		chromedp.Click(chromedp.CSS(`#evac-dryrun`)))
+	b.await("the plan to review", 90*time.Second, `!!document.getElementById("approve") && !!document.getElementById("job-graph")`)
+	id := eval[string](b, `location.pathname.split("/").pop()`)
+	plan, err := e.api.Plan(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[int](b, `document.querySelectorAll("#plan-moved tbody tr").length`); got != len(plan.Moved) {
+		t.Errorf("the page shows %d instances moved; the API's plan %d", got, len(plan.Moved))
+	}
+	if got := eval[int](b, `document.querySelectorAll("#job-graph g[data-job]").length`); got != len(plan.Jobs) {
+		t.Errorf("the graph draws %d jobs; the plan has %d", got, len(plan.Jobs))
+	}
+	if len(plan.Moved) == 0 {
+		t.Fatalf("the plan for %s moves nothing", node)
+	}
+	if st := requestStatus(t, e.api, id); st != "awaiting-approval" {
+		t.Fatalf("after the dry run the API says %s, want awaiting-approval", st)
+	}
+
+	// Approved from the page; watched while it runs, then to its end.
+	b.run("approve", 30*time.Second, chromedp.Click(chromedp.CSS(`#approve`)))
+	b.await("a job running", 2*time.Minute, `document.querySelectorAll("tr.job-row[data-state=running]").length > 0 || document.getElementById("req-status").textContent === "finished"`)
+	b.shoot("request.png")
+	b.await("the request to finish", 4*time.Minute, `document.getElementById("req-status").textContent === "finished"`)
+	var req struct {
+		Status string `json:"status"`
+		Jobs   []struct {
+			State string `json:"state"`
+		} `json:"jobs"`
+	}
+	if err := e.api.Get(ctx, "/v1/requests/"+id, &req); err != nil {
+		t.Fatal(err)
+	}
+	success := 0
+	for _, j := range req.Jobs {
+		if j.State == "success" {
+			success++
+		}
+	}
+	b.await("every job's row to show its end", time.Minute,
+		fmt.Sprintf(`document.querySelectorAll("tr.job-row[data-state=success]").length === %d`, success))
+	if req.Status != "finished" {
+		t.Errorf("the page says finished, the API %s", req.Status)
+	}
+	if got := eval[string](b, `document.getElementById("req-pct").textContent`); got != "100.0%" {
+		t.Errorf("the total row shows %s at the end", got)
+	}
+	b.noBannerError("request")
+
+	// A migration from an instance's page.
+	in := e.movable(1)[0]
+	b.run("open the instance", 60*time.Second, chromedp.Navigate(e.api.Base+"/console/instances/"+in.Name))
+	b.await("the migrate button", 60*time.Second, `!!document.getElementById("migrate")`)
+	b.run("migrate", 30*time.Second, chromedp.Click(chromedp.CSS(`#migrate`)))
+	b.await("the migration's page", 60*time.Second, `location.pathname.startsWith("/console/migrations/")`)
+	mid := eval[string](b, `decodeURIComponent(location.pathname.split("/").pop())`)
+	b.await("a step", 2*time.Minute, `document.querySelectorAll("tr.step").length > 0`)
+	b.await("the migration to succeed", 4*time.Minute, `(document.getElementById("mig-state") || {}).textContent === "successful"`)
+	m, err := e.api.Migration(ctx, mid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.State != "successful" {
+		t.Errorf("the page says successful, the API %s", m.State)
+	}
+	b.await("every step checked", time.Minute, `[...document.querySelectorAll("tr.step")].every(r => r.dataset.state === "successful")`)
+	if got := eval[int](b, `document.querySelectorAll("tr.step[data-phase=sync]").length`); got != m.Syncs {
+		t.Errorf("the page shows %d sync steps; the API counts %d", got, m.Syncs)
+	}
+	b.noBannerError("migration")
+	b.shoot("migration.png")
+
+	if errs := b.scriptErrors(); len(errs) > 0 {
+		t.Fatalf("the pages raised script errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+func requestStatus(t *testing.T, api *client.Client, id string) string {
+	t.Helper()
+	var r struct {
+		Status string `json:"status"`
+	}
+	if err := api.Get(context.Background(), "/v1/requests/"+id, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Status
+}
