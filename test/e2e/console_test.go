@@ -247,7 +247,8 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 	b.run("migrate", 30*time.Second, chromedp.Click(chromedp.CSS(`#migrate`)))
 	b.await("the migration's page", 60*time.Second, `location.pathname.startsWith("/console/migrations/")`)
 	mid := eval[string](b, `decodeURIComponent(location.pathname.split("/").pop())`)
-	b.await("a step", 2*time.Minute, `document.querySelectorAll("tr.step").length > 0`)
+	b.await("a sync step", 2*time.Minute, `document.querySelectorAll("tr.step[data-phase=sync]").length > 0 || (document.getElementById("mig-state") || {}).textContent === "successful"`)
+	b.shoot("migration.png")
 	b.await("the migration to succeed", 4*time.Minute, `(document.getElementById("mig-state") || {}).textContent === "successful"`)
 	m, err := e.api.Migration(ctx, mid)
 	if err != nil {
@@ -261,7 +262,7 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 		t.Errorf("the page shows %d sync steps; the API counts %d", got, m.Syncs)
 	}
 	b.noBannerError("migration")
-	b.shoot("migration.png")
+	b.shoot("migration-done.png")
 
 	if errs := b.scriptErrors(); len(errs) > 0 {
 		t.Fatalf("the pages raised script errors:\n%s", strings.Join(errs, "\n"))
@@ -277,4 +278,38 @@ func requestStatus(t *testing.T, api *client.Client, id string) string {
 		t.Fatal(err)
 	}
 	return r.Status
+}
+
+// TestConsoleAsksATenantForATokenAndShowsTheirOwn: with tokens configured
+// the console asks for one; a tenant who signs in sees only their own
+// instances, and not the operators' pages.
+func TestConsoleAsksATenantForATokenAndShowsTheirOwn(t *testing.T) {
+	e := startWithTokens(t, permTokens, tokOperator)
+	b := newBrowser(t, e.api.Base)
+	b.run("open the console", 60*time.Second, chromedp.Navigate(e.api.Base+"/console/"))
+	b.await("the sign-in form", 60*time.Second, `!!document.getElementById("token")`)
+	b.run("sign in as a tenant", 60*time.Second,
+		chromedp.SetValue(chromedp.CSS(`#token`), tokOwnerA),
+		chromedp.Click(chromedp.CSS(`#login button[type=submit]`)))
+	b.await("the tenant's instances", 60*time.Second, `document.querySelectorAll("tr[data-instance]").length > 0`)
+	var mine struct {
+		Items []ownedInstance `json:"items"`
+	}
+	if err := e.as(tokOwnerA).Get(context.Background(), "/v1/instances?limit=1000", &mine); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[int](b, `document.querySelectorAll("tr[data-instance]").length`); got != len(mine.Items) {
+		t.Errorf("the tenant's page shows %d instances; the API gives them %d", got, len(mine.Items))
+	}
+	owners := eval[[]string](b, `[...new Set([...document.querySelectorAll("tr[data-instance] td:nth-child(2)")].map(td => td.textContent))]`)
+	if len(owners) != 1 || owners[0] != acctA {
+		t.Errorf("the tenant sees instances of %v, want only %s", owners, acctA)
+	}
+	if eval[bool](b, `!document.querySelector('#nav a[data-nav=cluster]').hidden`) {
+		t.Error("the tenant is shown the operators' cluster page")
+	}
+	b.noBannerError("tenant")
+	if errs := b.scriptErrors(); len(errs) > 0 {
+		t.Fatalf("the pages raised script errors:\n%s", strings.Join(errs, "\n"))
+	}
 }
