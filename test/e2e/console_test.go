@@ -264,9 +264,57 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 	b.noBannerError("migration")
 	b.shoot("migration-done.png")
 
+	otherPages(t, e, b, node, id, mid)
 	if errs := b.scriptErrors(); len(errs) > 0 {
 		t.Fatalf("the pages raised script errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// otherPages opens the console's other pages and checks each against the
+// API: the lists name the request and the migration, the settings are the
+// API's, the audit trail names who asked, the evacuated node is drained.
+func otherPages(t *testing.T, e *env, b *browser, node, request, migration string) {
+	t.Helper()
+	ctx := context.Background()
+	b.visit("/console/requests", fmt.Sprintf(`!!document.querySelector('tr[data-request=%q] .state.finished')`, request))
+	b.visit("/console/migrations", fmt.Sprintf(`!!document.querySelector('tr[data-migration=%q] .state.successful')`, migration))
+	set, err := e.api.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.visit("/console/settings", `!!document.getElementById("set-max_running_migrations_per_node")`)
+	if got := eval[string](b, `document.getElementById("set-max_running_migrations_per_node").value`); got != fmt.Sprint(set.MaxRunningMigrationsPerNode) {
+		t.Errorf("the settings page shows %s migrations per node; the API %d", got, set.MaxRunningMigrationsPerNode)
+	}
+	b.visit("/console/audit", `(document.getElementById("audit") || {textContent: ""}).textContent.includes("console acceptance test")`)
+	b.visit("/console/nodes/"+node, `!!document.getElementById("node-instances")`)
+	var n struct {
+		Drained bool `json:"drained"`
+	}
+	var on struct {
+		Items []instance `json:"items"`
+	}
+	if err := e.api.Get(ctx, "/v1/nodes/"+node, &n); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.api.Get(ctx, "/v1/instances?limit=1000&node="+node, &on); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[int](b, `document.querySelectorAll("tr[data-instance]").length`); got != len(on.Items) {
+		t.Errorf("node %s's page lists %d instances; the API %d", node, got, len(on.Items))
+	}
+	if got := eval[bool](b, `document.getElementById("node-marks").textContent.includes("drained")`); got != n.Drained {
+		t.Errorf("node %s's page says drained %v; the API %v", node, got, n.Drained)
+	}
+}
+
+// visit opens a console page and waits until ready holds, without an
+// error on the page.
+func (b *browser) visit(path, ready string) {
+	b.t.Helper()
+	b.run("open "+path, 60*time.Second, chromedp.Navigate(b.base+path))
+	b.await(path, 60*time.Second, ready)
+	b.noBannerError(path)
 }
 
 func requestStatus(t *testing.T, api *client.Client, id string) string {

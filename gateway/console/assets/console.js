@@ -337,9 +337,9 @@ async function node() {
       h("dt", {}, "memory"), h("dd", {}, mib(n.total_memory_mib - n.free_memory_mib) + " used of " + mib(n.total_memory_mib)),
       h("dt", {}, "disk"), h("dd", {}, mib(n.total_disk_mib - n.free_disk_mib) + " used of " + mib(n.total_disk_mib)),
       h("dt", {}, "cpus"), h("dd", {}, n.total_cpus),
-      h("dt", {}, "marks"), h("dd", {}, [n.drained ? "drained" : "", n.offline ? "offline" : "", n.vm_capable ? "" : "not vm-capable"].filter(Boolean).join(", ") || "none")),
+      h("dt", {}, "marks"), h("dd", { id: "node-marks" }, [n.drained ? "drained" : "", n.offline ? "offline" : "", n.vm_capable ? "" : "not vm-capable"].filter(Boolean).join(", ") || "none")),
     actions,
-    h("h2", {}, ins.length + " instances"),
+    h("h2", { id: "node-instances" }, ins.length + " instances"),
     instanceTable(ins, n.name),
     evacuateDialog());
 }
