@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/executor/sim"
 )
 
 // TestMigrateWatchInATerminal drives `drove migrate` in a real terminal
@@ -54,7 +57,9 @@ func TestMigrateWatchInATerminal(t *testing.T) {
 // (tmux): the jobs are one table redrawn in place, with progress bars,
 // bytes and a total row, and the command ends with the request's summary.
 func TestEvacuateInATerminal(t *testing.T) {
-	e := start(t)
+	e := startWith(t, func(c *allinone.Config) {
+		c.Sim.Clock = sim.FastClock(2) // long enough to catch it running
+	}, "")
 	bin, tm := terminal(t)
 	node := e.sys.Nodes[0]
 	cmd := fmt.Sprintf("DROVE_GATEWAY=%s %s evacuate %s --mode all", e.api.Base, bin, node)
