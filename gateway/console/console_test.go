@@ -47,7 +47,7 @@ func TestPages(t *testing.T) {
 // TestAssets: the script and the styles are embedded and served with
 // their types.
 func TestAssets(t *testing.T) {
-	for path, typ := range map[string]string{"/console/assets/console.js": "javascript", "/console/assets/console.css": "text/css"} {
+	for path, typ := range map[string]string{"/console/assets/core.js": "javascript", "/console/assets/requests.js": "javascript", "/console/assets/console.css": "text/css"} {
 		res, body := get(t, path)
 		if res.StatusCode != http.StatusOK || !strings.Contains(res.Header.Get("Content-Type"), typ) || len(body) < 1000 {
 			t.Errorf("GET %s = %d %q, %d bytes", path, res.StatusCode, res.Header.Get("Content-Type"), len(body))

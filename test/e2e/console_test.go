@@ -203,6 +203,13 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 	if got := eval[int](b, `document.querySelectorAll("#job-graph g[data-job]").length`); got != len(plan.Jobs) {
 		t.Errorf("the graph draws %d jobs; the plan has %d", got, len(plan.Jobs))
 	}
+	deps := 0
+	for _, j := range plan.Jobs {
+		deps += len(j.Depends)
+	}
+	if got := eval[int](b, `document.querySelectorAll("#job-graph line").length`); got != deps {
+		t.Errorf("the graph draws %d dependencies; the plan has %d", got, deps)
+	}
 	if len(plan.Moved) == 0 {
 		t.Fatalf("the plan for %s moves nothing", node)
 	}
