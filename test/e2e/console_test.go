@@ -157,10 +157,21 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 	e := startWith(t, func(c *allinone.Config) {
 		c.Sim.Clock = sim.FastClock(2) // slow enough to see a request running
 	}, "")
-	ctx := context.Background()
 	b := newBrowser(t, e.api.Base)
+	node := clusterPage(t, e, b)
+	id := evacuateFromThePage(t, e, b, node)
+	mid := migrateFromThePage(t, e, b)
+	otherPages(t, e, b, node, id, mid)
+	if errs := b.scriptErrors(); len(errs) > 0 {
+		t.Fatalf("the pages raised script errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
 
-	// The cluster.
+// clusterPage checks the cluster view against the API and returns the
+// node with the most primaries, to evacuate.
+func clusterPage(t *testing.T, e *env, b *browser) string {
+	t.Helper()
+	ctx := context.Background()
 	b.run("open the cluster", 60*time.Second, chromedp.Navigate(e.api.Base+"/console/"))
 	b.await("the nodes", 60*time.Second, `document.querySelectorAll("tr[data-node]").length > 0`)
 	var nodes struct {
@@ -183,8 +194,15 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 	}
 	b.noBannerError("cluster")
 	b.shoot("cluster.png")
+	return node
+}
 
-	// A dry run from the page, reviewed against the API's plan.
+// evacuateFromThePage asks for a dry run from the page, reviews it
+// against the API's plan, approves it there and watches it to its end;
+// it returns the request's id.
+func evacuateFromThePage(t *testing.T, e *env, b *browser, node string) string {
+	t.Helper()
+	ctx := context.Background()
 	b.run("ask for a dry run", 60*time.Second,
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-evacuate=%q]`, node))),
 		chromedp.WaitVisible(chromedp.CSS(`#evac-dryrun`)),
@@ -203,12 +221,17 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 	if got := eval[int](b, `document.querySelectorAll("#job-graph g[data-job]").length`); got != len(plan.Jobs) {
 		t.Errorf("the graph draws %d jobs; the plan has %d", got, len(plan.Jobs))
 	}
-	deps := 0
+	// Every dependency is an arrow from the job it waits for (Ganeti's
+	// relative form: -1 is the job before).
+	var want []string
 	for _, j := range plan.Jobs {
-		deps += len(j.Depends)
+		for _, d := range j.Depends {
+			want = append(want, fmt.Sprintf("%d>%d", j.Index+d.Job, j.Index))
+		}
 	}
-	if got := eval[int](b, `document.querySelectorAll("#job-graph line").length`); got != deps {
-		t.Errorf("the graph draws %d dependencies; the plan has %d", got, deps)
+	got := eval[[]string](b, `[...document.querySelectorAll("#job-graph line")].map(l => l.dataset.from + ">" + l.dataset.to)`)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the graph draws the dependencies %v; the plan has %v", got, want)
 	}
 	if len(plan.Moved) == 0 {
 		t.Fatalf("the plan for %s moves nothing", node)
@@ -246,8 +269,14 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 		t.Errorf("the total row shows %s at the end", got)
 	}
 	b.noBannerError("request")
+	return id
+}
 
-	// A migration from an instance's page.
+// migrateFromThePage starts a migration from an instance's page and
+// watches its steps to success; it returns the migration's id.
+func migrateFromThePage(t *testing.T, e *env, b *browser) string {
+	t.Helper()
+	ctx := context.Background()
 	in := e.movable(1)[0]
 	b.run("open the instance", 60*time.Second, chromedp.Navigate(e.api.Base+"/console/instances/"+in.Name))
 	b.await("the migrate button", 60*time.Second, `!!document.getElementById("migrate")`)
@@ -270,11 +299,7 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 	}
 	b.noBannerError("migration")
 	b.shoot("migration-done.png")
-
-	otherPages(t, e, b, node, id, mid)
-	if errs := b.scriptErrors(); len(errs) > 0 {
-		t.Fatalf("the pages raised script errors:\n%s", strings.Join(errs, "\n"))
-	}
+	return mid
 }
 
 // otherPages opens the console's other pages and checks each against the

@@ -219,7 +219,10 @@ function every(ms, f) {
   const tick = async () => {
     if (stop) return;
     let again = true;
-    try { again = (await f()) !== false; } catch (e) { failed(e); }
+    try {
+      again = (await f()) !== false;
+      if (!banner.hidden && banner.className !== "info") show(""); // it answers again
+    } catch (e) { failed(e); }
     if (again && !stop) setTimeout(tick, ms);
   };
   tick();

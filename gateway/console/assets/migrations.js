@@ -29,7 +29,14 @@ async function migration() {
   const ctl = new AbortController();
   const redraw = () => drawSteps(steps, m, lastTime);
   every(1500, async () => {
-    m = await get("/v1/migrations/" + encodeURIComponent(id));
+    try {
+      m = await get("/v1/migrations/" + encodeURIComponent(id));
+    } catch (e) {
+      if (e.status !== 404 || m) throw e;
+      show("Accepted; waiting for the coordinator to record the migration…", true);
+      return true; // just accepted: the views have not caught up yet
+    }
+    if (banner.textContent.startsWith("Accepted; waiting")) show("");
     drawMigrationHead(m);
     if (!watching) {
       watching = true;

@@ -131,7 +131,7 @@ async function request() {
 function drawRequestHead(d) {
   document.getElementById("req-head").replaceChildren(h("dl", {},
     h("dt", {}, "status"), h("dd", {}, h("span", { id: "req-status", class: "state " + d.status }, d.status)),
-    h("dt", {}, "kind"), h("dd", {}, d.kind + (d.mode ? " (" + d.mode + ")" : "") + (d.dry_run ? ", dry run" : "")),
+    h("dt", {}, "kind"), h("dd", {}, d.kind + (d.mode ? " (" + d.mode + ")" : "") + (d.dry_run ? ", dry run first" : "")),
     h("dt", {}, d.nodes && d.nodes.length ? "nodes" : "instances"), h("dd", {}, ((d.nodes && d.nodes.length ? d.nodes : d.instances) || []).join(", ")),
     h("dt", {}, "asked by"), h("dd", {}, d.actor + (d.reason ? ": " + d.reason : "")),
     h("dt", {}, "requested"), h("dd", {}, when(d.requested_at)),
@@ -202,7 +202,10 @@ function graph(jobs, p) {
     if (seen.has(j.index)) return 0;
     seen.add(j.index);
     let d = 0;
-    for (const dep of j.depends || []) if (byIndex.has(dep.job)) d = Math.max(d, depth(byIndex.get(dep.job), seen) + 1);
+    for (const dep of j.depends || []) {
+      const from = j.index + dep.job; // relative, as in Ganeti: -1 is the job before
+      if (byIndex.has(from)) d = Math.max(d, depth(byIndex.get(from), seen) + 1);
+    }
     layer.set(j.index, d);
     return d;
   };
@@ -227,10 +230,11 @@ function graph(jobs, p) {
   const svg = s("svg", { id: "job-graph", width, height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "jobs and dependencies" },
     s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: "10", refY: "5", markerWidth: "6", markerHeight: "6", orient: "auto" }, s("path", { d: "M0,0 L10,5 L0,10 z" }))));
   for (const j of jobs) for (const dep of j.depends || []) {
-    const a = pos.get(dep.job), b = pos.get(j.index);
+    const from = j.index + dep.job;
+    const a = pos.get(from), b = pos.get(j.index);
     if (!a || !b) continue;
-    svg.append(s("line", { x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2, "marker-end": "url(#arrow)" },
-      s("title", {}, "job " + j.index + " after job " + dep.job + " (" + (dep.statuses || []).join("|") + ")")));
+    svg.append(s("line", { x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2, "marker-end": "url(#arrow)", "data-from": from, "data-to": j.index },
+      s("title", {}, "job " + j.index + " after job " + from + " ends " + ((dep.statuses || []).join(" or ") || "in any state"))));
   }
   for (const j of jobs) {
     const at = pos.get(j.index);
