@@ -318,6 +318,16 @@ func otherPages(t *testing.T, e *env, b *browser, node, request, migration strin
 	if got := eval[string](b, `document.getElementById("set-max_running_migrations_per_node").value`); got != fmt.Sprint(set.MaxRunningMigrationsPerNode) {
 		t.Errorf("the settings page shows %s migrations per node; the API %d", got, set.MaxRunningMigrationsPerNode)
 	}
+	// A setting changed on the page is the API's.
+	want := set.MaxRunningMigrationsPerNode + 1
+	b.run("change a setting", 30*time.Second,
+		chromedp.SetValue(chromedp.CSS(`#set-max_running_migrations_per_node`), fmt.Sprint(want)),
+		chromedp.SetValue(chromedp.CSS(`#set-reason`), "console acceptance test"),
+		chromedp.Click(chromedp.CSS(`#save`)))
+	b.await("the setting saved", 60*time.Second, `document.getElementById("banner").textContent === "Saved."`)
+	if set, err = e.api.Settings(ctx); err != nil || set.MaxRunningMigrationsPerNode != want {
+		t.Errorf("after saving %d on the page the API has %+v (%v)", want, set, err)
+	}
 	b.visit("/console/audit", `(document.getElementById("audit") || {textContent: ""}).textContent.includes("console acceptance test")`)
 	b.visit("/console/nodes/"+node, `!!document.getElementById("node-instances")`)
 	var n struct {
