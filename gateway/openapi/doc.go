@@ -6,5 +6,6 @@
 // it (every registered route is in it; every handler test's request and
 // answer validate against it, gateway/openapi_test.go), so it cannot drift.
 // To add a route: add its path under "paths" with every status it answers
-// (errors use #/components/schemas/Error) and reuse the components.
+// (errors: #/components/responses/BadRequest, NotFound, ..., all of the
+// Error shape) and reuse the components.
 package openapi
