@@ -35,6 +35,11 @@
 //     beside `drove dev` it also lists each component (Config.Parts):
 //     running, restarted N times, restarting or down.
 //
+// The API is described by an OpenAPI 3 document served at /v1/openapi.json
+// (gateway/openapi), which the tests hold every route and answer to; the
+// web console (gateway/console) is served at /console/ and reads only the
+// API.
+//
 // The views are defined in projector/schema (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool
 // whatever its search_path.
