@@ -162,6 +162,7 @@ func TestConsoleEvacuatesAndMigrates(t *testing.T) {
 	id := evacuateFromThePage(t, e, b, node)
 	mid := migrateFromThePage(t, e, b)
 	otherPages(t, e, b, node, id, mid)
+	cancelFromThePage(t, e, b, e.sys.Nodes[len(e.sys.Nodes)-1])
 	if errs := b.scriptErrors(); len(errs) > 0 {
 		t.Fatalf("the pages raised script errors:\n%s", strings.Join(errs, "\n"))
 	}
@@ -348,6 +349,31 @@ func otherPages(t *testing.T, e *env, b *browser, node, request, migration strin
 	if got := eval[bool](b, `document.getElementById("node-marks").textContent.includes("drained")`); got != n.Drained {
 		t.Errorf("node %s's page says drained %v; the API %v", node, got, n.Drained)
 	}
+}
+
+// cancelFromThePage asks for a dry run from a node's page and cancels it
+// from the request's page: every job is cancelled, the request finishes.
+func cancelFromThePage(t *testing.T, e *env, b *browser, node string) {
+	t.Helper()
+	b.visit("/console/nodes/"+node, `!!document.getElementById("node-instances")`)
+	b.run("ask for a dry run", 60*time.Second,
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-evacuate=%q]`, node))),
+		chromedp.WaitVisible(chromedp.CSS(`#evac-dryrun`)),
+		chromedp.Click(chromedp.CSS(`#evac-dryrun`)))
+	b.await("the plan to review", 90*time.Second, `!!document.getElementById("cancel") && !!document.getElementById("job-graph")`)
+	id := eval[string](b, `location.pathname.split("/").pop()`)
+	plan, err := e.api.Plan(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.run("cancel", 30*time.Second, chromedp.Click(chromedp.CSS(`#cancel`)))
+	b.await("the request to finish", 2*time.Minute, `document.getElementById("req-status").textContent === "finished"`)
+	b.await("every job cancelled", time.Minute,
+		fmt.Sprintf(`document.querySelectorAll("tr.job-row[data-state=canceled]").length === %d`, len(plan.Jobs)))
+	if st := requestStatus(t, e.api, id); st != "finished" {
+		t.Errorf("the page says finished, the API %s", st)
+	}
+	b.noBannerError("cancel")
 }
 
 // visit opens a console page and waits until ready holds, without an
