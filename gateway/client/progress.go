@@ -190,15 +190,34 @@ func (p *Progress) Apply(ev Event) bool {
 		// The outcome is final: a job it names as moved succeeded, even
 		// if its own end was not seen (the stream stops here).
 		for _, r := range p.Jobs {
-			if r.State != "success" && slices.ContainsFunc(v.Moved, func(m MovedRow) bool { return m.Instance == r.Instance }) {
-				r.State, r.DoneBytes = "success", r.DoneBytes+r.Total
-				r.Current, r.Total, r.Rate, r.ETA = 0, 0, 0, 0
-			}
+			p.settle(r, v.Moved, v.Failed)
 		}
 	default:
 		return false
 	}
 	return true
+}
+
+// settle gives a job whose end the stream did not show (the request's
+// end can come first) the fate the outcome says: moved is success; not
+// moved is canceled when its job was cancelled, else error.
+func (p *Progress) settle(r *JobRow, moved []MovedRow, failed []FailedRow) {
+	if r.State == "success" || r.State == "error" || r.State == "canceled" {
+		return
+	}
+	if slices.ContainsFunc(moved, func(m MovedRow) bool { return m.Instance == r.Instance }) {
+		r.State, r.DoneBytes = "success", r.DoneBytes+r.Total
+		r.Current, r.Total, r.Rate, r.ETA = 0, 0, 0, 0
+		return
+	}
+	for _, f := range failed {
+		if f.Instance == r.Instance {
+			r.State, r.Message, r.Rate, r.ETA = "error", f.Reason, 0, 0
+			if strings.HasPrefix(f.Reason, "job cancel") {
+				r.State = "canceled"
+			}
+		}
+	}
 }
 
 func describeOp(op wireOpcode) string {

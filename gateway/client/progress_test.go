@@ -77,3 +77,17 @@ func TestMigrationViewTable(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishSettlesJobs: the request's end can reach the watcher before
+// its jobs' ends; the outcome settles them.
+func TestFinishSettlesJobs(t *testing.T) {
+	p := &Progress{Request: "r"}
+	ops := []events.Opcode{{OpID: events.OpInstanceMigrate, Instance: "a"}}
+	p.Apply(ev(t, events.PlanComputed{Request: "r", Jobs: []events.Job{{Index: 0, Opcodes: ops}, {Index: 1, Opcodes: []events.Opcode{{OpID: events.OpInstanceMigrate, Instance: "b"}}}}}))
+	p.Apply(ev(t, events.OpcodeDispatched{Request: "r", Job: 0, Index: 0, Node: "n1", Opcode: ops[0]}))
+	p.Apply(ev(t, events.RequestFinished{Request: "r", Moved: []events.Moved{{Instance: "a", Group: "g", Nodes: []string{"n2"}}},
+		Failed: []events.Failed{{Instance: "b", Reason: "job cancelled: request cancelled"}}}))
+	if p.Jobs[0].State != "success" || p.Jobs[1].State != "canceled" {
+		t.Fatalf("states %s, %s; want success, canceled", p.Jobs[0].State, p.Jobs[1].State)
+	}
+}

@@ -73,7 +73,15 @@ function applyEvent(p, ev) {
     case "request.finished":
     case "request.rejected":
       p.finished = true;
+      // The outcome is final, and the stream stops here: a job whose own
+      // end was not seen takes it from the outcome.
       for (const m of v.moved || []) for (const r of p.jobs.values()) if (r.instance === m.instance && r.state !== "success") { r.state = "success"; r.done += r.total; r.cur = r.total = r.rate = r.eta = 0; }
+      for (const f of v.failed || []) for (const r of p.jobs.values()) {
+        if (r.instance !== f.instance || ["success", "error", "canceled"].includes(r.state)) continue;
+        r.state = /^job cancel/.test(f.reason || "") ? "canceled" : "error";
+        r.message = f.reason || "";
+        r.rate = r.eta = 0;
+      }
       break;
     default:
       return false;
