@@ -53,6 +53,11 @@
 //     service answers, and GET /v1/node-actions/{id} shows the answer
 //     (requested, done or refused, with why).
 //
+// The API is described by an OpenAPI 3 document served at /v1/openapi.json
+// (gateway/openapi), which the tests hold every route and answer to; the
+// web console (gateway/console) is served at /console/ and reads only the
+// API.
+//
 // The views are defined in projector/schema (the contract); the gateway
 // reads them in Config.Schema, qualifying every name, so it works on a pool
 // whatever its search_path.

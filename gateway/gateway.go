@@ -172,6 +172,8 @@ func (g *Gateway) routes() *gin.Engine {
 
 	r.GET("/healthz", g.handle(g.healthz))
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(g.gatherer, promhttp.HandlerOpts{})))
+	r.GET(openAPIPath, serveOpenAPI)
+	registerConsole(r)
 
 	// /v1 needs a bearer token once Config.Tokens is set (auth.go); the
 	// bulk API and the settings are for operators only.

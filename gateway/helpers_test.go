@@ -136,7 +136,8 @@ func (e *env) logEvent(typ, request, instance string, payload any) int64 {
 	return seq
 }
 
-// do sends a request and returns the status and body.
+// do sends a request and returns the status and body; the exchange must
+// validate against the OpenAPI document (openapi_test.go).
 func (e *env) do(method, path, body string, header ...string) (int, []byte) {
 	e.t.Helper()
 	var rd io.Reader
@@ -159,6 +160,7 @@ func (e *env) do(method, path, body string, header ...string) (int, []byte) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	checkExchange(e.t, req, body, resp.StatusCode, resp.Header, b)
 	return resp.StatusCode, b
 }
 

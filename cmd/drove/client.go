@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/drovehq/drove/gateway/client"
 )
 
@@ -189,6 +191,7 @@ func watchRequest(ctx context.Context, cf clientFlags, request string, stdout, s
 	}
 	p := &client.Progress{Request: request}
 	r := &client.Renderer{Out: stdout, Terminal: isTerminal(stdout)}
+	r.Width, r.Height = termSize(stdout)
 	err := cf.client().Watch(ctx, "/v1/requests/"+url.PathEscape(request)+"/watch", func(ev client.Event) bool {
 		if cf.json {
 			fmt.Fprintln(stdout, string(ev.Raw))
@@ -440,6 +443,19 @@ func printPlan(w io.Writer, request string, raw json.RawMessage) {
 			fmt.Fprintf(w, "  %-20s %s\n", f.Instance, f.Reason)
 		}
 	}
+}
+
+// termSize is the terminal's columns and rows; 0, 0 when w is not one.
+func termSize(w io.Writer) (cols, rows int) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0, 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0, 0
+	}
+	return int(ws.Col), int(ws.Row)
 }
 
 func isTerminal(w io.Writer) bool {

@@ -124,6 +124,7 @@ func (f devFlags) serve(ctx context.Context, cfg allinone.Config, zdev *zfsDev, 
 	}
 	fmt.Fprintf(stdout, `
 Drove is running: %d nodes, API at http://%s (metrics at /metrics).
+The web console: http://%s/console/   The API's description: /v1/openapi.json
 Kafka brokers %v, Postgres %s.
 
 Try:
@@ -131,7 +132,7 @@ Try:
   go run ./cmd/drove plans                       # every request and its status
 
 (or build it once: make build, then bin/drove ...). Ctrl-C stops everything.
-`, len(sys.Nodes), f.addr, cfg.Brokers, cfg.DatabaseURL, sys.Nodes[0])
+`, len(sys.Nodes), f.addr, f.addr, cfg.Brokers, cfg.DatabaseURL, sys.Nodes[0])
 	if zdev != nil {
 		zdev.describe(stdout)
 	}

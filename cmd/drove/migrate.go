@@ -279,45 +279,69 @@ func listMigrations(ctx context.Context, api *client.Client, cf clientFlags, std
 }
 
 // stepLabel names a phase as RFD 34's CLI does.
-func stepLabel(phase string) string {
-	switch phase {
-	case "begin":
-		return "making a reservation"
-	case "sync":
-		return "synchronizing filesystems"
-	case "switch":
-		return "switching instance"
-	case "abort":
-		return "aborting"
-	case "rollback":
-		return "rolling back"
-	case "finalize":
-		return "removing the source copy"
-	}
-	return phase
-}
+func stepLabel(phase string) string { return client.StepLabel(phase) }
 
-// watchMigration follows the migration and draws its steps; Ctrl-C stops
-// watching only.
+// watchMigration follows the migration and draws its steps: on a
+// terminal a table redrawn in place, in a pipe a line per step change.
+// Ctrl-C stops watching only.
 func watchMigration(ctx context.Context, api *client.Client, instance, id string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	tty := isTerminal(stdout)
+	var last client.MigrationEvent
+	draw := migrationLines(stdout)
+	if isTerminal(stdout) {
+		draw = migrationTable(stdout)
+	}
+	err := api.WatchMigration(ctx, instance, id, func(ev client.MigrationEvent) bool {
+		last = ev
+		draw(ev)
+		return true
+	})
+	if ctx.Err() != nil {
+		fmt.Fprintf(stdout, "\nStopped watching; the migration goes on. Watch it again with:\n  drove migrate --watch %s\n", instance)
+		return exitOK
+	}
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Status == 404 && strings.Contains(ae.Message, "has no migration") {
+		fmt.Fprintf(stdout, "Instance %s has no migration to watch.\nStart one (and watch it) with:\n  drove migrate %s --watch\nor choose the target:\n  drove migrate %s --target NODE --watch\n",
+			instance, instance, instance)
+		return exitOK
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fail(stderr, "migrate", err)
+	}
+	return outcome(context.Background(), api, instance, last, stdout)
+}
+
+// migrationTable draws the steps as a table redrawn in place.
+func migrationTable(stdout io.Writer) func(client.MigrationEvent) {
+	w, h := termSize(stdout)
+	screen := &client.Screen{Out: stdout, Width: w, Height: h}
+	view := &client.MigrationView{}
+	return func(ev client.MigrationEvent) {
+		if view.Migration == "" {
+			fmt.Fprintf(stdout, "Migration progress (%s):\n", ev.Migration)
+		}
+		view.Apply(ev)
+		screen.Draw(view.Table(ev.Time))
+	}
+}
+
+// migrationLines prints a line when a step starts, crosses a quarter, or
+// ends: for pipes and logs.
+func migrationLines(stdout io.Writer) func(client.MigrationEvent) {
 	type step struct {
 		label   string
 		started time.Time
 		bucket  int
 	}
 	steps := map[int]*step{}
-	open := -1 // index of the step drawn last without a newline (tty)
 	header := false
-	var last client.MigrationEvent
-	err := api.WatchMigration(ctx, instance, id, func(ev client.MigrationEvent) bool {
+	return func(ev client.MigrationEvent) {
 		if !header {
 			fmt.Fprintf(stdout, "Migration progress (%s):\n", ev.Migration)
 			header = true
 		}
-		last = ev
 		st := steps[ev.Index]
 		if st == nil {
 			st = &step{label: stepLabel(ev.Phase), started: ev.Time, bucket: -1}
@@ -326,12 +350,6 @@ func watchMigration(ctx context.Context, api *client.Client, instance, id string
 			}
 			steps[ev.Index] = st
 		}
-		clear := func() {
-			if tty && open >= 0 {
-				fmt.Fprint(stdout, "\r\033[K")
-				open = -1
-			}
-		}
 		switch ev.Type {
 		case "progress":
 			line := "☐ " + st.label
@@ -339,21 +357,19 @@ func watchMigration(ctx context.Context, api *client.Client, instance, id string
 			if ev.Percent != nil {
 				pct = *ev.Percent
 				line += fmt.Sprintf(" (%.0f%%", pct)
+				if ev.Total > 0 {
+					line += ", " + events.FormatBytes(ev.Current) + " of " + events.FormatBytes(ev.Total)
+				}
 				if ev.ETA > 0 {
 					line += " ETA " + human(float64(ev.ETA)/1000)
 				}
 				line += ")"
 			}
-			if tty {
-				clear()
-				fmt.Fprint(stdout, line)
-				open = ev.Index
-			} else if b := int(pct / 25); b != st.bucket {
+			if b := int(pct / 25); b != st.bucket {
 				st.bucket = b
 				fmt.Fprintln(stdout, line)
 			}
 		case "end":
-			clear()
 			took := ev.Time.Sub(st.started).Seconds()
 			switch ev.State {
 			case "successful":
@@ -364,19 +380,7 @@ func watchMigration(ctx context.Context, api *client.Client, instance, id string
 				fmt.Fprintf(stdout, "✗ %s failed: %s\n", st.label, ev.Message)
 			}
 		}
-		return true
-	})
-	if tty && open >= 0 {
-		fmt.Fprintln(stdout)
 	}
-	if ctx.Err() != nil {
-		fmt.Fprintf(stdout, "\nStopped watching; the migration goes on. Watch it again with:\n  drove migrate --watch %s\n", instance)
-		return exitOK
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fail(stderr, "migrate", err)
-	}
-	return outcome(context.Background(), api, instance, last, stdout)
 }
 
 // outcome prints how the watched phase left the migration.

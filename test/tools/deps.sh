@@ -24,6 +24,8 @@ command -v tmux >/dev/null || packages+=(tmux)
 # test/partition: network namespaces, veth pairs, a bridge and a firewall rule.
 command -v ip >/dev/null || packages+=(iproute2)
 command -v iptables >/dev/null || packages+=(iptables)
+# Headless Chromium drives the web console's acceptance test (gateway/console).
+command -v chromium >/dev/null || packages+=(chromium)
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   packages+=(postgresql)
 fi

@@ -1,0 +1,167 @@
+"use strict";
+
+// ---------- migrations ----------
+
+async function migrations() {
+  setMain(role === "operator" ? "Migrations" : "My migrations", h("div", { id: "mig-list" }));
+  every(4000, async () => {
+    const ms = await all("/v1/migrations?kind=instance");
+    ms.sort((a, b) => String(b.created_timestamp).localeCompare(String(a.created_timestamp)));
+    document.getElementById("mig-list").replaceChildren(table(["Migration", "Instance", "State", "Phase", "Progress", "From", "To", "Asked by", "Created"],
+      ms.map(m => h("tr", { "data-migration": m.id },
+        h("td", {}, link("/console/migrations/" + encodeURIComponent(m.id), m.id.slice(0, 8))),
+        h("td", {}, link("/console/instances/" + encodeURIComponent(m.instance), m.instance)),
+        h("td", {}, state(m.state)), h("td", {}, m.phase),
+        h("td", {}, m.total_progress > 0 ? bar(100 * m.current_progress / m.total_progress) : ""),
+        h("td", {}, m.source_server), h("td", {}, m.target_server || ""),
+        h("td", {}, m.account + " (" + m.role + ")"), h("td", {}, when(m.created_timestamp))))));
+  });
+}
+
+const stepLabels = { begin: "making a reservation", sync: "synchronizing filesystems", switch: "switching instance", abort: "aborting", rollback: "rolling back", finalize: "removing the source copy", pause: "pausing" };
+
+async function migration() {
+  const id = arg;
+  setMain("Migration " + id, h("div", { id: "mig-head" }), h("div", { id: "mig-actions", class: "actions" }),
+    h("h2", {}, "Steps"), h("div", { id: "mig-steps" }, h("p", { class: "muted" }, "No step has reported yet.")));
+  const steps = new Map();
+  let m = null, watching = false, lastTime = null;
+  const ctl = new AbortController();
+  const redraw = () => drawSteps(steps, m, lastTime);
+  every(1500, async () => {
+    try {
+      m = await get("/v1/migrations/" + encodeURIComponent(id));
+    } catch (e) {
+      if (e.status !== 404 || m) throw e;
+      show("Accepted; waiting for the coordinator to record the migration…", true);
+      return true; // just accepted: the views have not caught up yet
+    }
+    if (banner.textContent.startsWith("Accepted; waiting")) show("");
+    drawMigrationHead(m);
+    if (!watching) {
+      watching = true;
+      stream("/v1/instances/" + encodeURIComponent(m.instance) + "/migrate/watch?migration=" + encodeURIComponent(id), ev => {
+        if (ev.type !== "progress" && ev.type !== "end") return;
+        lastTime = ev.time;
+        let st = steps.get(ev.index);
+        if (!st) { st = { index: ev.index, phase: ev.phase, state: "running", started: ev.started_timestamp || ev.time, ended: null, cur: 0, total: 0, rate: 0, eta: 0, message: "" }; steps.set(ev.index, st); }
+        if (ev.total_progress > 0) { st.cur = ev.current_progress || 0; st.total = ev.total_progress; }
+        st.rate = ev.transfer_bytes_second || 0; st.eta = (ev.eta_ms || 0) / 1000;
+        if (ev.message) st.message = ev.message;
+        if (ev.type === "end") { st.state = ev.state; st.ended = ev.time; st.eta = 0; if (ev.error) st.message = ev.error; if (ev.state === "successful") st.cur = st.total; }
+        redraw();
+      }, ctl.signal).catch(e => { if (e.name !== "AbortError") failed(e); });
+    }
+    redraw();
+    return !["successful", "failed", "aborted"].includes(m.state) || !m.finished_timestamp ? true : false;
+  });
+}
+
+// sides are the source's and the target's statuses, from the record (the
+// "live" statuses, when the API gives them) or from its state and phase.
+function sides(m) {
+  if (m.source_status || m.target_status) return [m.source_status || "", m.target_status || ""];
+  const done = ["successful", "failed", "aborted"].includes(m.state);
+  let src = "running the instance", dst = "";
+  if (m.switched) {
+    src = m.finalized ? "copy removed" : "copy kept until finalized";
+    dst = m.state === "running" && m.phase === "rollback" ? "rolling back" : "running the instance";
+  } else if (m.target_server) {
+    dst = done ? (m.state === "successful" ? "running the instance" : "reservation released") : (m.phase === "sync" ? "receiving data" : "reserved");
+  }
+  return [src, dst];
+}
+
+function drawMigrationHead(m) {
+  const [src, dst] = sides(m);
+  document.getElementById("mig-head").replaceChildren(h("dl", {},
+    h("dt", {}, "instance"), h("dd", {}, link("/console/instances/" + encodeURIComponent(m.instance), m.instance)),
+    h("dt", {}, "state"), h("dd", {}, h("span", { id: "mig-state", class: "state " + m.state }, m.state), " · phase " + m.phase + (m.automatic ? " · automatic" : "")),
+    h("dt", {}, "source"), h("dd", { id: "mig-source" }, m.source_server + " — " + src),
+    h("dt", {}, "target"), h("dd", { id: "mig-target" }, (m.target_server || "chosen by the planner") + (dst ? " — " + dst : "")),
+    h("dt", {}, "syncs"), h("dd", { id: "mig-syncs" }, m.num_sync_phases + (m.last_sync_size ? ", the last " + bytes(m.last_sync_size) : "")),
+    h("dt", {}, "asked by"), h("dd", {}, m.account + " (" + m.role + ")"),
+    h("dt", {}, "created"), h("dd", {}, when(m.created_timestamp)),
+    m.finished_timestamp ? [h("dt", {}, "finished"), h("dd", {}, when(m.finished_timestamp))] : "",
+    m.error ? [h("dt", {}, "error"), h("dd", { class: "wrap" }, m.error + (m.error_detail ? ": " + m.error_detail : ""))] : "",
+    m.message ? [h("dt", {}, "message"), h("dd", { class: "wrap" }, m.message)] : ""));
+  const acts = [];
+  if (m.state === "running" || m.state === "queued" || m.state === "scheduled") {
+    if (!m.switched) acts.push("pause", "abort");
+  }
+  if (m.state === "paused") acts.push("sync", "switch", "abort");
+  if (m.switched && !m.finalized && m.state !== "running") acts.push("finalize", "rollback");
+  const box = document.getElementById("mig-actions");
+  if (box.dataset.want === acts.join()) return;
+  box.dataset.want = acts.join();
+  box.replaceChildren(...acts.map(a => h("button", { "data-action": a, class: a === "abort" || a === "rollback" ? "danger" : "",
+    onclick: ev => migrateAction(ev.target, m.instance, a) }, a)));
+}
+
+async function migrateAction(btn, instance, action, body) {
+  if (btn) btn.disabled = true;
+  try {
+    const a = await api("POST", "/v1/instances/" + encodeURIComponent(instance) + "/migrate?action=" + action, body || { reason: action + " from the console" });
+    show(action + " accepted", true);
+    return a;
+  } catch (e) {
+    if (btn) btn.disabled = false;
+    failed(e);
+    return null;
+  }
+}
+
+function drawSteps(steps, m, lastTime) {
+  const box = document.getElementById("mig-steps");
+  if (!box || steps.size === 0) return;
+  const now = lastTime && m && !m.finished_timestamp ? Math.max(Date.now(), Date.parse(lastTime)) : Date.now();
+  let sent = 0;
+  const rows = [...steps.values()].sort((a, b) => a.index - b.index).map(st => {
+    const p = st.state === "successful" ? 100 : (st.total > 0 ? Math.min(99.9, 100 * st.cur / st.total) : 0);
+    if (st.total > 1) sent += Math.min(st.cur, st.total);
+    const took = ((st.ended ? Date.parse(st.ended) : now) - Date.parse(st.started)) / 1000;
+    const mark = st.state === "running" ? "☐" : (st.state === "successful" || st.state === "paused" ? "✓" : "✗");
+    return h("tr", { class: "step", "data-phase": st.phase, "data-state": st.state },
+      h("td", { class: "check" }, mark), h("td", {}, stepLabels[st.phase] || st.phase),
+      h("td", {}, bar(p)), h("td", { class: "num" }, Math.round(p) + "%"),
+      h("td", { class: "num" }, st.total > 1 ? bytes(Math.min(st.cur, st.total)) + " / " + bytes(st.total) : ""),
+      h("td", { class: "num" }, st.rate > 0 && st.state === "running" ? bytes(st.rate) + "/s" : ""),
+      h("td", { class: "num" }, dur(st.eta)), h("td", { class: "num" }, dur(took)),
+      h("td", { class: "wrap" }, st.state + (st.message && st.state !== "running" && st.state !== "successful" ? ": " + st.message : "")));
+  });
+  rows.push(h("tr", { class: "total" }, h("td", {}, ""), h("td", {}, "total"), h("td", {}, ""), h("td", {}, ""),
+    h("td", { class: "num" }, bytes(sent) + " sent"), h("td", {}, ""), h("td", {}, ""), h("td", {}, ""), h("td", {}, m ? state(m.state) : "")));
+  box.replaceChildren(table(["", "Step", "Progress", ">%", ">Bytes", ">Rate", ">ETA", ">Took", "State"], rows, { class: "steps", id: "mig-table" }));
+}
+
+// ---------- an instance ----------
+
+async function instance() {
+  const i = await get("/v1/instances/" + encodeURIComponent(arg));
+  const target = h("input", { id: "mig-target-input", placeholder: "target node (empty: the planner chooses)" });
+  setMain("Instance " + i.name,
+    h("dl", {},
+      h("dt", {}, "owner"), h("dd", {}, i.owner),
+      h("dt", {}, "storage"), h("dd", {}, i.storage),
+      h("dt", {}, "run state"), h("dd", {}, i.run_state),
+      h("dt", {}, "group"), h("dd", {}, i.group),
+      h("dt", {}, "primary"), h("dd", {}, role === "operator" ? link("/console/nodes/" + encodeURIComponent(i.primary), i.primary) : i.primary),
+      h("dt", {}, "secondary"), h("dd", {}, i.secondary || "none"),
+      h("dt", {}, "size"), h("dd", {}, mib(i.memory_mib) + " memory, " + i.vcpus + " vCPUs, " + mib(i.disk_mib) + " disk"),
+      h("dt", {}, "user migrations"), h("dd", {}, i.user_migration === null || i.user_migration === undefined ? "as the settings say" : (i.user_migration ? "allowed" : "forbidden"))),
+    h("h2", {}, "Migrate"),
+    h("div", { class: "actions" }, target,
+      h("button", { id: "estimate", onclick: async () => {
+        const e = await migrateAction(null, i.name, "estimate", { target: target.value.trim() });
+        if (e) show("About " + dur(e.total_seconds) + " with " + dur(e.downtime_seconds) + " of downtime (" + bytes(e.bytes) + " to send)", true);
+      } }, "Estimate"),
+      h("button", { id: "migrate", class: "primary", onclick: async ev => {
+        const a = await migrateAction(ev.target, i.name, "automatic", { target: target.value.trim(), reason: "migrate from the console" });
+        if (a) location.href = "/console/migrations/" + encodeURIComponent(a.migration);
+      } }, "Migrate")),
+    h("h2", {}, "Migrations"), h("div", { id: "inst-migs" }));
+  const ms = await all("/v1/migrations?kind=instance&instance=" + encodeURIComponent(i.name));
+  document.getElementById("inst-migs").replaceChildren(ms.length ? table(["Migration", "State", "Phase", "From", "To", "Created"],
+    ms.map(m => h("tr", {}, h("td", {}, link("/console/migrations/" + encodeURIComponent(m.id), m.id.slice(0, 8))), h("td", {}, state(m.state)),
+      h("td", {}, m.phase), h("td", {}, m.source_server), h("td", {}, m.target_server || ""), h("td", {}, when(m.created_timestamp))))) : h("p", { class: "muted" }, "None yet."));
+}
