@@ -1,0 +1,212 @@
+package jobs
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/inventory"
+)
+
+// Release for the shortest makespan. A plan's dependencies keep it safe
+// in any order (planner/schedule.go); within them, and within the
+// operator's caps, the queue picks which ready jobs run first:
+//
+//   - the node with the most sending left first (its backlog: the
+//     estimated seconds of its unreleased moves), so that no sending link
+//     is left with a long tail while others idle;
+//   - within a node, the longest move first (LPT), so that the end of the
+//     evacuation is made of short moves that fill the gaps;
+//   - a move only where its links have room: released next to the moves
+//     already running (their rates shared as planner.ShareLinks shares
+//     them), it must get at least half the rate it would get alone. A
+//     move that would only split a busy link waits, and its slot goes to
+//     one whose links are idle. This is also how `auto` chooses a node's
+//     concurrency: as many moves as its link carries.
+//
+// The durations are estimates: a move's bytes (MoveBytes) over the slower
+// of its two links.
+
+// Limits are the operator's caps on running jobs.
+type Limits struct {
+	// Cluster bounds the jobs running at once, all requests together.
+	Cluster int
+	// PerNode bounds the jobs one node sends at once; 0 is auto: as many
+	// as the node's link has room for.
+	PerNode int
+	// IndexOrder releases ready jobs in plan order within the caps, with
+	// no estimate: Drove's rule before release aimed at the makespan, kept
+	// as the benchmark's baseline.
+	IndexOrder bool
+}
+
+// Candidate is a ready job as the release decision sees it.
+type Candidate struct {
+	Job     int
+	Senders []string
+	// Flow is the job's largest transfer: what its links carry.
+	Flow planner.Transfer
+	// Seconds is the job's estimated duration alone on its links.
+	Seconds float64
+}
+
+// Running is a job running now, in any request.
+type Running struct {
+	Senders []string
+	Flow    planner.Transfer
+}
+
+// minShare is the part of a move's own rate its links must still have
+// for it to be released next to the moves running.
+const minShare = 0.5
+
+// Choose returns the candidates to release now, in release order (as
+// indices into cands). backlog is each sending node's estimated seconds of
+// sending left in the request.
+func Choose(cands []Candidate, running []Running, backlog map[string]float64, lim Limits, links planner.Links) []int {
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	if !lim.IndexOrder {
+		slices.SortStableFunc(order, func(a, b int) int {
+			ca, cb := &cands[a], &cands[b]
+			if c := cmp.Compare(backlog[ca.Flow.From], backlog[cb.Flow.From]); c != 0 {
+				return -c
+			}
+			if c := cmp.Compare(ca.Seconds, cb.Seconds); c != 0 {
+				return -c
+			}
+			return cmp.Compare(ca.Job, cb.Job)
+		})
+	}
+	perNode := map[string]int{}
+	var flows []planner.Transfer
+	for _, r := range running {
+		for _, n := range r.Senders {
+			perNode[n]++
+		}
+		if r.Flow.Bytes > 0 {
+			flows = append(flows, r.Flow)
+		}
+	}
+	sendUsed, recvUsed := map[string]float64{}, map[string]float64{}
+	for i, rate := range planner.ShareLinks(flows, links) {
+		sendUsed[flows[i].From] += rate
+		recvUsed[flows[i].To] += rate
+	}
+	total := len(running)
+	var out []int
+	for _, i := range order {
+		c := &cands[i]
+		if lim.Cluster > 0 && total >= lim.Cluster {
+			break
+		}
+		if lim.PerNode > 0 && slices.ContainsFunc(c.Senders, func(n string) bool { return perNode[n] >= lim.PerNode }) {
+			continue
+		}
+		if !lim.IndexOrder && c.Flow.Bytes > 0 {
+			f := c.Flow
+			room := min(float64(links(f.From).Send)-sendUsed[f.From], float64(links(f.To).Receive)-recvUsed[f.To])
+			capRate := f.Cap(links)
+			if room < minShare*capRate {
+				continue // would only split a busy link
+			}
+			sendUsed[f.From] += min(room, capRate)
+			recvUsed[f.To] += min(room, capRate)
+		}
+		out = append(out, i)
+		total++
+		for _, n := range c.Senders {
+			perNode[n]++
+		}
+	}
+	return out
+}
+
+// MoveBytes is what an opcode sends over the network, as the drivers
+// move each storage kind: a replica's disks for replace-disks, the disks
+// of kinds copied on a move (RFD 34, an offline switch), the memory of a
+// running instance migrated live; a failover sends nothing. in nil (not in
+// the inventory) sends nothing.
+func MoveBytes(op events.Opcode, in *events.InstanceDeclared) int64 {
+	if in == nil {
+		return 0
+	}
+	disks := inventory.DiskTotal(in.Size) << 20
+	switch op.OpID {
+	case events.OpInstanceReplaceDisks:
+		return disks
+	case events.OpInstanceMigrate:
+		if in.Storage.CopiedOnMove() {
+			return disks
+		}
+		if in.RunState == events.RunRunning {
+			return in.Size.MemoryMiB << 20
+		}
+	}
+	return 0
+}
+
+// JobTransfers are the transfers of a job's opcodes, in order.
+func JobTransfers(j *events.Job, instance func(string) *events.InstanceDeclared) []planner.Transfer {
+	var out []planner.Transfer
+	for _, op := range j.Opcodes {
+		out = append(out, planner.Transfer{From: op.From, To: op.To, Bytes: MoveBytes(op, instance(op.Instance))})
+	}
+	return out
+}
+
+// candidate describes a job by its transfers.
+func candidate(job int, j *events.Job, ts []planner.Transfer, links planner.Links) Candidate {
+	c := Candidate{Job: job, Senders: Senders(j)}
+	for _, t := range ts {
+		c.Seconds += t.Seconds(links)
+		if t.Bytes > c.Flow.Bytes || c.Flow.From == "" {
+			c.Flow = t
+		}
+	}
+	return c
+}
+
+// LinksOf reads the nodes' links from the inventory, with the default for
+// a node that announced none (or is unknown).
+func LinksOf(inv *inventory.Inventory) planner.Links {
+	return func(name string) planner.Link {
+		n := inv.Nodes[name]
+		if n == nil {
+			return planner.DefaultLinks(name)
+		}
+		pn := planner.Node{SendBytesPerSecond: n.SendBytesPerSecond, ReceiveBytesPerSecond: n.ReceiveBytesPerSecond}
+		return pn.LinkOf()
+	}
+}
+
+// runningMoves lists the jobs running now in every request, each by the
+// transfer of the opcode it is at.
+func (s *State) runningMoves(instance func(string) *events.InstanceDeclared) []Running {
+	var out []Running
+	for _, id := range s.order {
+		r := s.requests[id]
+		if r.kind != "" && !r.active() {
+			continue
+		}
+		for i, j := range r.jobs {
+			spec := r.planJob(i)
+			if !j.running() || spec == nil {
+				continue
+			}
+			run := Running{Senders: Senders(spec)}
+			for k, op := range spec.Opcodes {
+				if o := j.ops[k]; o != nil && o.ended != "" {
+					continue
+				}
+				run.Flow = planner.Transfer{From: op.From, To: op.To, Bytes: MoveBytes(op, instance(op.Instance))}
+				break
+			}
+			out = append(out, run)
+		}
+	}
+	return out
+}
