@@ -37,12 +37,13 @@ fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 
 HAIL ?= /usr/lib/ganeti/iallocators/hail
 
-bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log, a move through Drove vs a bare zfs send | receive, and a migration through the whole system over HTTP (BENCHFLAGS=-quick: short)
+bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log, a move through Drove vs a bare zfs send | receive, a migration through the whole system over HTTP, and evacuation makespans against their lower bound (BENCHFLAGS=-quick: short)
 	@[ -x $(HAIL) ] || { s=; [ "$$(id -u)" -eq 0 ] || s=sudo; \
 	  echo "bench: installing ganeti-htools (hail)"; \
 	  $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq ganeti-htools; }
 	$(GO) run ./test/bench/planner -hail $(HAIL) -drove-bin $(BIN) $(BENCHFLAGS)
 	$(GO) run ./test/bench/projector $(filter -quick,$(BENCHFLAGS))
+	$(GO) run ./test/bench/makespan
 	@bash test/tools/deps.sh
 	$(GO) run ./test/bench/zfs
 

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/test/evacsim"
+)
+
+// result is one case as makespan.json records it.
+type result struct {
+	Name            string  `json:"name"`
+	Nodes           int     `json:"nodes"`
+	Instances       int     `json:"instances"`
+	Evacuated       int     `json:"evacuated"`
+	Moves           int     `json:"moves"`
+	MakespanS       float64 `json:"makespan_s"`
+	LowerBoundS     float64 `json:"lower_bound_s"`
+	Ratio           float64 `json:"ratio"`
+	FixedRulesS     float64 `json:"fixed_rules_makespan_s"`
+	FixedRulesRatio float64 `json:"fixed_rules_ratio"`
+	// BoundTerm says which term of the bound binds.
+	BoundTerm string `json:"bound_term"`
+	// TwoPerNodeRatio is the new release with the fixed cap of 2 per node
+	// instead of auto.
+	TwoPerNodeRatio float64 `json:"two_per_node_ratio"`
+}
+
+type summary struct {
+	Method string   `json:"method"`
+	Limits string   `json:"limits"`
+	Cases  []result `json:"cases"`
+}
+
+func main() {
+	out := flag.String("out", "test/bench/results/makespan.json", "where the cases go, as JSON")
+	seed := flag.Uint64("seed", 1, "the clusters' random seed")
+	flag.Parse()
+	if err := run(*out, *seed); err != nil {
+		fmt.Fprintln(os.Stderr, "makespan:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out string, seed uint64) error {
+	s := summary{
+		Method: "discrete-event simulation: planner/jobs.Decide (plan, dependencies, release) with the sim driver's bandwidth model (planner.ShareLinks); see DESIGN.md",
+		Limits: "makespan: release for the makespan, auto per node, 5 per cluster; fixed rules: plan order, 2 per node, 5 per cluster",
+	}
+	for _, c := range []struct {
+		name      string
+		evacuated int
+	}{{"1 node", 1}, {"4 nodes", 4}, {"40-node rack", 40}} {
+		world, evac, instances := cluster(seed, 100, c.evacuated)
+		r := result{Name: c.name, Nodes: 100, Instances: instances, Evacuated: c.evacuated}
+		now, err := evacsim.Run(evacsim.Config{World: world, Nodes: evac, AutoMovesPerNode: true})
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		two, err := evacsim.Run(evacsim.Config{World: world, Nodes: evac})
+		if err != nil {
+			return fmt.Errorf("%s, 2 per node: %w", c.name, err)
+		}
+		before, err := evacsim.Run(evacsim.Config{World: world, Nodes: evac, IndexOrder: true})
+		if err != nil {
+			return fmt.Errorf("%s, fixed rules: %w", c.name, err)
+		}
+		for _, res := range []evacsim.Result{now, two, before} {
+			if len(res.Violations) > 0 || res.Outcome != "completed" {
+				return fmt.Errorf("%s: outcome %s, rules broken: %v", c.name, res.Outcome, res.Violations)
+			}
+		}
+		b := now.Bound
+		r.Moves = len(now.Plan.Jobs)
+		r.MakespanS, r.LowerBoundS = round(now.Makespan), round(b.Seconds)
+		r.Ratio = round(now.Makespan / b.Seconds)
+		r.TwoPerNodeRatio = round(two.Makespan / b.Seconds)
+		r.FixedRulesS, r.FixedRulesRatio = round(before.Makespan), round(before.Makespan/b.Seconds)
+		switch b.Seconds {
+		case b.NodeSeconds:
+			r.BoundTerm = "busiest node " + b.Node
+		case b.LargestMoveSeconds:
+			r.BoundTerm = "largest move"
+		default:
+			r.BoundTerm = "cluster limit"
+		}
+		fmt.Printf("%-13s %3d moves: makespan %8.0f s, bound %8.0f s (%s), ratio %.3f; 2 per node %.3f; fixed rules %8.0f s, ratio %.3f\n",
+			c.name, r.Moves, r.MakespanS, r.LowerBoundS, r.BoundTerm, r.Ratio, r.TwoPerNodeRatio, r.FixedRulesS, r.FixedRulesRatio)
+		s.Cases = append(s.Cases, r)
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(out, append(b, '\n'), 0o644)
+}
+
+func round(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// cluster is one group of n nodes, a third on 1 Gbit/s links and the
+// rest on 10 Gbit/s (one node in eight receives slower than it sends),
+// each carrying 6 to 12 instances of mixed sizes: local ZFS disks copied
+// on a move (most), live-migrated instances on shared storage (memory
+// only), and DRBD pairs. The first evacuated nodes are the group's first.
+func cluster(seed uint64, n, evacuated int) ([]events.Payload, []string, int) {
+	rng := rand.New(rand.NewPCG(seed, uint64(n)))
+	world := []events.Payload{events.GroupDeclared{Name: "g1", AllocPolicy: events.AllocPreferred}}
+	const gbit = 125_000_000
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("n%03d", i)
+		names = append(names, name)
+		send := int64(10 * gbit)
+		if rng.IntN(3) == 0 {
+			send = gbit
+		}
+		recv := send
+		if rng.IntN(8) == 0 {
+			recv = send / 2
+		}
+		world = append(world, events.NodeAnnounced{Name: name, Group: "g1", VMCapable: true,
+			Total:              events.Resources{MemoryMiB: 512 << 10, DiskMiB: 16 << 20, CPUs: 128, Spindles: 24},
+			SendBytesPerSecond: send, ReceiveBytesPerSecond: recv})
+	}
+	disks := []int64{10, 20, 40, 80, 200, 500}
+	count := 0
+	for i, name := range names {
+		for k := 0; k < 6+rng.IntN(7); k++ {
+			in := events.InstanceDeclared{Name: fmt.Sprintf("%s-i%02d", name, k), Owner: "acct",
+				Storage: events.StorageZFSLocal, RunState: events.RunRunning, PrimaryNode: name,
+				Size: events.Size{MemoryMiB: int64(2+rng.IntN(31)) << 10, VCPUs: 2, DisksMiB: []int64{disks[rng.IntN(len(disks))] << 10}}}
+			switch rng.IntN(6) {
+			case 0:
+				in.Storage = events.StorageRBD
+			case 1:
+				in.Storage = events.StorageDRBD
+				in.SecondaryNode = names[(i+1+rng.IntN(n-1))%n]
+			}
+			world = append(world, in)
+			count++
+		}
+	}
+	return world, names[:evacuated], count
+}
