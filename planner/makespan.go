@@ -146,37 +146,48 @@ func ShareLinks(flows []Transfer, links Links) []float64 {
 // holds a slot at least as long as it takes alone, so the moves' summed
 // durations over the limit. With one bandwidth everywhere that last term
 // is the total bytes over (the limit × the bandwidth).
+//
+// A move here is one instance's move, the job that carries it out: a
+// job's opcodes run one after another (a DRBD instance may need a new
+// secondary, a migration and another new secondary), so the largest move
+// is the longest job, its transfers' durations summed; for a job of one
+// opcode it is that opcode alone.
 type Bound struct {
 	Seconds float64 `json:"seconds"` // the largest term: the bound
 	// Node is the busiest node, and NodeSeconds its send or receive time.
 	Node        string  `json:"node"`
 	NodeSeconds float64 `json:"node_seconds"`
-	// LargestMoveSeconds is the longest single move alone on its links.
+	// LargestMoveSeconds is the longest move (job) alone on its links.
 	LargestMoveSeconds float64 `json:"largest_move_seconds"`
 	// ClusterSeconds is the moves' summed durations over the cluster limit.
 	ClusterSeconds float64 `json:"cluster_seconds"`
 }
 
-// LowerBound is the lower bound of moving every transfer with at most
-// clusterLimit moves at once (no limit if it is below 1).
-func LowerBound(ts []Transfer, links Links, clusterLimit int) Bound {
-	out, sent, recv := map[string]int64{}, map[string]int64{}, map[string]int64{}
+// LowerBound is the lower bound of running every move, each the
+// transfers of one job in order, with at most clusterLimit moves at once
+// (no limit if it is below 1).
+func LowerBound(moves [][]Transfer, links Links, clusterLimit int) Bound {
+	sent, recv := map[string]int64{}, map[string]int64{}
 	var b Bound
 	var sum float64
 	var names []string
-	for _, t := range ts {
-		if t.Bytes <= 0 {
-			continue
-		}
-		for _, n := range []string{t.From, t.To} {
-			if _, ok := out[n]; !ok {
-				out[n] = 0
-				names = append(names, n)
+	seen := map[string]bool{}
+	for _, move := range moves {
+		var d float64
+		for _, t := range move {
+			if t.Bytes <= 0 {
+				continue
 			}
+			for _, n := range []string{t.From, t.To} {
+				if !seen[n] {
+					seen[n] = true
+					names = append(names, n)
+				}
+			}
+			sent[t.From] += t.Bytes
+			recv[t.To] += t.Bytes
+			d += t.Seconds(links)
 		}
-		sent[t.From] += t.Bytes
-		recv[t.To] += t.Bytes
-		d := t.Seconds(links)
 		sum += d
 		b.LargestMoveSeconds = max(b.LargestMoveSeconds, d)
 	}

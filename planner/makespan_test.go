@@ -69,13 +69,30 @@ func TestLowerBoundByHand(t *testing.T) {
 		},
 	}
 	for _, c := range cases {
-		b := LowerBound(c.ts, links(c.links), c.limit)
+		var moves [][]Transfer
+		for _, t := range c.ts {
+			moves = append(moves, []Transfer{t})
+		}
+		b := LowerBound(moves, links(c.links), c.limit)
 		if math.Abs(b.Seconds-c.want) > 1e-9 {
 			t.Errorf("%s: bound %.3f s (%+v), want %.3f", c.name, b.Seconds, b, c.want)
 		}
 		if c.node != "" && b.Node != c.node {
 			t.Errorf("%s: busiest node %q, want %q", c.name, b.Node, c.node)
 		}
+	}
+}
+
+// A job's opcodes run one after another, so the largest move is the
+// longest job: a new secondary from a to b (2 s) then from b to c (3 s) is
+// 5 s, though no opcode alone takes more than 3 s and no node sends or
+// receives for more than 3 s.
+func TestLowerBoundOfAJobIsItsChain(t *testing.T) {
+	l := links(map[string]Link{"a": {Send: 100 * mb, Receive: 100 * mb}, "b": {Send: 100 * mb, Receive: 100 * mb},
+		"c": {Send: 100 * mb, Receive: 100 * mb}})
+	b := LowerBound([][]Transfer{{{"a", "b", 200 * mb}, {"b", "c", 300 * mb}}}, l, 5)
+	if b.Seconds != 5 || b.LargestMoveSeconds != 5 || b.NodeSeconds != 3 || b.ClusterSeconds != 1 {
+		t.Fatalf("bound %+v; want 5 s (the chain), busiest node 3 s, cluster 5/5 = 1 s", b)
 	}
 }
 

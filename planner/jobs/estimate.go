@@ -42,7 +42,7 @@ const (
 // start: an estimate on the safe side). transfers holds each job's
 // transfers (see JobTransfers).
 func EstimatePlan(jobs []events.Job, transfers [][]planner.Transfer, done []bool, links planner.Links, lim Limits) Estimate {
-	var all []planner.Transfer
+	var all [][]planner.Transfer
 	sim := make([]*simJob, len(jobs))
 	for i := range jobs {
 		sim[i] = &simJob{spec: &jobs[i], ts: transfers[i]}
@@ -50,11 +50,13 @@ func EstimatePlan(jobs []events.Job, transfers [][]planner.Transfer, done []bool
 			sim[i].state = simDone
 			continue
 		}
-		all = append(all, transfers[i]...)
+		all = append(all, transfers[i])
 	}
 	est := Estimate{LowerBound: planner.LowerBound(all, links, lim.Cluster)}
-	for _, t := range all {
-		est.Bytes += t.Bytes
+	for _, ts := range all {
+		for _, t := range ts {
+			est.Bytes += t.Bytes
+		}
 	}
 	now := 0.0
 	for {

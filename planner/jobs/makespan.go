@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/drovehq/drove/events"
@@ -65,22 +66,6 @@ const minShare = 0.5
 // indices into cands). backlog is each sending node's estimated seconds of
 // sending left in the request.
 func Choose(cands []Candidate, running []Running, backlog map[string]float64, lim Limits, links planner.Links) []int {
-	order := make([]int, len(cands))
-	for i := range order {
-		order[i] = i
-	}
-	if !lim.IndexOrder {
-		slices.SortStableFunc(order, func(a, b int) int {
-			ca, cb := &cands[a], &cands[b]
-			if c := cmp.Compare(backlog[ca.Flow.From], backlog[cb.Flow.From]); c != 0 {
-				return -c
-			}
-			if c := cmp.Compare(ca.Seconds, cb.Seconds); c != 0 {
-				return -c
-			}
-			return cmp.Compare(ca.Job, cb.Job)
-		})
-	}
 	perNode := map[string]int{}
 	var flows []planner.Transfer
 	for _, r := range running {
@@ -96,33 +81,65 @@ func Choose(cands []Candidate, running []Running, backlog map[string]float64, li
 		sendUsed[flows[i].From] += rate
 		recvUsed[flows[i].To] += rate
 	}
+	left := maps.Clone(backlog) // less what this pass releases
 	total := len(running)
+	taken := make([]bool, len(cands))
 	var out []int
-	for _, i := range order {
-		c := &cands[i]
-		if lim.Cluster > 0 && total >= lim.Cluster {
-			break
-		}
-		if lim.PerNode > 0 && slices.ContainsFunc(c.Senders, func(n string) bool { return perNode[n] >= lim.PerNode }) {
-			continue
-		}
-		if !lim.IndexOrder && c.Flow.Bytes > 0 {
-			f := c.Flow
-			room := min(float64(links(f.From).Send)-sendUsed[f.From], float64(links(f.To).Receive)-recvUsed[f.To])
-			capRate := f.Cap(links)
-			if room < minShare*capRate {
+	for lim.Cluster <= 0 || total < lim.Cluster {
+		best := -1
+		for i := range cands {
+			c := &cands[i]
+			if taken[i] {
+				continue
+			}
+			if lim.PerNode > 0 && slices.ContainsFunc(c.Senders, func(n string) bool { return perNode[n] >= lim.PerNode }) {
+				continue
+			}
+			if !lim.IndexOrder && c.Flow.Bytes > 0 && room(c.Flow, links, sendUsed, recvUsed) < minShare*c.Flow.Cap(links) {
 				continue // would only split a busy link
 			}
-			sendUsed[f.From] += min(room, capRate)
-			recvUsed[f.To] += min(room, capRate)
+			if best < 0 || (!lim.IndexOrder && before(c, &cands[best], left)) {
+				best = i
+			}
+			if lim.IndexOrder {
+				break // the first that fits, in plan order
+			}
 		}
-		out = append(out, i)
+		if best < 0 {
+			break
+		}
+		c := &cands[best]
+		taken[best] = true
+		out = append(out, best)
 		total++
 		for _, n := range c.Senders {
 			perNode[n]++
 		}
+		if f := c.Flow; f.Bytes > 0 {
+			rate := min(room(f, links, sendUsed, recvUsed), f.Cap(links))
+			sendUsed[f.From] += rate
+			recvUsed[f.To] += rate
+		}
+		left[c.Flow.From] -= c.Seconds
 	}
 	return out
+}
+
+// room is what a transfer's two links have left beside the rates in use.
+func room(f planner.Transfer, links planner.Links, sendUsed, recvUsed map[string]float64) float64 {
+	return min(float64(links(f.From).Send)-sendUsed[f.From], float64(links(f.To).Receive)-recvUsed[f.To])
+}
+
+// before orders candidates: the sender with the most left first, then
+// the longest move, then plan order.
+func before(a, b *Candidate, left map[string]float64) bool {
+	if c := cmp.Compare(left[a.Flow.From], left[b.Flow.From]); c != 0 {
+		return c > 0
+	}
+	if c := cmp.Compare(a.Seconds, b.Seconds); c != 0 {
+		return c > 0
+	}
+	return a.Job < b.Job
 }
 
 // MoveBytes is what an opcode sends over the network, as the drivers

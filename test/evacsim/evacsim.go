@@ -91,9 +91,9 @@ func Run(cfg Config) (Result, error) {
 		now += s.step()
 	}
 	s.res.Makespan = now
-	var all []planner.Transfer
+	var all [][]planner.Transfer
 	for i := range s.res.Plan.Jobs {
-		all = append(all, s.transfers(i)...)
+		all = append(all, s.transfers(i))
 	}
 	s.res.Bound = planner.LowerBound(all, s.res.Links, cfg.MaxRunningMoves)
 	return s.res, nil

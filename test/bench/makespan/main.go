@@ -53,12 +53,24 @@ func run(out string, seed uint64) error {
 		Method: "discrete-event simulation: planner/jobs.Decide (plan, dependencies, release) with the sim driver's bandwidth model (planner.ShareLinks); see DESIGN.md",
 		Limits: "makespan: release for the makespan, auto per node, 5 per cluster; fixed rules: plan order, 2 per node, 5 per cluster",
 	}
+	world, names, fast, instances := cluster(seed, 100)
+	firstOf := func(want bool) []string {
+		for _, n := range names {
+			if fast[n] == want {
+				return []string{n}
+			}
+		}
+		return nil
+	}
 	for _, c := range []struct {
-		name      string
-		evacuated int
-	}{{"1 node", 1}, {"4 nodes", 4}, {"40-node rack", 40}} {
-		world, evac, instances := cluster(seed, 100, c.evacuated)
-		r := result{Name: c.name, Nodes: 100, Instances: instances, Evacuated: c.evacuated}
+		name string
+		evac []string
+	}{
+		{"1 node, 1 Gbit/s", firstOf(false)}, {"1 node, 10 Gbit/s", firstOf(true)},
+		{"4 nodes", names[:4]}, {"40-node rack", names[:40]},
+	} {
+		evac := c.evac
+		r := result{Name: c.name, Nodes: len(names), Instances: instances, Evacuated: len(evac)}
 		now, err := evacsim.Run(evacsim.Config{World: world, Nodes: evac, AutoMovesPerNode: true})
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -110,12 +122,12 @@ func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 // rest on 10 Gbit/s (one node in eight receives slower than it sends),
 // each carrying 6 to 12 instances of mixed sizes: local ZFS disks copied
 // on a move (most), live-migrated instances on shared storage (memory
-// only), and DRBD pairs. The first evacuated nodes are the group's first.
-func cluster(seed uint64, n, evacuated int) ([]events.Payload, []string, int) {
+// only), and DRBD pairs. fast says which nodes send at 10 Gbit/s.
+func cluster(seed uint64, n int) (world []events.Payload, names []string, fast map[string]bool, instances int) {
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
-	world := []events.Payload{events.GroupDeclared{Name: "g1", AllocPolicy: events.AllocPreferred}}
+	world = []events.Payload{events.GroupDeclared{Name: "g1", AllocPolicy: events.AllocPreferred}}
 	const gbit = 125_000_000
-	var names []string
+	fast = map[string]bool{}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("n%03d", i)
 		names = append(names, name)
@@ -123,6 +135,7 @@ func cluster(seed uint64, n, evacuated int) ([]events.Payload, []string, int) {
 		if rng.IntN(3) == 0 {
 			send = gbit
 		}
+		fast[name] = send > gbit
 		recv := send
 		if rng.IntN(8) == 0 {
 			recv = send / 2
@@ -132,7 +145,6 @@ func cluster(seed uint64, n, evacuated int) ([]events.Payload, []string, int) {
 			SendBytesPerSecond: send, ReceiveBytesPerSecond: recv})
 	}
 	disks := []int64{10, 20, 40, 80, 200, 500}
-	count := 0
 	for i, name := range names {
 		for k := 0; k < 6+rng.IntN(7); k++ {
 			in := events.InstanceDeclared{Name: fmt.Sprintf("%s-i%02d", name, k), Owner: "acct",
@@ -146,8 +158,8 @@ func cluster(seed uint64, n, evacuated int) ([]events.Payload, []string, int) {
 				in.SecondaryNode = names[(i+1+rng.IntN(n-1))%n]
 			}
 			world = append(world, in)
-			count++
+			instances++
 		}
 	}
-	return world, names[:evacuated], count
+	return world, names, fast, instances
 }
