@@ -230,7 +230,7 @@ func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 // one transaction.
 func (l *loop) decideAll(ctx context.Context) error {
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
-		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
+		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, AutoMovesPerNode: l.svc.cfg.AutoMovesPerNode, Producer: l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
 		Migrating: l.st.migs.ActiveOn}
 	for _, id := range l.st.reqs.Order() {
