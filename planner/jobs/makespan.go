@@ -56,6 +56,9 @@ type Candidate struct {
 type Running struct {
 	Senders []string
 	Flow    planner.Transfer
+	// Rate is what its executor last measured, bytes per second; 0 until
+	// it reports one (the model's share of its links stands in).
+	Rate float64
 }
 
 // minShare is the part of a move's own rate its links must still have
@@ -76,11 +79,7 @@ func Choose(cands []Candidate, running []Running, backlog map[string]float64, li
 			flows = append(flows, r.Flow)
 		}
 	}
-	sendUsed, recvUsed := map[string]float64{}, map[string]float64{}
-	for i, rate := range planner.ShareLinks(flows, links) {
-		sendUsed[flows[i].From] += rate
-		recvUsed[flows[i].To] += rate
-	}
+	sendUsed, recvUsed := linksInUse(running, flows, links)
 	left := maps.Clone(backlog) // less what this pass releases
 	total := len(running)
 	taken := make([]bool, len(cands))
@@ -123,6 +122,29 @@ func Choose(cands []Candidate, running []Running, backlog map[string]float64, li
 		left[c.Flow.From] -= c.Seconds
 	}
 	return out
+}
+
+// linksInUse is what the running moves take of each link: what their
+// executors measured, else their share by the model. A link slower than
+// announced shows in the measured rates, and leaves no room it does not
+// have.
+func linksInUse(running []Running, flows []planner.Transfer, links planner.Links) (send, recv map[string]float64) {
+	send, recv = map[string]float64{}, map[string]float64{}
+	model := planner.ShareLinks(flows, links)
+	k := 0
+	for _, r := range running {
+		if r.Flow.Bytes <= 0 {
+			continue
+		}
+		rate := model[k]
+		k++
+		if r.Rate > 0 {
+			rate = r.Rate
+		}
+		send[r.Flow.From] += rate
+		recv[r.Flow.To] += rate
+	}
+	return send, recv
 }
 
 // room is what a transfer's two links have left beside the rates in use.
@@ -220,10 +242,25 @@ func (s *State) runningMoves(instance func(string) *events.InstanceDeclared) []R
 					continue
 				}
 				run.Flow = planner.Transfer{From: op.From, To: op.To, Bytes: MoveBytes(op, instance(op.Instance))}
+				if o := j.ops[k]; o != nil {
+					run.Rate = float64(o.rate)
+				}
 				break
 			}
 			out = append(out, run)
 		}
 	}
 	return out
+}
+
+// applyProgress keeps the rate an executor measured for an opcode of a
+// known request's job (a migration's progress is the migrations' fold's).
+func (s *State) applyProgress(p events.Progress) {
+	r, ok := s.requests[p.Request]
+	if !ok || p.BytesPerSecond <= 0 {
+		return
+	}
+	if j, ok := r.jobs[p.Job]; ok {
+		j.op(p.Index).rate = p.BytesPerSecond
+	}
 }
