@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/test/evacsim"
@@ -30,6 +31,10 @@ type result struct {
 	// TwoPerNodeRatio is the new release with the fixed cap of 2 per node
 	// instead of auto.
 	TwoPerNodeRatio float64 `json:"two_per_node_ratio"`
+	// SystemMakespanS and SystemRatio are the same evacuation through the
+	// whole system (-system; the small cases only).
+	SystemMakespanS float64 `json:"system_makespan_s,omitempty"`
+	SystemRatio     float64 `json:"system_ratio,omitempty"`
 }
 
 type summary struct {
@@ -41,14 +46,16 @@ type summary struct {
 func main() {
 	out := flag.String("out", "test/bench/results/makespan.json", "where the cases go, as JSON")
 	seed := flag.Uint64("seed", 1, "the clusters' random seed")
+	system := flag.Float64("system", 0, "also run the cases of at most 4 nodes through the whole system (embedded broker, sim driver), simulated time this many times faster than wall time; 0: not")
+	only := flag.String("only", "", "run only the cases whose name contains this")
 	flag.Parse()
-	if err := run(*out, *seed); err != nil {
+	if err := run(*out, *seed, *system, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "makespan:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string, seed uint64) error {
+func run(out string, seed uint64, system float64, only string) error {
 	s := summary{
 		Method: "discrete-event simulation: planner/jobs.Decide (plan, dependencies, release) with the sim driver's bandwidth model (planner.ShareLinks); see DESIGN.md",
 		Limits: "makespan: release for the makespan, auto per node, 5 per cluster; fixed rules: plan order, 2 per node, 5 per cluster",
@@ -69,6 +76,9 @@ func run(out string, seed uint64) error {
 		{"1 node, 1 Gbit/s", firstOf(false)}, {"1 node, 10 Gbit/s", firstOf(true)},
 		{"4 nodes", names[:4]}, {"40-node rack", names[:40]},
 	} {
+		if !strings.Contains(c.name, only) {
+			continue
+		}
 		evac := c.evac
 		r := result{Name: c.name, Nodes: len(names), Instances: instances, Evacuated: len(evac)}
 		now, err := evacsim.Run(evacsim.Config{World: world, Nodes: evac, AutoMovesPerNode: true})
@@ -104,6 +114,14 @@ func run(out string, seed uint64) error {
 		}
 		fmt.Printf("%-13s %3d moves: makespan %8.0f s, bound %8.0f s (%s), ratio %.3f; 2 per node %.3f; fixed rules %8.0f s, ratio %.3f\n",
 			c.name, r.Moves, r.MakespanS, r.LowerBoundS, r.BoundTerm, r.Ratio, r.TwoPerNodeRatio, r.FixedRulesS, r.FixedRulesRatio)
+		if system > 0 && len(evac) <= 4 {
+			ms, err := systemMakespan(world, evac, system)
+			if err != nil {
+				return fmt.Errorf("%s, whole system: %w", c.name, err)
+			}
+			r.SystemMakespanS, r.SystemRatio = round(ms), round(ms/b.Seconds)
+			fmt.Printf("%-13s whole system: makespan %8.0f s, ratio %.3f\n", c.name, r.SystemMakespanS, r.SystemRatio)
+		}
 		s.Cases = append(s.Cases, r)
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
