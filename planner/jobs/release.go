@@ -9,9 +9,10 @@ import (
 
 // release gives every job without a fate one: cancelled if the request is,
 // or if a dependency ended in a status it does not accept (Ganeti: it can
-// never run); released if every dependency ended as it accepts and the
-// running limits allow. Dependencies point at earlier jobs, so one pass in
-// index order cascades cancellations.
+// never run); ready if every dependency ended as it accepts. Dependencies
+// point at earlier jobs, so one pass in index order cascades
+// cancellations. Of the ready jobs, those Choose picks within the running
+// limits are released, in its order (makespan.go).
 func (p *pass) release() {
 	r := p.r
 	var ready []int
