@@ -111,15 +111,16 @@ func start(sim []*simJob, links planner.Links, lim Limits) {
 		var cands []Candidate
 		var idx []int
 		var running []Running
-		backlog := map[string]float64{}
+		backlog := NewBacklog()
 		for i, j := range sim {
 			switch j.state {
 			case simRunning:
 				running = append(running, Running{Senders: Senders(j.spec), Flow: j.ts[j.at]})
+				ahead := append([]planner.Transfer{j.ts[j.at]}, j.ts[j.at+1:]...)
+				ahead[0].Bytes = int64(j.left)
+				backlog.Add(ahead, links, 1)
 			case simWaiting:
-				for _, t := range j.ts {
-					backlog[t.From] += t.Seconds(links)
-				}
+				backlog.Add(j.ts, links, 1)
 				if ready(sim, i) {
 					cands = append(cands, candidate(i, j.spec, j.ts, links))
 					idx = append(idx, i)

@@ -12,19 +12,26 @@ import (
 
 // Release for the shortest makespan. A plan's dependencies keep it safe
 // in any order (planner/schedule.go); within them, and within the
-// operator's caps, the queue picks which ready jobs run first:
+// operator's caps, the queue picks which ready jobs run first, aiming at
+// the terms of the lower bound (planner.LowerBound):
 //
-//   - the node with the most sending left first (its backlog: the
-//     estimated seconds of its unreleased moves), so that no sending link
-//     is left with a long tail while others idle;
-//   - within a node, the longest move first (LPT), so that the end of the
-//     evacuation is made of short moves that fill the gaps;
+//   - the most urgent job first: the one on the busiest link — the node
+//     with the most sending or receiving left at its own bandwidth (its
+//     Backlog, counting the later opcodes of running jobs too) — or with
+//     the longest chain of opcodes itself, whichever is more; so that the
+//     busiest links start at once and stay busy, and a long chain starts
+//     early (longest-processing-time first, LPT);
+//   - then the longest job, then plan order;
 //   - a move only where its links have room: released next to the moves
-//     already running (their rates shared as planner.ShareLinks shares
-//     them), it must get at least half the rate it would get alone. A
-//     move that would only split a busy link waits, and its slot goes to
-//     one whose links are idle. This is also how `auto` chooses a node's
-//     concurrency: as many moves as its link carries.
+//     already running (those with a measured rate holding it, the others
+//     sharing the rest as planner.ShareLinks shares links), it must get
+//     more than half the rate it would get alone, or add a quarter of it
+//     to what the links carry. A move that would only split a busy link
+//     waits, and its slot goes to one whose links are idle; one that
+//     needs little of a busy link (a slow receiver), or uses what a move
+//     slowed elsewhere leaves of it, goes.
+//     This is also how `auto` chooses a node's concurrency: as many moves
+//     as its link has room for.
 //
 // The durations are estimates: a move's bytes (MoveBytes) over the slower
 // of its two links.
@@ -46,10 +53,63 @@ type Limits struct {
 type Candidate struct {
 	Job     int
 	Senders []string
-	// Flow is the job's largest transfer: what its links carry.
-	Flow planner.Transfer
+	// Transfers are its opcodes' transfers, in order; Flow the longest,
+	// where the job spends most of its time.
+	Transfers []planner.Transfer
+	Flow      planner.Transfer
 	// Seconds is the job's estimated duration alone on its links.
 	Seconds float64
+}
+
+// Backlog is the link time left at each node: the seconds of sending and
+// of receiving its transfers still ahead take at the node's own
+// bandwidth.
+type Backlog struct {
+	Send, Recv map[string]float64
+}
+
+// NewBacklog is an empty backlog.
+func NewBacklog() Backlog {
+	return Backlog{Send: map[string]float64{}, Recv: map[string]float64{}}
+}
+
+// Add counts transfers (times sign: -1 takes them off).
+func (b Backlog) Add(ts []planner.Transfer, links planner.Links, sign float64) {
+	for _, t := range ts {
+		if t.Bytes <= 0 {
+			continue
+		}
+		b.Send[t.From] += sign * float64(t.Bytes) / float64(links(t.From).Send)
+		b.Recv[t.To] += sign * float64(t.Bytes) / float64(links(t.To).Receive)
+	}
+}
+
+// pressure is the backlog of every link a candidate uses, summed: of two
+// jobs on the busiest node, the one whose other end is busier goes first.
+func (b Backlog) pressure(c *Candidate) float64 {
+	var p float64
+	for _, t := range c.Transfers {
+		if t.Bytes > 0 {
+			p += b.Send[t.From] + b.Recv[t.To]
+		}
+	}
+	return p
+}
+
+func (b Backlog) clone() Backlog {
+	return Backlog{Send: maps.Clone(b.Send), Recv: maps.Clone(b.Recv)}
+}
+
+// urgency is the largest bound term a candidate is part of: the backlog
+// of the busiest link it uses, or its own chain.
+func (b Backlog) urgency(c *Candidate) float64 {
+	u := c.Seconds
+	for _, t := range c.Transfers {
+		if t.Bytes > 0 {
+			u = max(u, b.Send[t.From], b.Recv[t.To])
+		}
+	}
+	return u
 }
 
 // Running is a job running now, in any request.
@@ -61,26 +121,26 @@ type Running struct {
 	Rate float64
 }
 
-// minShare is the part of a move's own rate its links must still have
-// for it to be released next to the moves running.
-const minShare = 0.5
+// minShare is the part of a move's own rate it must get, more than, to
+// be released next to the moves running; minGain the part of it the
+// links must carry more, else.
+const (
+	minShare = 0.5
+	minGain  = 0.25
+)
 
 // Choose returns the candidates to release now, in release order (as
-// indices into cands). backlog is each sending node's estimated seconds of
-// sending left in the request.
-func Choose(cands []Candidate, running []Running, backlog map[string]float64, lim Limits, links planner.Links) []int {
+// indices into cands). backlog is the link time still ahead at each node
+// (the candidates' transfers included).
+func Choose(cands []Candidate, running []Running, backlog Backlog, lim Limits, links planner.Links) []int {
 	perNode := map[string]int{}
-	var flows []planner.Transfer
 	for _, r := range running {
 		for _, n := range r.Senders {
 			perNode[n]++
 		}
-		if r.Flow.Bytes > 0 {
-			flows = append(flows, r.Flow)
-		}
 	}
-	sendUsed, recvUsed := linksInUse(running, flows, links)
-	left := maps.Clone(backlog) // less what this pass releases
+	net := newNetwork(running, links)
+	left := backlog.clone() // less what this pass releases
 	total := len(running)
 	taken := make([]bool, len(cands))
 	var out []int
@@ -94,7 +154,7 @@ func Choose(cands []Candidate, running []Running, backlog map[string]float64, li
 			if lim.PerNode > 0 && slices.ContainsFunc(c.Senders, func(n string) bool { return perNode[n] >= lim.PerNode }) {
 				continue
 			}
-			if !lim.IndexOrder && c.Flow.Bytes > 0 && room(c.Flow, links, sendUsed, recvUsed) < minShare*c.Flow.Cap(links) {
+			if !lim.IndexOrder && c.Flow.Bytes > 0 && !net.worth(c.Flow) {
 				continue // would only split a busy link
 			}
 			if best < 0 || (!lim.IndexOrder && before(c, &cands[best], left)) {
@@ -114,48 +174,68 @@ func Choose(cands []Candidate, running []Running, backlog map[string]float64, li
 		for _, n := range c.Senders {
 			perNode[n]++
 		}
-		if f := c.Flow; f.Bytes > 0 {
-			rate := min(room(f, links, sendUsed, recvUsed), f.Cap(links))
-			sendUsed[f.From] += rate
-			recvUsed[f.To] += rate
+		if c.Flow.Bytes > 0 {
+			net.flows = append(net.flows, c.Flow)
 		}
-		left[c.Flow.From] -= c.Seconds
+		left.Add(c.Transfers, links, -1)
 	}
 	return out
 }
 
-// linksInUse is what the running moves take of each link: what their
-// executors measured, else their share by the model. A link slower than
-// announced shows in the measured rates, and leaves no room it does not
-// have.
-func linksInUse(running []Running, flows []planner.Transfer, links planner.Links) (send, recv map[string]float64) {
-	send, recv = map[string]float64{}, map[string]float64{}
-	model := planner.ShareLinks(flows, links)
-	k := 0
+// network is the links as a release sees them: the running moves whose
+// executors measured a rate hold it (a link slower than announced shows
+// there), and the other moves share what is left as planner.ShareLinks
+// shares it.
+type network struct {
+	links      planner.Links
+	sent, recv map[string]float64 // held by measured moves
+	flows      []planner.Transfer // the moves that share the rest
+}
+
+func newNetwork(running []Running, links planner.Links) *network {
+	n := &network{links: links, sent: map[string]float64{}, recv: map[string]float64{}}
 	for _, r := range running {
-		if r.Flow.Bytes <= 0 {
-			continue
+		switch {
+		case r.Flow.Bytes <= 0:
+		case r.Rate > 0:
+			n.sent[r.Flow.From] += r.Rate
+			n.recv[r.Flow.To] += r.Rate
+		default:
+			n.flows = append(n.flows, r.Flow)
 		}
-		rate := model[k]
-		k++
-		if r.Rate > 0 {
-			rate = r.Rate
-		}
-		send[r.Flow.From] += rate
-		recv[r.Flow.To] += rate
 	}
-	return send, recv
+	return n
 }
 
-// room is what a transfer's two links have left beside the rates in use.
-func room(f planner.Transfer, links planner.Links, sendUsed, recvUsed map[string]float64) float64 {
-	return min(float64(links(f.From).Send)-sendUsed[f.From], float64(links(f.To).Receive)-recvUsed[f.To])
+// worth reports whether f is worth running now: it would get more than
+// minShare of its own rate, or the links would carry at least minGain of
+// its rate more than without it (a busy link with room left: a move
+// beside it slowed by its other end).
+func (n *network) worth(f planner.Transfer) bool {
+	rest := func(node string) planner.Link {
+		l := n.links(node)
+		return planner.Link{Send: max(l.Send-int64(n.sent[node]), 0), Receive: max(l.Receive-int64(n.recv[node]), 0)}
+	}
+	var before float64
+	for _, r := range planner.ShareLinks(n.flows, rest) {
+		before += r
+	}
+	rates := planner.ShareLinks(append(slices.Clip(n.flows), f), rest)
+	var after float64
+	for _, r := range rates {
+		after += r
+	}
+	capRate := f.Cap(n.links)
+	return rates[len(rates)-1] > minShare*capRate || after-before >= minGain*capRate
 }
 
-// before orders candidates: the sender with the most left first, then
-// the longest move, then plan order.
-func before(a, b *Candidate, left map[string]float64) bool {
-	if c := cmp.Compare(left[a.Flow.From], left[b.Flow.From]); c != 0 {
+// before orders candidates: the most urgent first, then the one whose
+// links are the busiest in all, then the longest, then plan order.
+func before(a, b *Candidate, left Backlog) bool {
+	if c := cmp.Compare(left.urgency(a), left.urgency(b)); c != 0 {
+		return c > 0
+	}
+	if c := cmp.Compare(left.pressure(a), left.pressure(b)); c != 0 {
 		return c > 0
 	}
 	if c := cmp.Compare(a.Seconds, b.Seconds); c != 0 {
@@ -199,11 +279,13 @@ func JobTransfers(j *events.Job, instance func(string) *events.InstanceDeclared)
 
 // candidate describes a job by its transfers.
 func candidate(job int, j *events.Job, ts []planner.Transfer, links planner.Links) Candidate {
-	c := Candidate{Job: job, Senders: Senders(j)}
+	c := Candidate{Job: job, Senders: Senders(j), Transfers: ts}
+	longest := -1.0
 	for _, t := range ts {
-		c.Seconds += t.Seconds(links)
-		if t.Bytes > c.Flow.Bytes || c.Flow.From == "" {
-			c.Flow = t
+		d := t.Seconds(links)
+		c.Seconds += d
+		if d > longest {
+			c.Flow, longest = t, d
 		}
 	}
 	return c

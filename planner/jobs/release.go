@@ -76,14 +76,21 @@ func (p *pass) chooseReleases(ready []int) []int {
 	r, inv := p.r, p.env.Inv
 	links := LinksOf(inv)
 	instance := func(name string) *events.InstanceDeclared { return inv.Instances[name] }
-	backlog := map[string]float64{}
+	backlog := NewBacklog()
 	for i := range r.plan.Jobs {
-		if j := r.jobs[i]; j != nil && (j.released || j.done()) {
+		j := r.jobs[i]
+		if j != nil && j.done() {
 			continue
 		}
-		for _, t := range JobTransfers(&r.plan.Jobs[i], instance) {
-			backlog[t.From] += t.Seconds(links)
+		ts := JobTransfers(&r.plan.Jobs[i], instance)
+		if j != nil && j.released { // only the opcodes not ended yet
+			k := 0
+			for k < len(ts) && j.ops[k] != nil && j.ops[k].ended != "" {
+				k++
+			}
+			ts = ts[k:]
 		}
+		backlog.Add(ts, links, 1)
 	}
 	cands := make([]Candidate, len(ready))
 	for k, i := range ready {

@@ -24,6 +24,9 @@ type Config struct {
 	AutoMovesPerNode, IndexOrder bool
 	// Fail, if set, says whether an opcode ends in error (rolled back).
 	Fail func(job, index int) bool
+	// Plan, if set, is the plan to run instead of the one the planner
+	// would compute (a plan the whole system made, to compare).
+	Plan *events.PlanComputed
 }
 
 // Result is what happened.
@@ -39,7 +42,9 @@ type Result struct {
 	// release broke (a dependency not met as it accepts, a cap).
 	Releases   []int
 	Violations []string
-	Outcome    string
+	// Released and Ended are each job's times, simulated seconds.
+	Released, Ended map[int]float64
+	Outcome         string
 }
 
 type running struct {
@@ -57,6 +62,7 @@ type sim struct {
 	res   Result
 	live  []*running
 	ended map[int]events.JobStatus
+	now   float64
 }
 
 // Run evacuates cfg.Nodes and returns the makespan and what it checked.
@@ -68,6 +74,7 @@ func Run(cfg Config) (Result, error) {
 		cfg.MaxMovesPerNode = 2
 	}
 	s := &sim{cfg: cfg, inv: inventory.New(), st: jobs.NewState(), ended: map[int]events.JobStatus{}}
+	s.res.Released, s.res.Ended = map[int]float64{}, map[int]float64{}
 	opts := planner.DefaultOptions()
 	opts.MaxMovesPerNode = cfg.MaxMovesPerNode
 	s.env = jobs.Env{Inv: s.inv, Apply: s.apply, Options: opts, MaxRunningMoves: cfg.MaxRunningMoves,
@@ -77,7 +84,12 @@ func Run(cfg Config) (Result, error) {
 	}
 	s.res.Links = jobs.LinksOf(s.inv)
 	s.read(events.EvacuationRequested{Request: "r", Nodes: cfg.Nodes, Mode: events.EvacAll})
-	now := 0.0
+	if cfg.Plan != nil {
+		p := *cfg.Plan
+		p.Request = "r"
+		s.res.Plan = &p
+		s.read(p)
+	}
 	for {
 		d := jobs.Decide(s.env, s.st, "r")
 		s.take(d)
@@ -86,11 +98,11 @@ func Run(cfg Config) (Result, error) {
 			break
 		}
 		if len(s.live) == 0 {
-			return s.res, fmt.Errorf("evacsim: stuck at %.1f s with nothing running", now)
+			return s.res, fmt.Errorf("evacsim: stuck at %.1f s with nothing running", s.now)
 		}
-		now += s.step()
+		s.now += s.step()
 	}
-	s.res.Makespan = now
+	s.res.Makespan = s.now
 	var all [][]planner.Transfer
 	for i := range s.res.Plan.Jobs {
 		all = append(all, s.transfers(i))
@@ -128,8 +140,10 @@ func (s *sim) take(d jobs.Decision) {
 		case events.JobReleased:
 			s.check(ev.Job.Index)
 			s.res.Releases = append(s.res.Releases, ev.Job.Index)
+			s.res.Released[ev.Job.Index] = s.now
 		case events.JobEnded:
 			s.ended[ev.Job] = ev.Status
+			s.res.Ended[ev.Job] = s.now
 		case events.JobCancelled:
 			s.ended[ev.Job] = events.JobCanceled
 		case events.OpcodeDispatched:

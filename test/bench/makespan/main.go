@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/drovehq/drove/events"
@@ -31,16 +32,33 @@ type result struct {
 	// TwoPerNodeRatio is the new release with the fixed cap of 2 per node
 	// instead of auto.
 	TwoPerNodeRatio float64 `json:"two_per_node_ratio"`
-	// SystemMakespanS and SystemRatio are the same evacuation through the
-	// whole system (-system; the small cases only).
-	SystemMakespanS float64 `json:"system_makespan_s,omitempty"`
-	SystemRatio     float64 `json:"system_ratio,omitempty"`
+	// With -system (the small cases only): the same evacuation through the
+	// whole system, its plan's lower bound and their ratio, and the
+	// simulation of that same plan (the system's plan may differ from the
+	// simulation's own: it follows the seeded inventory's order).
+	SystemMakespanS   float64 `json:"system_makespan_s,omitempty"`
+	SystemLowerBoundS float64 `json:"system_lower_bound_s,omitempty"`
+	SystemRatio       float64 `json:"system_ratio,omitempty"`
+	SystemSimulatedS  float64 `json:"system_plan_simulated_s,omitempty"`
 }
 
 type summary struct {
 	Method string   `json:"method"`
 	Limits string   `json:"limits"`
 	Cases  []result `json:"cases"`
+	// Sweep is the worst ratio of each case size over more clusters: seeds
+	// 1 to -sweep, each with its instances declared in order and reversed
+	// (the planner's plan follows the order, so the plans differ).
+	Sweep []sweep `json:"sweep"`
+}
+
+type sweep struct {
+	Evacuated            int     `json:"evacuated"`
+	Runs                 int     `json:"runs"`
+	WorstRatio           float64 `json:"worst_ratio"`
+	MeanRatio            float64 `json:"mean_ratio"`
+	WorstFixedRulesRatio float64 `json:"worst_fixed_rules_ratio"`
+	MeanFixedRulesRatio  float64 `json:"mean_fixed_rules_ratio"`
 }
 
 func main() {
@@ -48,14 +66,15 @@ func main() {
 	seed := flag.Uint64("seed", 1, "the clusters' random seed")
 	system := flag.Float64("system", 0, "also run the cases of at most 4 nodes through the whole system (embedded broker, sim driver), simulated time this many times faster than wall time; 0: not")
 	only := flag.String("only", "", "run only the cases whose name contains this")
+	sweeps := flag.Int("sweep", 6, "also run seeds 1 to this, in order and reversed, and record the worst ratios")
 	flag.Parse()
-	if err := run(*out, *seed, *system, *only); err != nil {
+	if err := run(*out, *seed, *system, *only, *sweeps); err != nil {
 		fmt.Fprintln(os.Stderr, "makespan:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string, seed uint64, system float64, only string) error {
+func run(out string, seed uint64, system float64, only string, sweeps int) error {
 	s := summary{
 		Method: "discrete-event simulation: planner/jobs.Decide (plan, dependencies, release) with the sim driver's bandwidth model (planner.ShareLinks); see DESIGN.md",
 		Limits: "makespan: release for the makespan, auto per node, 5 per cluster; fixed rules: plan order, 2 per node, 5 per cluster",
@@ -115,14 +134,32 @@ func run(out string, seed uint64, system float64, only string) error {
 		fmt.Printf("%-13s %3d moves: makespan %8.0f s, bound %8.0f s (%s), ratio %.3f; 2 per node %.3f; fixed rules %8.0f s, ratio %.3f\n",
 			c.name, r.Moves, r.MakespanS, r.LowerBoundS, r.BoundTerm, r.Ratio, r.TwoPerNodeRatio, r.FixedRulesS, r.FixedRulesRatio)
 		if system > 0 && len(evac) <= 4 {
-			ms, err := systemMakespan(world, evac, system)
+			ms, plan, err := systemMakespan(world, evac, system)
 			if err != nil {
 				return fmt.Errorf("%s, whole system: %w", c.name, err)
 			}
-			r.SystemMakespanS, r.SystemRatio = round(ms), round(ms/b.Seconds)
-			fmt.Printf("%-13s whole system: makespan %8.0f s, ratio %.3f\n", c.name, r.SystemMakespanS, r.SystemRatio)
+			same, err := evacsim.Run(evacsim.Config{World: world, Nodes: evac, AutoMovesPerNode: true, Plan: plan})
+			if err != nil {
+				return fmt.Errorf("%s, the system's plan: %w", c.name, err)
+			}
+			sb := same.Bound.Seconds
+			r.SystemMakespanS, r.SystemLowerBoundS, r.SystemRatio = round(ms), round(sb), round(ms/sb)
+			r.SystemSimulatedS = round(same.Makespan)
+			fmt.Printf("%-13s whole system: makespan %8.0f s, bound %8.0f s, ratio %.3f; its plan simulated %8.0f s, ratio %.3f\n",
+				c.name, r.SystemMakespanS, r.SystemLowerBoundS, r.SystemRatio, r.SystemSimulatedS, same.Makespan/sb)
 		}
 		s.Cases = append(s.Cases, r)
+	}
+	for _, n := range []int{1, 4, 40} {
+		sw, err := sweepRuns(n, sweeps)
+		if err != nil {
+			return err
+		}
+		if sw.Runs > 0 {
+			fmt.Printf("sweep, %2d nodes, %2d runs: ratio worst %.3f mean %.3f; fixed rules worst %.3f mean %.3f\n",
+				n, sw.Runs, sw.WorstRatio, sw.MeanRatio, sw.WorstFixedRulesRatio, sw.MeanFixedRulesRatio)
+			s.Sweep = append(s.Sweep, sw)
+		}
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
@@ -180,4 +217,49 @@ func cluster(seed uint64, n int) (world []events.Payload, names []string, fast m
 		}
 	}
 	return world, names, fast, instances
+}
+
+// sweepRuns evacuates the first n nodes of the clusters of seeds 1 to
+// seeds, instances in order and reversed.
+func sweepRuns(n, seeds int) (sweep, error) {
+	sw := sweep{Evacuated: n}
+	var sum, sumFixed float64
+	for seed := 1; seed <= seeds; seed++ {
+		world, names, _, _ := cluster(uint64(seed), 100)
+		for _, w := range [][]events.Payload{world, reversed(world)} {
+			now, err := evacsim.Run(evacsim.Config{World: w, Nodes: names[:n], AutoMovesPerNode: true})
+			if err != nil {
+				return sw, err
+			}
+			before, err := evacsim.Run(evacsim.Config{World: w, Nodes: names[:n], IndexOrder: true})
+			if err != nil {
+				return sw, err
+			}
+			if len(now.Violations)+len(before.Violations) > 0 {
+				return sw, fmt.Errorf("seed %d, %d nodes: rules broken: %v %v", seed, n, now.Violations, before.Violations)
+			}
+			r, f := now.Makespan/now.Bound.Seconds, before.Makespan/before.Bound.Seconds
+			sw.Runs++
+			sum, sumFixed = sum+r, sumFixed+f
+			sw.WorstRatio, sw.WorstFixedRulesRatio = max(sw.WorstRatio, round(r)), max(sw.WorstFixedRulesRatio, round(f))
+		}
+	}
+	if sw.Runs > 0 {
+		sw.MeanRatio, sw.MeanFixedRulesRatio = round(sum/float64(sw.Runs)), round(sumFixed/float64(sw.Runs))
+	}
+	return sw, nil
+}
+
+// reversed is world with its instances declared in the reverse order.
+func reversed(world []events.Payload) []events.Payload {
+	var out, insts []events.Payload
+	for _, p := range world {
+		if _, ok := p.(events.InstanceDeclared); ok {
+			insts = append(insts, p)
+		} else {
+			out = append(out, p)
+		}
+	}
+	slices.Reverse(insts)
+	return append(out, insts...)
 }

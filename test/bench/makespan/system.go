@@ -28,13 +28,15 @@ import (
 // simulation leaves out (the log's latency, the sim driver's steps).
 
 // systemMakespan evacuates evac from world through the whole system and
-// returns the makespan in simulated seconds.
-func systemMakespan(world []events.Payload, evac []string, speedup float64) (float64, error) {
+// returns the makespan in simulated seconds and the plan the system made
+// (its own: the seeded inventory may list instances in another order than
+// world, and the plan follows the order).
+func systemMakespan(world []events.Payload, evac []string, speedup float64) (float64, *events.PlanComputed, error) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	tmp, err := os.MkdirTemp("", "drove-bench-makespan-")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer os.RemoveAll(tmp)
 	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
@@ -42,16 +44,16 @@ func systemMakespan(world []events.Payload, evac []string, speedup float64) (flo
 	}
 	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer broker.Stop()
 	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer func() { _ = pg.Stop() }()
 	if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	inv := inventory.New()
 	for _, p := range world {
@@ -64,7 +66,7 @@ func systemMakespan(world []events.Payload, evac []string, speedup float64) (flo
 	sys, err := allinone.Start(ctx, allinone.Config{Brokers: broker.Addrs(), DatabaseURL: pg.URL("drove"), Logger: quiet,
 		Seed: func() *planner.Cluster { return cluster }, Sim: cfg, AutoMovesPerNode: true})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -75,11 +77,11 @@ func systemMakespan(world []events.Payload, evac []string, speedup float64) (flo
 	defer srv.Close()
 	api := client.New(srv.URL, "bench")
 	if err := waitNodes(ctx, api, len(cluster.Nodes)); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	acc, err := api.Evacuate(ctx, client.Evacuation{Nodes: evac, Mode: "all", Reason: "makespan bench"})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	start := clock.Now()
 	deadline := time.Now().Add(30 * time.Minute)
@@ -88,11 +90,19 @@ func systemMakespan(world []events.Payload, evac []string, speedup float64) (flo
 			Status string `json:"status"`
 		}
 		if err := api.Get(ctx, "/v1/requests/"+acc.Request, &d); err == nil && d.Status == "finished" {
-			return clock.Now().Sub(start).Seconds(), nil
+			took := clock.Now().Sub(start).Seconds()
+			if os.Getenv("MAKESPAN_TRACE") != "" {
+				trace(ctx, api, acc.Request, speedup)
+			}
+			p, err := api.Plan(ctx, acc.Request)
+			if err != nil {
+				return 0, nil, err
+			}
+			return took, &p.PlanComputed, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("request %s did not finish in 30 minutes", acc.Request)
+	return 0, nil, fmt.Errorf("request %s did not finish in 30 minutes", acc.Request)
 }
 
 // waitNodes waits until the views know every node.
@@ -110,4 +120,43 @@ func waitNodes(ctx context.Context, api *client.Client, n int) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("the views did not show the %d nodes in 5 minutes", n)
+}
+
+// trace prints each job's release and end, in simulated seconds from the
+// first release (MAKESPAN_TRACE set).
+func trace(ctx context.Context, api *client.Client, request string, speedup float64) {
+	var jobs struct {
+		Items []struct {
+			Index      int        `json:"index"`
+			Instance   string     `json:"instance"`
+			ReleasedAt *time.Time `json:"released_at"`
+			EndedAt    *time.Time `json:"ended_at"`
+			Opcodes    []struct {
+				OpID string `json:"op_id"`
+				From string `json:"from"`
+				To   string `json:"to"`
+			} `json:"opcodes"`
+		} `json:"items"`
+	}
+	if err := api.Get(ctx, "/v1/requests/"+request+"/jobs?limit=1000", &jobs); err != nil {
+		fmt.Println("trace:", err)
+		return
+	}
+	var t0 time.Time
+	for _, j := range jobs.Items {
+		if j.ReleasedAt != nil && (t0.IsZero() || j.ReleasedAt.Before(t0)) {
+			t0 = *j.ReleasedAt
+		}
+	}
+	for _, j := range jobs.Items {
+		if j.ReleasedAt == nil || j.EndedAt == nil {
+			continue
+		}
+		fmt.Printf("job %2d %-12s released %7.0f ended %7.0f (%6.0f s)", j.Index, j.Instance,
+			j.ReleasedAt.Sub(t0).Seconds()*speedup, j.EndedAt.Sub(t0).Seconds()*speedup, j.EndedAt.Sub(*j.ReleasedAt).Seconds()*speedup)
+		for _, op := range j.Opcodes {
+			fmt.Printf(" %s %s→%s", op.OpID, op.From, op.To)
+		}
+		fmt.Println()
+	}
 }
