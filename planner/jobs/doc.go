@@ -23,9 +23,9 @@
 //     order); a cancelled request cancels every unreleased job.
 //   - makespan.go: which ready jobs are released, within the per-node (or
 //     auto) and per-cluster caps, for the shortest makespan (Choose): the
-//     busiest sender first, the longest move first, only where the links
-//     have room; what a move sends (MoveBytes); estimate.go: the same
-//     release run forward in time (EstimatePlan).
+//     job on the busiest link (or with the longest chain) first, only where
+//     the links have room; what a move sends (MoveBytes); estimate.go: the
+//     same release run forward in time (EstimatePlan).
 //   - dispatch.go: a running job's next step — dispatch its next opcode,
 //     ask the executor to cancel the running one, or end the job.
 //   - finish.go: the request's end (RequestFinished) once every job has a
