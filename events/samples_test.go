@@ -26,6 +26,7 @@ func samples() []Payload {
 		Total:     Resources{MemoryMiB: 65536, DiskMiB: 1 << 20, CPUs: 16, Spindles: 4},
 		Free:      Resources{MemoryMiB: 32768, DiskMiB: 1 << 19, CPUs: 8, Spindles: 2},
 		VMCapable: true, Tags: []string{"rack:a1"}, ReservedMemoryMiB: 1024,
+		SendBytesPerSecond: 1250000000, ReceiveBytesPerSecond: 125000000,
 	}
 	drained := NodeUpdated(node)
 	drained.Drained = true

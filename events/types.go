@@ -276,11 +276,16 @@ type NodeAnnounced struct {
 	Free  Resources `json:"free"`
 	// ReservedMemoryMiB is the memory the node keeps for itself (its
 	// hypervisor and services): never given to instances.
-	ReservedMemoryMiB int64    `json:"reserved_memory_mib,omitempty"`
-	Offline           bool     `json:"offline"`
-	Drained           bool     `json:"drained"`
-	VMCapable         bool     `json:"vm_capable"`
-	Tags              []string `json:"tags,omitempty"`
+	ReservedMemoryMiB int64 `json:"reserved_memory_mib,omitempty"`
+	// SendBytesPerSecond and ReceiveBytesPerSecond are the node's link
+	// bandwidth each way, what moves from and to it share; 0 (not
+	// announced) is the planner's default (planner.DefaultLinkBytesPerSecond).
+	SendBytesPerSecond    int64    `json:"send_bytes_per_second,omitempty"`
+	ReceiveBytesPerSecond int64    `json:"receive_bytes_per_second,omitempty"`
+	Offline               bool     `json:"offline"`
+	Drained               bool     `json:"drained"`
+	VMCapable             bool     `json:"vm_capable"`
+	Tags                  []string `json:"tags,omitempty"`
 }
 
 // NodeUpdated restates a node's whole state, not a delta, so that applying

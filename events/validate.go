@@ -55,6 +55,8 @@ func (n NodeAnnounced) check(p *problems) {
 	n.Total.check(p, "total")
 	n.Free.check(p, "free")
 	nonNegative(p, "reserved_memory_mib", n.ReservedMemoryMiB)
+	nonNegative(p, "send_bytes_per_second", n.SendBytesPerSecond)
+	nonNegative(p, "receive_bytes_per_second", n.ReceiveBytesPerSecond)
 }
 
 func (n NodeUpdated) check(p *problems) { NodeAnnounced(n).check(p) }

@@ -2,12 +2,16 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/jobs"
 )
 
 // Estimates (action=estimate) model RFD 34's incremental offline
@@ -16,7 +20,7 @@ import (
 // re-sync rule says switch; the switch stops the instance, sends the last
 // delta and starts it on the target.
 const (
-	defaultLinkBytesPerSecond  = 100 << 20 // ~ 1 Gbit/s less overhead, when nothing was measured
+	defaultLinkBytesPerSecond  = planner.DefaultLinkBytesPerSecond // when nothing was measured
 	defaultDirtyBytesPerSecond = 1 << 20
 	assumedBeginSeconds        = 5  // reserving the target
 	assumedStopStartSeconds    = 20 // stopping on the source and starting on the target
@@ -155,3 +159,105 @@ func median(xs []int64) int64 {
 	slices.Sort(xs)
 	return xs[len(xs)/2]
 }
+
+// planEstimate is a request's makespan estimate in GET /v1/requests/{id}
+// (a dry run's too, before approval): the plan's jobs still ahead,
+// released as the planner service releases them (jobs.EstimatePlan: the
+// same decision, run forward on the moves' estimated transfers), and the
+// lower bound no schedule beats (planner.LowerBound).
+type planEstimate struct {
+	// FinishSeconds is the expected time from now to the last job's end;
+	// ExpectedFinishAt is now plus that (for a dry run: if approved now).
+	FinishSeconds    float64 `json:"finish_seconds"`
+	ExpectedFinishAt string  `json:"expected_finish_at"`
+	// LowerBoundSeconds is the bound of the jobs ahead; LowerBound its
+	// terms: the busiest node's send or receive time, the largest move
+	// alone, the moves' summed durations over the cluster limit.
+	LowerBoundSeconds float64       `json:"lower_bound_seconds"`
+	LowerBound        planner.Bound `json:"lower_bound"`
+	Bytes             int64         `json:"bytes"`
+	JobsAhead         int           `json:"jobs_ahead"`
+	How               string        `json:"how"`
+}
+
+type payloadRow struct {
+	Payload json.RawMessage `db:"payload"`
+}
+
+// requestEstimate estimates the jobs of p not yet ended; nil once none is
+// ahead.
+func (g *Gateway) requestEstimate(ctx context.Context, r request, p plan, rows []job, now time.Time) (*planEstimate, error) {
+	var specs []events.Job
+	if err := json.Unmarshal(p.Jobs, &specs); err != nil {
+		return nil, fmt.Errorf("gateway: the plan's jobs: %w", err)
+	}
+	done := make([]bool, len(specs))
+	for _, j := range rows {
+		if j.Index < len(done) && j.State != "waiting" && j.State != "running" {
+			done[j.Index] = true
+		}
+	}
+	var names []string
+	ahead := 0
+	for i, j := range specs {
+		if !done[i] {
+			ahead++
+			for _, op := range j.Opcodes {
+				names = append(names, op.Instance)
+			}
+		}
+	}
+	if ahead == 0 {
+		return nil, nil
+	}
+	nodes, err := many[payloadRow](ctx, g.db, "node_links")
+	if err != nil {
+		return nil, err
+	}
+	linkOf := map[string]planner.Link{}
+	for _, row := range nodes {
+		var n events.NodeAnnounced
+		if json.Unmarshal(row.Payload, &n) == nil {
+			pn := planner.Node{SendBytesPerSecond: n.SendBytesPerSecond, ReceiveBytesPerSecond: n.ReceiveBytesPerSecond}
+			linkOf[n.Name] = pn.LinkOf()
+		}
+	}
+	links := func(n string) planner.Link {
+		if l, ok := linkOf[n]; ok {
+			return l
+		}
+		return planner.DefaultLinks(n)
+	}
+	ins, err := many[payloadRow](ctx, g.db, "instances_declared", names)
+	if err != nil {
+		return nil, err
+	}
+	declared := map[string]*events.InstanceDeclared{}
+	for _, row := range ins {
+		var in events.InstanceDeclared
+		if json.Unmarshal(row.Payload, &in) == nil {
+			declared[in.Name] = &in
+		}
+	}
+	transfers := make([][]planner.Transfer, len(specs))
+	for i := range specs {
+		transfers[i] = jobs.JobTransfers(&specs[i], func(n string) *events.InstanceDeclared { return declared[n] })
+	}
+	lim := jobs.Limits{Cluster: assumedClusterLimit, PerNode: planner.DefaultOptions().MaxMovesPerNode}
+	if r.MaxMovesPerNode > 0 {
+		lim.PerNode = r.MaxMovesPerNode
+	}
+	est := jobs.EstimatePlan(specs, transfers, done, links, lim)
+	return &planEstimate{
+		FinishSeconds: math.Round(est.FinishSeconds), LowerBoundSeconds: math.Round(est.LowerBound.Seconds),
+		ExpectedFinishAt: now.Add(time.Duration(est.FinishSeconds * float64(time.Second))).UTC().Format(time.RFC3339),
+		LowerBound:       est.LowerBound, Bytes: est.Bytes, JobsAhead: ahead,
+		How: fmt.Sprintf("the %d jobs ahead (running ones from their start) released as the planner releases them, at most %d at once and %d per node; "+
+			"each move's bytes (disks copied, memory sent live) at its share of its sending and receiving node's link (announced, else %d MiB/s)",
+			ahead, lim.Cluster, lim.PerNode, planner.DefaultLinkBytesPerSecond>>20),
+	}, nil
+}
+
+// assumedClusterLimit is the planner service's default MaxRunningMoves:
+// the gateway does not know the service's configuration.
+const assumedClusterLimit = 5

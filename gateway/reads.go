@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 )
@@ -101,8 +102,10 @@ type requestDetail struct {
 	Plan    *planSummary `json:"plan,omitempty"`
 	Jobs    []jobState   `json:"jobs"`
 	Outcome *outcome     `json:"outcome,omitempty"`
-	Links   links        `json:"links"`
-	Message string       `json:"message,omitempty"`
+	// Estimate is the makespan estimate of the jobs ahead (estimate.go).
+	Estimate *planEstimate `json:"estimate,omitempty"`
+	Links    links         `json:"links"`
+	Message  string        `json:"message,omitempty"`
 }
 
 type planSummary struct {
@@ -143,8 +146,9 @@ func (g *Gateway) getRequest(c *gin.Context) error {
 	}
 	d := requestDetail{request: r, Jobs: []jobState{}, Links: linksFor(id, r.DryRun)}
 	pl, err := g.db.plan(c, id)
+	planned := err == nil
 	switch {
-	case err == nil:
+	case planned:
 		d.Plan = summarize(pl)
 	case !errors.Is(err, ErrNotFound):
 		return err
@@ -155,6 +159,11 @@ func (g *Gateway) getRequest(c *gin.Context) error {
 	}
 	for _, j := range jobs {
 		d.Jobs = append(d.Jobs, jobState{Index: j.Index, Instance: j.Instance, State: j.State, Error: j.Error})
+	}
+	if planned && r.FinishedAt == nil && r.RejectedAt == nil {
+		if d.Estimate, err = g.requestEstimate(c, r, pl, jobs, time.Now()); err != nil {
+			return err
+		}
 	}
 	if r.FinishedAt != nil {
 		d.Outcome = &outcome{Moved: jsonOr(r.Moved, "[]"), Failed: jsonOr(r.Failed, "[]")}

@@ -115,7 +115,7 @@ func checkPlan(c *Cluster, r Request, o Options, p *Plan) error {
 	}
 	rng := rand.New(rand.NewPCG(1, uint64(len(p.Jobs))))
 	for run := 0; run < 20; run++ {
-		if err := simulate(c, p, o.MaxMovesPerNode, rng, run%4 == 3); err != nil {
+		if err := simulate(c, p, o.MaxMovesPerNode, o.LimitAtRelease, rng, run%4 == 3); err != nil {
 			return fmt.Errorf("parallel run %d: %w", run, err)
 		}
 	}
@@ -126,8 +126,11 @@ func checkPlan(c *Cluster, r Request, o Options, p *Plan) error {
 // random overlap and, if failures is set, random job failures. A job is
 // charged at its start with every increase its opcodes make and credited at
 // its end with every decrease, the most conservative timing. It returns the
-// first moment a node is overfilled or sends too many moves.
-func simulate(c *Cluster, p *Plan, maxMoves int, rng *rand.Rand, failures bool) error {
+// first moment a node is overfilled or sends too many moves. With
+// atRelease (Options.LimitAtRelease) the plan has no sender lanes and the
+// runner keeps the per-node limit itself, as Drove's job queue does, in
+// whatever order it picks: capacity must hold in every such order too.
+func simulate(c *Cluster, p *Plan, maxMoves int, atRelease bool, rng *rand.Rand, failures bool) error {
 	freeMem := make([]int64, len(c.Nodes))
 	freeDisk := make([]int64, len(c.Nodes))
 	for i, n := range c.Nodes {
@@ -234,7 +237,8 @@ func simulate(c *Cluster, p *Plan, maxMoves int, rng *rand.Rand, failures bool) 
 				left--
 				continue
 			}
-			if run {
+			full := atRelease && slices.ContainsFunc(senders[j], func(n int) bool { return sending[n] >= maxMoves })
+			if run && !full {
 				startable = append(startable, j)
 			}
 		}
@@ -254,7 +258,7 @@ func simulate(c *Cluster, p *Plan, maxMoves int, rng *rand.Rand, failures bool) 
 			}
 			continue
 		}
-		if len(live) == 0 {
+		if len(live) == 0 && len(startable) == 0 {
 			return fmt.Errorf("deadlock: %d jobs left, none can start", left)
 		}
 		k := rng.IntN(len(live))

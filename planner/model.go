@@ -186,6 +186,10 @@ type Node struct {
 	Drained   bool
 	VMCapable bool
 	Tags      []string
+
+	// SendBytesPerSecond and ReceiveBytesPerSecond are the node's link
+	// bandwidth each way; 0 is DefaultLinkBytesPerSecond (see LinkOf).
+	SendBytesPerSecond, ReceiveBytesPerSecond int64
 }
 
 // Usable reports whether the node can run instances at all. Drained nodes

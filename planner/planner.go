@@ -73,7 +73,11 @@ func Compute(c *Cluster, r Request, o Options) (*Plan, error) {
 		s.allocateSecondary(&r, &out)
 	}
 
-	deps := schedule(initial, out.profiles, o.MaxMovesPerNode)
+	lanes := o.MaxMovesPerNode
+	if o.LimitAtRelease {
+		lanes = 0
+	}
+	deps := schedule(initial, out.profiles, lanes)
 	for j := range out.plan.Jobs {
 		out.plan.Jobs[j].Depends = deps[j]
 	}

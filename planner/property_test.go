@@ -138,6 +138,7 @@ func TestRandomClusters(t *testing.T) {
 		if seed%2 == 0 {
 			o.PairCandidates = 2 // force the pruned pair search on small groups
 		}
+		o.LimitAtRelease = seed%3 == 1 // the job queue keeps the per-node limit
 		p, err := Compute(c, r, o)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)

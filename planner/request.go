@@ -97,6 +97,12 @@ type Options struct {
 	// after placing an instance every node of the cluster can still be
 	// emptied (hail's --no-capacity-checks).
 	NoCapacityChecks bool
+	// LimitAtRelease says that whoever runs the plan keeps MaxMovesPerNode
+	// itself when it releases jobs, as Drove's job queue does: the plan
+	// then chains no node's sends (no dependency on an earlier move of the
+	// same sender), so the queue may run a node's moves in the order that
+	// finishes soonest. Dependencies that keep memory and disk safe stay.
+	LimitAtRelease bool
 }
 
 // DefaultOptions returns the options Drove runs with.

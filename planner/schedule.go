@@ -77,7 +77,8 @@ func room(n *nodeState) [resCount]int64 {
 }
 
 // schedule returns each job's dependencies. initial is the state before any
-// job; profiles are in job order.
+// job; profiles are in job order. maxMoves 0 adds no sender lanes: the
+// job queue keeps the per-node limit (Options.LimitAtRelease).
 func schedule(initial []nodeState, profiles []jobProfile, maxMoves int) [][]Dependency {
 	type chunk struct {
 		job int
@@ -127,7 +128,7 @@ func schedule(initial []nodeState, profiles []jobProfile, maxMoves int) [][]Depe
 		}
 		for _, n := range p.senders {
 			l := lanes[n]
-			if len(l) >= maxMoves {
+			if maxMoves > 0 && len(l) >= maxMoves {
 				if _, ok := need[l[len(l)-maxMoves]]; !ok {
 					need[l[len(l)-maxMoves]] = false
 				}

@@ -243,7 +243,8 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	var sf serviceFlags
 	sf.register(fs, false)
 	maxRunning := fs.Int("max-running-moves", 5, "jobs running at once across the cluster")
-	maxPerNode := fs.Int("max-moves-per-node", 2, "moves a node sends at once")
+	perNode := movesPerNode{n: 2}
+	fs.Var(&perNode, "max-moves-per-node", "moves a node sends at once: a number, or auto (as many as the node's link has room for)")
 	nodeLease := fs.Duration("node-lease", 30*time.Second, "declare a node lost (offline) when its executor sent no heartbeat for this long; keep it above the executors' --fence")
 	standby := fs.Bool("standby", true, "run several: they elect one that decides, the others stand by and take over when it dies; false: this one decides at once and fences any other")
 	if _, err := parse(fs, args); err != nil {
@@ -256,7 +257,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
 	cfg := service.Config{Kafka: sf.kafka("drove-planner"), Partitions: sf.partitions, MaxRunningMoves: *maxRunning,
 		Logger: log, Metrics: reg}
-	cfg.Options.MaxMovesPerNode = *maxPerNode
+	cfg.Options.MaxMovesPerNode, cfg.AutoMovesPerNode = perNode.n, perNode.auto
 	cfg.Standby = *standby
 	cfg.NodeLease = *nodeLease
 	part := supervise.Part{Name: "planner", Log: log}
@@ -458,4 +459,30 @@ Ganeti cluster's data can be imported.`, stderr)
 	}
 	fmt.Fprintf(stdout, "Loaded %d groups, %d nodes, %d instances (%d events).\n", len(c.Groups), len(c.Nodes), len(c.Instances), len(envs))
 	return exitOK
+}
+
+// movesPerNode is --max-moves-per-node: a number, or auto.
+type movesPerNode struct {
+	n    int
+	auto bool
+}
+
+func (m *movesPerNode) String() string {
+	if m.auto {
+		return "auto"
+	}
+	return strconv.Itoa(m.n)
+}
+
+func (m *movesPerNode) Set(v string) error {
+	if v == "auto" {
+		m.auto = true
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want a number of at least 1 or auto, got %q", v)
+	}
+	m.n, m.auto = n, false
+	return nil
 }

@@ -48,6 +48,9 @@ type Config struct {
 	// MaxRunningMoves bounds running jobs cluster-wide; 0 is the
 	// planner service's default.
 	MaxRunningMoves int
+	// AutoMovesPerNode lets the planner service choose each node's
+	// concurrency from its link (--max-moves-per-node auto).
+	AutoMovesPerNode bool
 	// GatewayTokens turns on the API's bearer-token authentication; empty
 	// leaves it off (everyone is an operator named by X-Drove-Actor).
 	GatewayTokens map[string]gateway.Account
@@ -305,7 +308,8 @@ func (s *System) StartProjector(_ context.Context) error {
 // StartPlanner starts (or restarts) the planner service.
 func (s *System) StartPlanner(_ context.Context) error {
 	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"}, Partitions: s.cfg.Partitions,
-		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner")}
+		MaxRunningMoves: s.cfg.MaxRunningMoves, AutoMovesPerNode: s.cfg.AutoMovesPerNode,
+		Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner")}
 	if _, err := service.New(cfg); err != nil {
 		return err
 	}

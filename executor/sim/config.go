@@ -14,6 +14,10 @@ type Config struct {
 	// Bandwidth is the send rate between nodes, bytes per simulated
 	// second. Default 200 MiB/s.
 	Bandwidth int64
+	// Links, when set, is the network all the nodes' drivers share: each
+	// move runs at its share of its sending and its receiving node's
+	// links (links.go), and Bandwidth is not used for moves.
+	Links *Links
 	// DirtyRate is how fast a running instance dirties disk and memory,
 	// bytes per simulated second: what each re-sync has to send again.
 	// Default 5 MiB/s.

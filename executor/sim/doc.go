@@ -3,7 +3,11 @@
 // a real move would.
 //
 // The model, RFD 34 style, in simulated time (Config.Clock) at
-// Config.Bandwidth, with a running instance dirtying Config.DirtyRate:
+// Config.Bandwidth — or, with Config.Links (one Links shared by every
+// node's driver), at the move's share of its sending and its receiving
+// node's links among the transfers running at once, recomputed every step
+// (planner.ShareLinks) — with a running instance dirtying
+// Config.DirtyRate:
 //
 //   - replace-disks (mirrored storage): begin reserves the new replica;
 //     sync is a full send of the disks, then incrementals of what was

@@ -140,13 +140,19 @@ func (m *move) transfer(ctx context.Context, phase, label string, n int64, dirty
 			label = fmt.Sprintf("%s (resuming at %s)", label, events.FormatBytes(done))
 		}
 	}
-	m.emit(phase, cfg.Bandwidth, label)
-	perStep := max(int64(float64(cfg.Bandwidth)*cfg.Step.Seconds()), 1)
+	rate := func() int64 { return cfg.Bandwidth }
+	if cfg.Links != nil && n > 0 {
+		id := cfg.Links.open(m.op.From, m.op.To)
+		defer cfg.Links.close(id)
+		rate = func() int64 { return cfg.Links.rate(id) }
+	}
+	bw := rate()
+	m.emit(phase, bw, label)
 	for done < n {
-		chunk, dt := perStep, cfg.Step
+		chunk, dt := max(int64(float64(bw)*cfg.Step.Seconds()), 1), cfg.Step
 		if chunk >= n-done {
 			chunk = n - done
-			dt = time.Duration(float64(chunk) / float64(cfg.Bandwidth) * float64(time.Second))
+			dt = time.Duration(float64(chunk) / float64(bw) * float64(time.Second))
 		}
 		if err := cfg.Clock.Sleep(ctx, dt); err != nil {
 			return 0, m.rollback(phase, err)
@@ -167,7 +173,8 @@ func (m *move) transfer(ctx context.Context, phase, label string, n int64, dirty
 				return 0, err
 			}
 		}
-		m.emit(phase, cfg.Bandwidth, label)
+		m.emit(phase, bw, label)
+		bw = rate()
 	}
 	return dirtied, nil
 }

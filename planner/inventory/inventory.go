@@ -200,6 +200,7 @@ func (inv *Inventory) Cluster() *planner.Cluster {
 			TotalCPUs: int64(n.Total.CPUs), TotalSpindles: int64(n.Total.Spindles),
 			FreeSpindles: int64(n.Free.Spindles),
 			Offline:      n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
+			SendBytesPerSecond: n.SendBytesPerSecond, ReceiveBytesPerSecond: n.ReceiveBytesPerSecond,
 		})
 	}
 	for _, name := range inv.InstanceOrder {

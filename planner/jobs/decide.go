@@ -41,6 +41,14 @@ type Env struct {
 	// MaxRunningMoves bounds the jobs running at once, all requests
 	// together.
 	MaxRunningMoves int
+	// AutoMovesPerNode lets the queue choose each node's concurrency from
+	// its link (Limits.PerNode 0) instead of Options.MaxMovesPerNode; a
+	// request's own max_moves_per_node still caps it.
+	AutoMovesPerNode bool
+	// IndexOrder releases jobs in plan order, without estimates, and plans
+	// with the per-node limit as dependencies: Drove's rules before
+	// release aimed at the makespan (the benchmark's baseline).
+	IndexOrder bool
 	// Producer names the service in the events it writes.
 	Producer string
 	// PlanTook, if not nil, is told how long each planner.Compute took.

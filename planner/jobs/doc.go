@@ -18,10 +18,14 @@
 //     evacuated nodes drained; a dry run's approval re-plans and appends a
 //     new plan only if a decision changed.
 //   - release.go: job release and cancellation — a job whose dependencies
-//     all ended as it accepts is released within the per-node and
-//     per-cluster running limits; one whose dependency ended otherwise is
-//     cancelled (Ganeti's semantics, cascading in index order); a
-//     cancelled request cancels every unreleased job.
+//     all ended as it accepts is ready; one whose dependency ended
+//     otherwise is cancelled (Ganeti's semantics, cascading in index
+//     order); a cancelled request cancels every unreleased job.
+//   - makespan.go: which ready jobs are released, within the per-node (or
+//     auto) and per-cluster caps, for the shortest makespan (Choose): the
+//     job on the busiest link (or with the longest chain) first, only where
+//     the links have room; what a move sends (MoveBytes); estimate.go: the
+//     same release run forward in time (EstimatePlan).
 //   - dispatch.go: a running job's next step — dispatch its next opcode,
 //     ask the executor to cancel the running one, or end the job.
 //   - finish.go: the request's end (RequestFinished) once every job has a

@@ -132,3 +132,32 @@ func TestPlanReservesTheRoomOfMovesInFlight(t *testing.T) {
 		t.Fatalf("r2 planned moved %+v, failed %+v; want b failed: n3's room is a's, n1 is drained", p.Moved, p.Failed)
 	}
 }
+
+// With auto concurrency a node's link decides: one move fills n1's link
+// by the model, so the second waits; once the executor measures the first
+// far below the link (a slower path than announced), the second goes.
+func TestAutoReleasesOnMeasuredRoom(t *testing.T) {
+	w := newWorld()
+	w.env.AutoMovesPerNode = true
+	const mib = 1 << 20
+	for _, n := range []string{"n1", "n2", "n3"} {
+		w.read(events.NodeAnnounced{Name: n, Group: "g1", VMCapable: true, SendBytesPerSecond: 1000 * mib, ReceiveBytesPerSecond: 1000 * mib})
+	}
+	for _, name := range []string{"a", "b"} {
+		w.read(events.InstanceDeclared{Name: name, Owner: "acct", Storage: events.StorageZFSLocal, RunState: events.RunRunning,
+			PrimaryNode: "n1", Size: events.Size{MemoryMiB: 1024, VCPUs: 1, DisksMiB: []int64{10240}}})
+	}
+	w.read(events.EvacuationRequested{Request: "r1", Nodes: []string{"n1"}, Mode: events.EvacAll})
+	w.read(events.PlanComputed{Request: "r1", Jobs: []events.Job{
+		{Index: 0, Opcodes: []events.Opcode{migrate("a", "n1", "n2")}},
+		{Index: 1, Opcodes: []events.Opcode{migrate("b", "n1", "n3")}},
+	}})
+	if d := Decide(w.env, w.st, "r1"); !slices.Equal(types(d), []string{events.TypeJobReleased, events.TypeOpcodeDispatched}) {
+		t.Fatalf("decided %v, want one job released: it fills n1's link", types(d))
+	}
+	w.read(events.Progress{Request: "r1", Job: 0, Index: 0, Instance: "a", Node: "n1", Phase: events.PhaseSync,
+		State: events.ProgressRunning, Current: 1, Total: 10, BytesPerSecond: 100 * mib})
+	if d := Decide(w.env, w.st, "r1"); !slices.Equal(types(d), []string{events.TypeJobReleased, events.TypeOpcodeDispatched}) {
+		t.Fatalf("after a measured 100 MiB/s decided %v, want the second job released", types(d))
+	}
+}

@@ -40,6 +40,7 @@ func (p *pass) plan(refresh bool) bool {
 	}
 	req := planner.Request{Instances: instances}
 	opts := p.env.Options
+	opts.LimitAtRelease = !p.env.IndexOrder // release keeps the per-node limit
 	switch r.kind {
 	case events.TypeEvacuationRequested:
 		req.Kind, req.Mode, req.EvacuatedNodes = planner.NodeEvacuate, planner.EvacMode(r.evac.Mode), r.evac.Nodes

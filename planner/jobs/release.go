@@ -9,16 +9,13 @@ import (
 
 // release gives every job without a fate one: cancelled if the request is,
 // or if a dependency ended in a status it does not accept (Ganeti: it can
-// never run); released if every dependency ended as it accepts and the
-// running limits allow. Dependencies point at earlier jobs, so one pass in
-// index order cascades cancellations.
+// never run); ready if every dependency ended as it accepts. Dependencies
+// point at earlier jobs, so one pass in index order cascades
+// cancellations. Of the ready jobs, those Choose picks within the running
+// limits are released, in its order (makespan.go).
 func (p *pass) release() {
 	r := p.r
-	total, perNode := p.st.running()
-	limit := p.env.Options.MaxMovesPerNode
-	if r.kind == events.TypeEvacuationRequested && r.evac.MaxMovesPerNode > 0 {
-		limit = r.evac.MaxMovesPerNode
-	}
+	var ready []int
 	for i := range r.plan.Jobs {
 		if j := r.jobs[i]; j != nil && (j.released || j.done()) {
 			continue
@@ -29,12 +26,12 @@ func (p *pass) release() {
 				fmt.Sprintf("job %d cancelled before it ran: %s", i, cancelReason(r)), *r.cancelled)
 			continue
 		}
-		ready, dead := true, false
+		ok, dead := true, false
 		for _, d := range spec.Depends {
 			k := i + d.Job
 			dj := r.jobs[k]
 			if dj == nil || !dj.done() {
-				ready = false
+				ok = false
 				continue
 			}
 			if len(d.Statuses) > 0 && !slices.Contains(d.Statuses, dj.status()) {
@@ -45,19 +42,63 @@ func (p *pass) release() {
 				break
 			}
 		}
-		if dead || !ready {
-			continue
+		if ok && !dead {
+			ready = append(ready, i)
 		}
-		from := Senders(spec)
-		if total >= p.env.MaxRunningMoves || slices.ContainsFunc(from, func(n string) bool { return perNode[n] >= limit }) {
-			continue // waits for a running job to end
-		}
+	}
+	if len(ready) == 0 {
+		return
+	}
+	for _, i := range p.chooseReleases(ready) {
+		spec := &r.plan.Jobs[i]
 		p.emit(events.JobReleased{Request: r.id, Job: *spec},
 			fmt.Sprintf("release job %d (%s): its dependencies are met", i, r.instanceOf(i)))
-		total++
-		for _, n := range from {
-			perNode[n]++
-		}
 		p.advance(i)
 	}
+}
+
+// limits are the caps the pass releases within: the request's own
+// per-node limit, else the service's (auto when Env.AutoMovesPerNode).
+func (p *pass) limits() Limits {
+	lim := Limits{Cluster: p.env.MaxRunningMoves, PerNode: p.env.Options.MaxMovesPerNode, IndexOrder: p.env.IndexOrder}
+	if p.env.AutoMovesPerNode && !lim.IndexOrder {
+		lim.PerNode = 0
+	}
+	if r := p.r; r.kind == events.TypeEvacuationRequested && r.evac.MaxMovesPerNode > 0 {
+		lim.PerNode = r.evac.MaxMovesPerNode
+	}
+	return lim
+}
+
+// chooseReleases picks, among the ready jobs, those to release now and
+// their order (Choose, makespan.go).
+func (p *pass) chooseReleases(ready []int) []int {
+	r, inv := p.r, p.env.Inv
+	links := LinksOf(inv)
+	instance := func(name string) *events.InstanceDeclared { return inv.Instances[name] }
+	backlog := NewBacklog()
+	for i := range r.plan.Jobs {
+		j := r.jobs[i]
+		if j != nil && j.done() {
+			continue
+		}
+		ts := JobTransfers(&r.plan.Jobs[i], instance)
+		if j != nil && j.released { // only the opcodes not ended yet
+			k := 0
+			for k < len(ts) && j.ops[k] != nil && j.ops[k].ended != "" {
+				k++
+			}
+			ts = ts[k:]
+		}
+		backlog.Add(ts, links, 1)
+	}
+	cands := make([]Candidate, len(ready))
+	for k, i := range ready {
+		cands[k] = candidate(i, &r.plan.Jobs[i], JobTransfers(&r.plan.Jobs[i], instance), links)
+	}
+	var out []int
+	for _, k := range Choose(cands, p.st.runningMoves(instance), backlog, p.limits(), links) {
+		out = append(out, ready[k])
+	}
+	return out
 }

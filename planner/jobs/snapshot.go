@@ -74,10 +74,11 @@ type opcodeImage struct {
 	EndErr     string           `json:"end_err,omitempty"`
 	EndEnv     events.Envelope  `json:"end_env"`
 	CancelSent bool             `json:"cancel_sent,omitempty"`
+	Rate       int64            `json:"rate,omitempty"`
 }
 
 func (o opcode) MarshalJSON() ([]byte, error) {
-	return json.Marshal(opcodeImage{o.dispatched, o.started, o.ended, o.endErr, o.endEnv, o.cancelSent})
+	return json.Marshal(opcodeImage{o.dispatched, o.started, o.ended, o.endErr, o.endEnv, o.cancelSent, o.rate})
 }
 
 func (o *opcode) UnmarshalJSON(b []byte) error {
@@ -85,7 +86,7 @@ func (o *opcode) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &im); err != nil {
 		return err
 	}
-	*o = opcode{im.Dispatched, im.Started, im.Ended, im.EndErr, im.EndEnv, im.CancelSent}
+	*o = opcode{im.Dispatched, im.Started, im.Ended, im.EndErr, im.EndEnv, im.CancelSent, im.Rate}
 	return nil
 }
 

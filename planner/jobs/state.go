@@ -98,6 +98,9 @@ type opcode struct {
 	endErr     string
 	endEnv     events.Envelope
 	cancelSent bool
+	// rate is the last rate its executor measured (Progress), bytes per
+	// second; 0 until one is.
+	rate int64
 }
 
 func (s *State) request(id string) *request {
@@ -131,6 +134,10 @@ func (j *job) op(i int) *opcode {
 // Apply folds one event found at pos. It reports whether the event is one
 // of requests and jobs; others are left to the other folds.
 func (s *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) bool {
+	if pr, ok := p.(events.Progress); ok {
+		s.applyProgress(pr)
+		return false // the migrations' fold reads progress too
+	}
 	r := s.applyRequest(env, p, pos)
 	if r == nil {
 		r = s.applyJob(env, p)

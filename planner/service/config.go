@@ -33,6 +33,11 @@ type Config struct {
 	// all requests together (KubeVirt's parallel migrations per cluster).
 	// Default 5.
 	MaxRunningMoves int
+	// AutoMovesPerNode lets the job queue choose how many moves each node
+	// sends at once from the links (as many as its link has room for),
+	// instead of Options.MaxMovesPerNode; a request's max_moves_per_node
+	// still caps its own jobs.
+	AutoMovesPerNode bool
 	// Partitions is the partition count EnsureTopics gives topics that do
 	// not exist yet. Default 3.
 	Partitions int

@@ -45,8 +45,9 @@ func InventoryEvents(c *planner.Cluster, reason events.Reason) []events.Envelope
 				CPUs: int(n.TotalCPUs), Spindles: int(n.TotalSpindles)},
 			Free: events.Resources{MemoryMiB: max(n.FreeMemory, 0), DiskMiB: max(n.FreeDisk, 0),
 				CPUs: int(max(n.TotalCPUs-n.ReservedCPUs, 0)), Spindles: int(max(n.FreeSpindles, 0))},
-			ReservedMemoryMiB: max(n.ReservedMemory, 0),
-			Offline:           n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
+			ReservedMemoryMiB:  max(n.ReservedMemory, 0),
+			SendBytesPerSecond: max(n.SendBytesPerSecond, 0), ReceiveBytesPerSecond: max(n.ReceiveBytesPerSecond, 0),
+			Offline: n.Offline, Drained: n.Drained, VMCapable: n.VMCapable, Tags: n.Tags,
 		}, opts()...))
 	}
 	states := map[planner.RunState]events.RunState{

@@ -93,8 +93,38 @@ func TestEvacuateTwoNodes(t *testing.T) {
 			}
 		}
 	}
-	if withDeps == 0 {
-		t.Errorf("no job depends on another: the order check checked nothing")
+	// The queue keeps the running limits at release (the plan chains no
+	// node's sends): at each release, at most 2 jobs send from a node and
+	// 5 run in all.
+	sends := map[string]int{}
+	for _, j := range jobs {
+		if j.ReleasedAt == nil {
+			continue
+		}
+		perNode, total := map[string]int{}, 0
+		for _, k := range jobs {
+			if k.ReleasedAt == nil || k.ReleasedAt.After(*j.ReleasedAt) || (k.EndedAt != nil && !k.EndedAt.After(*j.ReleasedAt)) {
+				continue
+			}
+			total++
+			for _, n := range senders(k) {
+				perNode[n]++
+			}
+		}
+		for n, c := range perNode {
+			if c > 2 {
+				t.Errorf("at job %d's release %s sends %d jobs (limit 2)", j.Index, n, c)
+			}
+		}
+		if total > 5 {
+			t.Errorf("at job %d's release %d jobs run (limit 5)", j.Index, total)
+		}
+		for _, n := range senders(j) {
+			sends[n]++
+		}
+	}
+	if withDeps == 0 && !slices.ContainsFunc(nodes, func(n string) bool { return sends[n] > 2 }) {
+		t.Errorf("no job depends on another and no node sends more than 2: the order and limit checks checked nothing")
 	}
 	e.replayEqual()
 }
@@ -313,4 +343,15 @@ func (e *env) postRaw(path, body string) (int, error) {
 
 func readAll(e *env, topic string) ([]kafka.Record, error) {
 	return kafka.ReadAll(context.Background(), e.kcfg, topic)
+}
+
+// senders are the nodes a job's opcodes run from.
+func senders(j job) []string {
+	var out []string
+	for _, op := range j.Opcodes {
+		if op.From != "" && !slices.Contains(out, op.From) {
+			out = append(out, op.From)
+		}
+	}
+	return out
 }

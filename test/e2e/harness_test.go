@@ -104,14 +104,17 @@ type instance struct {
 }
 
 type job struct {
-	Index        int             `json:"index"`
-	Instance     string          `json:"instance"`
-	State        string          `json:"state"`
-	Depends      json.RawMessage `json:"depends"`
-	ReleasedAt   *time.Time      `json:"released_at"`
-	EndedAt      *time.Time      `json:"ended_at"`
-	CancelReason string          `json:"cancel_reason"`
-	Error        string          `json:"error"`
+	Index    int             `json:"index"`
+	Instance string          `json:"instance"`
+	State    string          `json:"state"`
+	Depends  json.RawMessage `json:"depends"`
+	Opcodes  []struct {
+		From string `json:"from"`
+	} `json:"opcodes"`
+	ReleasedAt   *time.Time `json:"released_at"`
+	EndedAt      *time.Time `json:"ended_at"`
+	CancelReason string     `json:"cancel_reason"`
+	Error        string     `json:"error"`
 }
 
 type dependency struct {

@@ -1,0 +1,54 @@
+package gateway_test
+
+import (
+	"testing"
+
+	"github.com/drovehq/drove/events"
+)
+
+// A dry run's detail carries its makespan estimate: the two moves of
+// node-a1, from its announced 1000 MiB/s link into node-a2's 100 MiB/s,
+// share node-a2's link: 3000 MiB in at 100 MiB/s is the bound, 30 s, and
+// the release reaches it.
+func TestRequestEstimate(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	const mib = 1 << 20
+	e.exec(`
+INSERT INTO requests (id, kind, nodes, mode, dry_run, requested_at, planned_at, plans) VALUES
+  ('r9', 'evacuation', '{node-a1}', 'all', true, now(), now(), 1);
+INSERT INTO plans (request, moved, failed, jobs, score_before, score_after, computed_at) VALUES
+  ('r9', '[]', '[]', '[{"index":0,"opcodes":[{"op_id":"OP_INSTANCE_MIGRATE","instance":"z1","from":"node-a1","to":"node-a2"}]},
+                    {"index":1,"opcodes":[{"op_id":"OP_INSTANCE_MIGRATE","instance":"z2","from":"node-a1","to":"node-a2"}]}]',
+   1, 1, now());
+INSERT INTO jobs (request, idx, instance) VALUES ('r9', 0, 'z1'), ('r9', 1, 'z2');`)
+	for _, n := range []events.NodeAnnounced{
+		{Name: "node-a1", Group: "g1", SendBytesPerSecond: 1000 * mib, ReceiveBytesPerSecond: 1000 * mib},
+		{Name: "node-a2", Group: "g1", SendBytesPerSecond: 100 * mib, ReceiveBytesPerSecond: 100 * mib},
+	} {
+		e.logEvent(events.TypeNodeAnnounced, "", "", n)
+	}
+	for name, disk := range map[string]int64{"z1": 1000, "z2": 2000} {
+		e.logEvent(events.TypeInstanceDeclared, "", name, events.InstanceDeclared{Name: name, Owner: "acct-1",
+			Storage: events.StorageZFSLocal, RunState: events.RunRunning, PrimaryNode: "node-a1",
+			Size: events.Size{MemoryMiB: 1024, VCPUs: 1, DisksMiB: []int64{disk}}})
+	}
+	var d struct {
+		Estimate *struct {
+			FinishSeconds     float64 `json:"finish_seconds"`
+			ExpectedFinishAt  string  `json:"expected_finish_at"`
+			LowerBoundSeconds float64 `json:"lower_bound_seconds"`
+			LowerBound        struct {
+				Node string `json:"node"`
+			} `json:"lower_bound"`
+			Bytes     int64 `json:"bytes"`
+			JobsAhead int   `json:"jobs_ahead"`
+		} `json:"estimate"`
+	}
+	e.get("/v1/requests/r9", &d)
+	est := d.Estimate
+	if est == nil || est.LowerBoundSeconds != 30 || est.FinishSeconds != 30 || est.LowerBound.Node != "node-a2" ||
+		est.Bytes != 3000*mib || est.JobsAhead != 2 || est.ExpectedFinishAt == "" {
+		t.Fatalf("estimate %+v; want both moves ahead, 30 s, bound 30 s on node-a2's link", est)
+	}
+}
