@@ -325,6 +325,7 @@ func checkReportedStatuses(t *testing.T, e *env, b *browser, m *client.Migration
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("migration %s: the nodes last reported %v", m.ID, last)
 	for id, node := range map[string]string{"mig-source": m.Source, "mig-target": m.Target} {
 		if want := last[node]; want != "" {
 			b.await(id+" to say "+want, time.Minute, fmt.Sprintf(`document.getElementById(%q).textContent.endsWith(%q)`, id, " — "+want))
@@ -400,6 +401,7 @@ func undrainFromThePage(t *testing.T, e *env, b *browser, node string) {
 	}
 	b.await("the undrain in the node's history", time.Minute,
 		`!!document.querySelector("#node-history tr[data-type='node.action_ended']") && !document.getElementById("node-marks").textContent.includes("drained")`)
+	b.shoot("node.png")
 }
 
 // cancelFromThePage asks for a dry run from a node's page and cancels it
