@@ -242,6 +242,7 @@ func summarizeEvent(typ string, raw json.RawMessage) string {
 		Job, Index                                                                             int
 		Nodes                                                                                  []string
 		Opcode                                                                                 struct{ From, To string }
+		Refused                                                                                bool // a node action's answer
 	}
 	if json.Unmarshal(raw, &f) != nil {
 		return typ
@@ -265,6 +266,9 @@ func summarizeEvent(typ string, raw json.RawMessage) string {
 	add("phase", f.Phase)
 	add("status", f.Status)
 	add("outcome", f.Outcome)
+	if f.Refused {
+		parts = append(parts, "refused")
+	}
 	add("reason", f.Reason)
 	add("detail", f.Detail)
 	add("error", f.Error)

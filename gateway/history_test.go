@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,5 +140,24 @@ func TestInstancesAtAnswersFromThePastSchema(t *testing.T) {
 	}
 	if status, body := e.do(http.MethodGet, "/v1/instances?at=2999-01-01T00:00:00Z", ""); status != http.StatusBadRequest {
 		t.Errorf("a future ?at= = %d %s", status, body)
+	}
+}
+
+// TestHistoryShowsARefusedNodeAction: the planner service's refusal of
+// an undrain is in the node's history, said so in its summary.
+func TestHistoryShowsARefusedNodeAction(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	e.exec(`
+INSERT INTO event_log (id, topic, partition, "offset", type, version, time, key, actor, why, request_id, instance, payload) VALUES
+  ('a1', 'drove.inventory', 0, 1, 'node.action_ended', 1, now(), 'node-a2', 'planner', 'undrain refused', 'na-1', '',
+   '{"request":"na-1","node":"node-a2","action":"undrain","refused":true,"reason":"evacuation r9 empties it"}');
+INSERT INTO history_subjects (kind, subject, event_id) VALUES ('node', 'node-a2', 'a1'), ('request', 'na-1', 'a1');`)
+	var h struct {
+		Items []historyEntry `json:"items"`
+	}
+	e.get("/v1/history/node/node-a2", &h)
+	if len(h.Items) != 1 || !strings.Contains(h.Items[0].Summary, "refused") || !strings.Contains(h.Items[0].Summary, "evacuation r9") {
+		t.Fatalf("node-a2's history: %+v", h.Items)
 	}
 }

@@ -63,6 +63,10 @@ func subjectsOf(env events.Envelope, p events.Payload) []subject {
 		add(HistoryNode, e.Name)
 	case events.NodeUpdated:
 		add(HistoryNode, e.Name)
+	case events.NodeActionRequested:
+		add(HistoryNode, e.Node)
+	case events.NodeActionEnded: // a refusal, too, is the node's story
+		add(HistoryNode, e.Node)
 	case events.InstanceDeclared:
 		add(HistoryNode, e.PrimaryNode, e.SecondaryNode)
 	case events.InstancePlaced:

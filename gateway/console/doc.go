@@ -9,7 +9,5 @@
 // embedded; nothing is fetched from anywhere else. The script reads and
 // writes only the public JSON API (/v1/...), with the caller's bearer
 // token, so the console can do nothing the API would not let that caller
-// do, and a tenant sees only their own instances and migrations. Features
-// the API does not offer yet (an undrain route, an audit history) are
-// shown only when /v1/openapi.json describes them.
+// do, and a tenant sees only their own instances and migrations.
 package console

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway/client"
 )
@@ -298,9 +300,37 @@ func migrateFromThePage(t *testing.T, e *env, b *browser) string {
 	if got := eval[int](b, `document.querySelectorAll("tr.step[data-phase=sync]").length`); got != m.Syncs {
 		t.Errorf("the page shows %d sync steps; the API counts %d", got, m.Syncs)
 	}
+	checkReportedStatuses(t, e, b, m)
 	b.noBannerError("migration")
 	b.shoot("migration-done.png")
 	return mid
+}
+
+// checkReportedStatuses: the page's source and target say what each node
+// last reported in the migration's history, when it reported anything.
+func checkReportedStatuses(t *testing.T, e *env, b *browser, m *client.Migration) {
+	t.Helper()
+	last := map[string]string{}
+	err := e.api.History(context.Background(), "migration", m.ID, 0, func(h client.HistoryEntry) error {
+		if h.Type != events.TypeMoveStatusReported {
+			return nil
+		}
+		var s events.MoveStatusReported
+		if err := json.Unmarshal(h.Payload, &s); err != nil {
+			return err
+		}
+		last[s.Node] = string(s.Status)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("migration %s: the nodes last reported %v", m.ID, last)
+	for id, node := range map[string]string{"mig-source": m.Source, "mig-target": m.Target} {
+		if want := last[node]; want != "" {
+			b.await(id+" to say "+want, time.Minute, fmt.Sprintf(`document.getElementById(%q).textContent.endsWith(%q)`, id, " — "+want))
+		}
+	}
 }
 
 // otherPages opens the console's other pages and checks each against the
@@ -349,6 +379,29 @@ func otherPages(t *testing.T, e *env, b *browser, node, request, migration strin
 	if got := eval[bool](b, `document.getElementById("node-marks").textContent.includes("drained")`); got != n.Drained {
 		t.Errorf("node %s's page says drained %v; the API %v", node, got, n.Drained)
 	}
+	undrainFromThePage(t, e, b, node)
+}
+
+// undrainFromThePage: the evacuated node's history shows its drain; the
+// page's Undrain waits for the planner service's answer, which the API
+// then shows, and the history gains the action.
+func undrainFromThePage(t *testing.T, e *env, b *browser, node string) {
+	t.Helper()
+	b.await("the drain in the node's history", time.Minute,
+		`[...document.querySelectorAll("#node-history tr[data-type='node.updated']")].some(tr => tr.textContent.includes("-> online, drained"))`)
+	b.run("undrain", 30*time.Second,
+		chromedp.SetValue(chromedp.CSS(`#node-reason`), "console acceptance test: disk replaced"),
+		chromedp.Click(chromedp.CSS(`#undrain`)))
+	b.await("the undrain done", time.Minute, `document.getElementById("banner").textContent === "undrain done."`)
+	var n struct {
+		Drained bool `json:"drained"`
+	}
+	if err := e.api.Get(context.Background(), "/v1/nodes/"+node, &n); err != nil || n.Drained {
+		t.Errorf("after the page's undrain the API says drained %v (%v)", n.Drained, err)
+	}
+	b.await("the undrain in the node's history", time.Minute,
+		`!!document.querySelector("#node-history tr[data-type='node.action_ended']") && !document.getElementById("node-marks").textContent.includes("drained")`)
+	b.shoot("node.png")
 }
 
 // cancelFromThePage asks for a dry run from a node's page and cancels it

@@ -93,26 +93,55 @@ async function dryRun() {
 // ---------- a node ----------
 
 async function node() {
-  const n = await get("/v1/nodes/" + encodeURIComponent(arg));
-  const ins = await all("/v1/instances?node=" + encodeURIComponent(arg));
+  const [n, ins, hist] = await Promise.all([get("/v1/nodes/" + encodeURIComponent(arg)),
+    all("/v1/instances?node=" + encodeURIComponent(arg)), history("node", arg, 0)]);
+  const reason = h("input", { id: "node-reason", placeholder: "why (recorded)" });
   const actions = h("div", { class: "actions" },
-    h("button", { "data-evacuate": n.name, onclick: () => openEvacuate(n.name) }, "Evacuate…"));
-  if (n.drained && await offers("POST", "/v1/nodes/{name}/undrain")) {
-    actions.append(h("button", { id: "undrain", onclick: async () => {
-      try { await api("POST", "/v1/nodes/" + encodeURIComponent(n.name) + "/undrain", {}); location.reload(); } catch (e) { failed(e); }
-    } }, "Undrain"));
-  }
+    h("button", { "data-evacuate": n.name, onclick: () => openEvacuate(n.name) }, "Evacuate…"), reason);
+  const act = (id, verb, label, cls) => actions.append(h("button", { id, class: cls || "",
+    onclick: ev => nodeAction(ev.target, n.name, verb, reason.value) }, label));
+  if (n.drained) act("undrain", "undrain", "Undrain");
+  if (n.offline) act("online", "online", "Bring online");
+  else act("offline", "offline", "Take offline", "danger");
   setMain("Node " + n.name,
     h("dl", {},
       h("dt", {}, "group"), h("dd", {}, n.group),
       h("dt", {}, "memory"), h("dd", {}, mib(n.total_memory_mib - n.free_memory_mib) + " used of " + mib(n.total_memory_mib)),
       h("dt", {}, "disk"), h("dd", {}, mib(n.total_disk_mib - n.free_disk_mib) + " used of " + mib(n.total_disk_mib)),
       h("dt", {}, "cpus"), h("dd", {}, n.total_cpus),
-      h("dt", {}, "marks"), h("dd", { id: "node-marks" }, [n.drained ? "drained" : "", n.offline ? "offline" : "", n.vm_capable ? "" : "not vm-capable"].filter(Boolean).join(", ") || "none")),
+      h("dt", {}, "marks"), h("dd", { id: "node-marks" }, [n.drained ? "drained" : "", n.offline ? "offline" : "", n.vm_capable ? "" : "not vm-capable"].filter(Boolean).join(", ") || "none"),
+      h("dt", {}, "heartbeat"), h("dd", { id: "node-heartbeat" }, n.heartbeat_at ? when(n.heartbeat_at) : "none yet")),
     actions,
     h("h2", { id: "node-instances" }, ins.length + " instances"),
     instanceTable(ins, n.name),
+    h("h2", {}, "History"),
+    // The node's own story: its states, the evacuations and node actions
+    // asked (refusals included); the instances' moves are on their pages.
+    historyTable(hist.items.filter(x => x.type.startsWith("node.") || x.type === "evacuation.requested"), { id: "node-history" }),
     evacuateDialog());
+}
+
+// nodeAction asks for an undrain, offline or online and waits for the
+// planner service's answer (done, or refused and why) before redrawing.
+async function nodeAction(btn, name, verb, why) {
+  if (verb === "offline" && !confirm("Take " + name + " offline? Nothing is placed on it, and moves to or from it end.")) return;
+  btn.disabled = true;
+  try {
+    const a = await api("POST", "/v1/nodes/" + encodeURIComponent(name) + "/" + verb, why ? { reason: why } : {});
+    show(verb + " accepted; waiting for the planner service…", true);
+    for (let i = 0; i < 60; i++) {
+      const r = await get(a.links.self);
+      if (r.state !== "requested") {
+        show(r.state === "done" ? verb + " done." : verb + " refused: " + r.answer, r.state === "done");
+        break;
+      }
+      await new Promise(ok => setTimeout(ok, 500));
+    }
+    await node();
+  } catch (e) {
+    btn.disabled = false;
+    failed(e);
+  }
 }
 
 function instanceTable(ins, onNode) {

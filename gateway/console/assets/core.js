@@ -167,15 +167,25 @@ async function stream(path, onLine, signal) {
   }
 }
 
-// The API's own description says which optional routes it offers (an
-// undrain, an audit history): the console shows those features only then.
-let described = null;
-async function offers(method, path) {
-  if (!described) {
-    try { described = (await get("/v1/openapi.json")).paths || {}; } catch (e) { described = {}; }
+// history reads GET /v1/history/{kind}/{id} after the seq `after` (0:
+// from the start) to its end: the events in log order and the last seq.
+async function history(kind, id, after) {
+  let items = [];
+  for (;;) {
+    const pg = await get("/v1/history/" + kind + "/" + encodeURIComponent(id) + "?limit=1000" + (after ? "&after=" + after : ""));
+    items = items.concat(pg.items || []);
+    if (items.length) after = items[items.length - 1].seq;
+    if (!pg.next) return { items, after };
   }
-  const item = described[path];
-  return !!(item && item[method.toLowerCase()]);
+}
+
+// historyTable shows a history's latest events first: who asked, why and
+// what changed; a refused node action is marked so.
+function historyTable(items, attrs) {
+  const rows = items.slice(-100).reverse().map(x => h("tr", { "data-type": x.type, class: /refused/.test(x.summary) ? "refused" : "" },
+    h("td", {}, when(x.time)), h("td", {}, x.actor), h("td", { class: "wrap" }, x.why),
+    h("td", { class: "wrap" }, x.summary), h("td", {}, x.requester && x.requester !== x.actor ? x.requester : "")));
+  return rows.length ? table(["When", "Who", "Why", "What changed", "Asked by"], rows, attrs) : h("p", { class: "muted" }, "Nothing yet.");
 }
 
 // who: an operator, or a tenant (the bulk API answers 403).

@@ -25,7 +25,8 @@ async function migration() {
   setMain("Migration " + id, h("div", { id: "mig-head" }), h("div", { id: "mig-actions", class: "actions" }),
     h("h2", {}, "Steps"), h("div", { id: "mig-steps" }, h("p", { class: "muted" }, "No step has reported yet.")));
   const steps = new Map();
-  let m = null, watching = false, lastTime = null;
+  let m = null, watching = false, lastTime = null, seen = 0;
+  const reported = {}; // node -> its last move status (oVirt's), from the migration's history
   const ctl = new AbortController();
   const redraw = () => drawSteps(steps, m, lastTime);
   every(1500, async () => {
@@ -37,7 +38,10 @@ async function migration() {
       return true; // just accepted: the views have not caught up yet
     }
     if (banner.textContent.startsWith("Accepted; waiting")) show("");
-    drawMigrationHead(m);
+    const hist = await history("migration", id, seen);
+    seen = hist.after;
+    for (const x of hist.items) if (x.type === "move.status_reported" && x.payload) reported[x.payload.node] = x.payload.status;
+    drawMigrationHead(m, reported);
     if (!watching) {
       watching = true;
       stream("/v1/instances/" + encodeURIComponent(m.instance) + "/migrate/watch?migration=" + encodeURIComponent(id), ev => {
@@ -57,10 +61,16 @@ async function migration() {
   });
 }
 
-// sides are the source's and the target's statuses, from the record (the
-// "live" statuses, when the API gives them) or from its state and phase.
-function sides(m) {
-  if (m.source_status || m.target_status) return [m.source_status || "", m.target_status || ""];
+// sides are the source's and the target's statuses: what each node last
+// reported (move.status_reported in the migration's history: "migration
+// source", "up", ...), else what the record's state and phase imply.
+function sides(m, reported) {
+  const [src, dst] = derivedSides(m);
+  const said = node => (reported && node && reported[node]) || "";
+  return [said(m.source_server) || src, said(m.target_server) || dst];
+}
+
+function derivedSides(m) {
   const done = ["successful", "failed", "aborted"].includes(m.state);
   let src = "running the instance", dst = "";
   if (m.switched) {
@@ -72,8 +82,8 @@ function sides(m) {
   return [src, dst];
 }
 
-function drawMigrationHead(m) {
-  const [src, dst] = sides(m);
+function drawMigrationHead(m, reported) {
+  const [src, dst] = sides(m, reported);
   document.getElementById("mig-head").replaceChildren(h("dl", {},
     h("dt", {}, "instance"), h("dd", {}, link("/console/instances/" + encodeURIComponent(m.instance), m.instance)),
     h("dt", {}, "state"), h("dd", {}, h("span", { id: "mig-state", class: "state " + m.state }, m.state), " · phase " + m.phase + (m.automatic ? " · automatic" : "")),
@@ -159,9 +169,12 @@ async function instance() {
         const a = await migrateAction(ev.target, i.name, "automatic", { target: target.value.trim(), reason: "migrate from the console" });
         if (a) location.href = "/console/migrations/" + encodeURIComponent(a.migration);
       } }, "Migrate")),
-    h("h2", {}, "Migrations"), h("div", { id: "inst-migs" }));
+    h("h2", {}, "Migrations"), h("div", { id: "inst-migs" }),
+    h("h2", {}, "History"), h("div", { id: "inst-history" }));
   const ms = await all("/v1/migrations?kind=instance&instance=" + encodeURIComponent(i.name));
   document.getElementById("inst-migs").replaceChildren(ms.length ? table(["Migration", "State", "Phase", "From", "To", "Created"],
     ms.map(m => h("tr", {}, h("td", {}, link("/console/migrations/" + encodeURIComponent(m.id), m.id.slice(0, 8))), h("td", {}, state(m.state)),
       h("td", {}, m.phase), h("td", {}, m.source_server), h("td", {}, m.target_server || ""), h("td", {}, when(m.created_timestamp))))) : h("p", { class: "muted" }, "None yet."));
+  const hist = await history("instance", i.name, 0);
+  document.getElementById("inst-history").replaceChildren(historyTable(hist.items, { id: "instance-history" }));
 }
