@@ -61,7 +61,10 @@ func TestVerifyAfterEveryKindOfMove(t *testing.T) {
 		t.Fatalf("verify failed on a clean run:\n%s", out)
 	}
 	c := rep.Counts
-	if c.Finished != 2 || c.Migrations != 1 || c.Placements == 0 || c.Dependencies == 0 || c.Opcodes == 0 || c.Phases < 3 || c.NodeChecks == 0 {
+	// Plans leave a node's running limit to the release (planner/jobs
+	// makespan.go), so a plan this small may have no dependency at all;
+	// the dependency rule is exercised by the verify package's own tests.
+	if c.Finished != 2 || c.Migrations != 1 || c.Placements == 0 || c.Releases == 0 || c.Opcodes == 0 || c.Phases < 3 || c.NodeChecks == 0 {
 		t.Fatalf("verify checked too little: %+v", c)
 	}
 	text := verifyText(t, bin, e.kcfg, 0)
