@@ -96,6 +96,8 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 		Sim:           allinone.DemoSim(),
 		GatewayTokens: accounts,
 		PKIDir:        filepath.Join(abs, "pki"),
+		// The planner's snapshot lives with the log it was taken of.
+		PlannerSnapshotDir: filepath.Join(abs, "planner"),
 	}
 	if f.driver == "zfs" {
 		zdev, err := startZFSDev(ctx, abs, log, stdout)

@@ -210,6 +210,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	sf.register(fs, false)
 	maxRunning := fs.Int("max-running-moves", 5, "jobs running at once across the cluster")
 	maxPerNode := fs.Int("max-moves-per-node", 2, "moves a node sends at once")
+	snapshotDir := fs.String("snapshot-dir", os.Getenv("DROVE_PLANNER_SNAPSHOT_DIR"), "where the planner keeps a snapshot of its state, so a start reads only the log after it (env DROVE_PLANNER_SNAPSHOT_DIR); empty: every start replays the whole log")
 	standby := fs.Bool("standby", true, "run several: they elect one that decides, the others stand by and take over when it dies; false: this one decides at once and fences any other")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
@@ -222,6 +223,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	cfg := service.Config{Kafka: sf.kafka("drove-planner"), MaxRunningMoves: *maxRunning, Logger: log, Metrics: reg}
 	cfg.Options.MaxMovesPerNode = *maxPerNode
 	cfg.Standby = *standby
+	cfg.SnapshotDir = *snapshotDir
 	part := supervise.Part{Name: "planner", Log: log}
 	if *standby {
 		// Fenced means another instance leads now: stand by again.

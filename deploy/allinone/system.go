@@ -54,6 +54,15 @@ type Config struct {
 	// issued (a CA in PKIDir/ca, each node's in PKIDir/NODE) and kept
 	// across restarts; empty: a temporary directory removed at Stop.
 	PKIDir string
+	// MaxMovesPerNode bounds the moves a node sends at once; 0 is the
+	// planner's default.
+	MaxMovesPerNode int
+	// ExecutorConcurrency bounds the opcodes each node runs at once; 0 is
+	// the executor's default.
+	ExecutorConcurrency int
+	// PlannerSnapshotDir is where the planner service keeps its snapshot
+	// (service.Config.SnapshotDir); empty: none.
+	PlannerSnapshotDir string
 	// RefusalAuditBurst is the gateway's budget of refusals audited one
 	// by one before it folds them into counts; 0 is its default.
 	RefusalAuditBurst int
@@ -292,7 +301,12 @@ func (s *System) StartProjector(_ context.Context) error {
 // StartPlanner starts (or restarts) the planner service.
 func (s *System) StartPlanner(_ context.Context) error {
 	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"},
-		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner")}
+		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner"),
+		SnapshotDir: s.cfg.PlannerSnapshotDir}
+	if s.cfg.MaxMovesPerNode > 0 {
+		cfg.Options = planner.DefaultOptions()
+		cfg.Options.MaxMovesPerNode = s.cfg.MaxMovesPerNode
+	}
 	if _, err := service.New(cfg); err != nil {
 		return err
 	}
@@ -318,7 +332,8 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 		return err
 	}
 	cfg := executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
-		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
+		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id,
+		Concurrency: s.cfg.ExecutorConcurrency}
 	e, err := executor.New(cfg, d)
 	if err != nil {
 		return err

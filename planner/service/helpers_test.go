@@ -181,6 +181,8 @@ type simExecutor struct {
 
 	mu    sync.Mutex
 	hold  bool                                 // keep new opcodes running until told
+	batch bool                                 // answer a whole fetch in few transactions
+	out   []kafka.Message                      // with batch: answers not appended yet
 	fail  func(events.OpcodeDispatched) string // non-empty: end with this error
 	held  map[opKey]events.Envelope            // running opcodes, by dispatch
 	seen  map[opKey]bool
@@ -230,6 +232,10 @@ func (h *harness) executor(hold bool, fail func(events.OpcodeDispatched) string)
 					h.t.Errorf("executor: %v", err)
 					return
 				}
+			}
+			if err := x.flush(ctx); err != nil && ctx.Err() == nil {
+				h.t.Errorf("executor: %v", err)
+				return
 			}
 		}
 	}()
@@ -319,7 +325,30 @@ func (x *simExecutor) end(ctx context.Context, denv events.Envelope, how string)
 			PrimaryNode: after[0], SecondaryNode: after[1], PreviousGroup: x.groupOf(before[0]),
 			PreviousPrimary: before[0], PreviousSecondary: before[1], Request: d.Request}))
 	}
+	return x.send(ctx, msgs...)
+}
+
+// send appends msgs in one transaction, or keeps them for flush (batch).
+func (x *simExecutor) send(ctx context.Context, msgs ...kafka.Message) error {
+	if x.batch {
+		x.out = append(x.out, msgs...)
+		return nil
+	}
 	return x.prod.AppendBatch(ctx, msgs...)
+}
+
+// flush appends the answers kept, a thousand events a transaction.
+func (x *simExecutor) flush(ctx context.Context) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for len(x.out) > 0 {
+		n := min(len(x.out), 1000)
+		if err := x.prod.AppendBatch(ctx, x.out[:n]...); err != nil {
+			return err
+		}
+		x.out = x.out[n:]
+	}
+	return nil
 }
 
 func (x *simExecutor) groupOf(node string) string {
@@ -328,7 +357,7 @@ func (x *simExecutor) groupOf(node string) string {
 }
 
 func (x *simExecutor) emit(ctx context.Context, cause events.Envelope, node string, p events.Payload) error {
-	return x.prod.AppendBatch(ctx, x.message(cause, node, p))
+	return x.send(ctx, x.message(cause, node, p))
 }
 
 func (x *simExecutor) message(cause events.Envelope, node string, p events.Payload) kafka.Message {
