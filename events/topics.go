@@ -48,8 +48,9 @@ func Topics() []string {
 // Consumer groups. A group's committed offsets are its memory of what it has
 // already applied: renaming a group replays everything. Change a name only
 // when a full replay is what you want. Only the executors read through
-// consumer groups; the planner service reads whole topics from the start and
-// the projector keeps its offsets in Postgres, with its views.
+// consumer groups; the planner service keeps its positions with its snapshot
+// (or reads whole topics from the start) and the projector keeps its offsets
+// in Postgres, with its views.
 const (
 	// GroupExecutorPrefix + node name is each node executor's group: every
 	// node reads the opcodes topic on its own.

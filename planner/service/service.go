@@ -68,7 +68,8 @@ func (s *Service) Leading() bool { return s.leading.Load() }
 // the decisions it found pending.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
-// Run rebuilds the state from offset zero, takes whatever decisions the log
+// Run rebuilds the state from the log (from offset zero, or from its
+// latest snapshot and the log after it), takes whatever decisions the log
 // shows pending, then follows the log and decides as events arrive, until
 // ctx is done (it then returns nil) or something fails: a fetch, an event
 // that does not decode, an append that cannot be made, or fencing by a
