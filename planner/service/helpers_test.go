@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/planner"
@@ -206,29 +204,32 @@ func (h *harness) executor(hold bool, fail func(events.OpcodeDispatched) string)
 		}
 		x.place[in.Name] = [2]string{h.plan.Nodes[in.Primary].Name, sec}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Brokers...), kgo.ConsumeTopics(events.TopicOpcodes),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(50*time.Millisecond))
+	rd, err := kafka.NewReader(h.ctx, kc, kafka.ReadOptions{Topics: []string{events.TopicOpcodes}, Follow: true,
+		MaxWait: 50 * time.Millisecond})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan struct{})
-	h.t.Cleanup(func() { cancel(); <-done; cl.Close(); prod.Close() })
+	h.t.Cleanup(func() { cancel(); <-done; rd.Close(); prod.Close() })
 	go func() {
 		defer close(done)
 		for {
-			fs := cl.PollFetches(ctx)
+			b, err := rd.Next(ctx)
 			if ctx.Err() != nil {
 				return
 			}
-			for _, r := range fs.Records() {
-				env, err := events.Decode(r.Value)
-				if err != nil {
-					h.t.Errorf("executor: %v", err)
-					return
-				}
-				if err := x.handle(ctx, env); err != nil && ctx.Err() == nil {
+			if err != nil && !kafka.IsRetryable(err) {
+				h.t.Errorf("executor: %v", err)
+				return
+			}
+			recs, err := b.Decode()
+			if err != nil {
+				h.t.Errorf("executor: %v", err)
+				return
+			}
+			for _, r := range recs {
+				if err := x.handle(ctx, r.Event); err != nil && ctx.Err() == nil {
 					h.t.Errorf("executor: %v", err)
 					return
 				}
