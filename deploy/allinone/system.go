@@ -60,6 +60,9 @@ type Config struct {
 	// ExecutorConcurrency bounds the opcodes each node runs at once; 0 is
 	// the executor's default.
 	ExecutorConcurrency int
+	// PlanPartBytes bounds a part of a plan too large for one record
+	// (service.Config.PlanPartBytes); 0 is the planner's default.
+	PlanPartBytes int
 	// PlannerSnapshotDir is where the planner service keeps its snapshot
 	// (service.Config.SnapshotDir); empty: none.
 	PlannerSnapshotDir string
@@ -302,7 +305,7 @@ func (s *System) StartProjector(_ context.Context) error {
 func (s *System) StartPlanner(_ context.Context) error {
 	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"},
 		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner"),
-		SnapshotDir: s.cfg.PlannerSnapshotDir}
+		SnapshotDir: s.cfg.PlannerSnapshotDir, PlanPartBytes: s.cfg.PlanPartBytes}
 	if s.cfg.MaxMovesPerNode > 0 {
 		cfg.Options = planner.DefaultOptions()
 		cfg.Options.MaxMovesPerNode = s.cfg.MaxMovesPerNode

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -287,7 +286,7 @@ func (l *loop) decideAll(ctx context.Context) error {
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, Producer: l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
-		Migrating: l.st.migs.ActiveOn, Fits: kc.Fits, PlanPartBytes: planPartBytes(kc)}
+		Migrating: l.st.migs.ActiveOn, Fits: kc.Fits, PlanPartBytes: l.svc.cfg.PlanPartBytes}
 	for id, why := range l.refused {
 		if err := l.decided(ctx, id, jobs.Fail(env, l.st.reqs, id, why)); err != nil {
 			return err
@@ -304,12 +303,6 @@ func (l *loop) decideAll(ctx context.Context) error {
 		}
 	}
 	return l.decideMigrations(ctx)
-}
-
-// planPartBytes bounds one part of a plan: a quarter of a record, leaving
-// room for the envelope and the reasons it carries.
-func planPartBytes(kc kafka.Config) int {
-	return cmp.Or(kc.MaxRecordBytes, 8<<20) / 4
 }
 
 // decided appends one request's decisions. A refusal of the log for what
