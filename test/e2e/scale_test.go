@@ -49,14 +49,14 @@ func groupsCluster(nodes, perNode int) *planner.Cluster {
 // the simulated driver, and closed with every instance moved; the views
 // join the parts back into one plan.
 //
-// It moves 2,000 instances in plans of 256 KiB parts by default, which
+// It moves 1,000 instances in plans of 128 KiB parts by default, which
 // takes well under a minute; DROVE_E2E_GROUP_CHANGE=20000 moves 20,000 in
 // the planner's own part size (5 minutes on a loaded 2-core machine
 // without the race detector: each executor appends its events one
 // transaction at a time). planner/service's TestGroupChangeOf20000Instances
 // runs 20,000 through the planner service at every `make test`.
 func TestGroupChangeInPartsOnTheSimDriver(t *testing.T) {
-	nodes, perNode, partBytes := 10, 200, 256<<10
+	nodes, perNode, partBytes := 10, 100, 128<<10
 	if n, err := strconv.Atoi(os.Getenv("DROVE_E2E_GROUP_CHANGE")); err == nil && n >= nodes {
 		perNode, partBytes = n/nodes, 0
 	}
@@ -70,7 +70,7 @@ func TestGroupChangeInPartsOnTheSimDriver(t *testing.T) {
 	sys, err := allinone.Start(ctx, allinone.Config{
 		Brokers: k.Brokers, DatabaseURL: pg.URL, Seed: func() *planner.Cluster { return seed }, Sim: simcfg,
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		MaxRunningMoves: 1000, MaxMovesPerNode: 100, ExecutorConcurrency: 100, PlanPartBytes: partBytes,
+		MaxRunningMoves: 200, MaxMovesPerNode: 20, ExecutorConcurrency: 20, PlanPartBytes: partBytes,
 	})
 	if err != nil {
 		t.Fatal(err)
