@@ -34,7 +34,13 @@ func newHarness(t *testing.T) *harness { return newHarnessWith(t, testCluster(20
 
 func newHarnessWith(t *testing.T, c *planner.Cluster) *harness {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	return newHarnessFor(t, c, testTimeout)
+}
+
+// newHarnessFor is newHarnessWith with every wait bounded by d instead.
+func newHarnessFor(t *testing.T, c *planner.Cluster, d time.Duration) *harness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	k := testenv.Kafka(t)
 	kc := kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond, TransactionalID: "test-operator"}
