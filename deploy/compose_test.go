@@ -5,6 +5,7 @@ package deploy
 
 import (
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,10 @@ func TestComposeFileValidates(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the resolved compose file lacks %q", want)
 		}
+	}
+	// A production partition count, not the demo's 3.
+	if !regexp.MustCompile(`DROVE_PARTITIONS: ["']?24["']?\n`).Match(out) {
+		t.Errorf("the services are not given a production partition count (DROVE_PARTITIONS: 24):\n%s", out)
 	}
 	if strings.Contains(string(out), "PLAINTEXT://") {
 		t.Errorf("a Kafka listener in plain text:\n%s", out)

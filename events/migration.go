@@ -27,6 +27,7 @@ const (
 	TypeMigrationPhaseDispatched = "migration.phase_dispatched"
 	TypeMigrationPhaseEnded      = "migration.phase_ended"
 	TypeReceiverReady            = "opcode.receiver_ready"
+	TypeTargetNotified           = "opcode.target_notified"
 	TypeSettingsChanged          = "settings.changed"
 )
 
@@ -163,6 +164,19 @@ type ReceiverReady struct {
 	Addr    string `json:"addr"`
 }
 
+// TargetNotified carries to the executor of a move's target node an event
+// of drove.opcodes that is keyed by (so lies in the partition of) the
+// source node: the dispatch of an opcode or of a migration phase that
+// moves an instance onto Node, and its end. Each executor reads only its
+// own node's partition of drove.opcodes, so the source's executor relays,
+// in the transactions it writes anyway (the opcode's start and end, the
+// phase's end), what the target side must see. Event is the relayed event,
+// whole and unchanged.
+type TargetNotified struct {
+	Node  string   `json:"node"`
+	Event Envelope `json:"event"`
+}
+
 // SettingsChanged is the whole set of operator settings in force from now.
 type SettingsChanged struct {
 	// AllowUserMigrations lets owners migrate their own instances;
@@ -214,6 +228,9 @@ func (p MigrationPhaseEnded) key() string      { return p.Node }
 func (ReceiverReady) Type() string             { return TypeReceiverReady }
 func (ReceiverReady) Version() int             { return 1 }
 func (p ReceiverReady) key() string            { return p.Node }
+func (TargetNotified) Type() string            { return TypeTargetNotified }
+func (TargetNotified) Version() int            { return 1 }
+func (p TargetNotified) key() string           { return p.Node }
 func (SettingsChanged) Type() string           { return TypeSettingsChanged }
 func (SettingsChanged) Version() int           { return 1 }
 func (SettingsChanged) key() string            { return "settings" }
@@ -255,6 +272,15 @@ func (m MigrationPhaseEnded) check(p *problems) {
 	nonNegative(p, "seq", m.Seq)
 	p.require("phase", m.Phase)
 	oneOf(p, "status", m.Status, JobSuccess, JobError, JobCanceled)
+}
+
+func (t TargetNotified) check(p *problems) {
+	p.require("node", t.Node)
+	oneOf(p, "event.type", t.Event.Type, TypeOpcodeDispatched, TypeOpcodeEnded,
+		TypeMigrationPhaseDispatched, TypeMigrationPhaseEnded)
+	if _, err := Encode(t.Event); err != nil {
+		p.addf("event", "%v", err)
+	}
 }
 
 func (r ReceiverReady) check(p *problems) {

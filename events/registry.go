@@ -61,6 +61,7 @@ func init() {
 	register[MigrationPhaseDispatched](TopicOpcodes)
 	register[MigrationPhaseEnded](TopicOpcodes)
 	register[ReceiverReady](TopicOpcodes)
+	register[TargetNotified](TopicOpcodes)
 	register[SettingsChanged](TopicSettings)
 }
 

@@ -87,6 +87,9 @@ func samples() []Payload {
 		MigrationPhaseEnded{Migration: "mig-1", Instance: "inst1", Node: "node1", Seq: 2,
 			Phase: PhaseSync, Status: JobSuccess, Bytes: 1 << 20},
 		ReceiverReady{Request: "req-1", Job: 1, Index: 0, Node: "node2", Target: "node4", Addr: "127.0.0.1:4711"},
+		TargetNotified{Node: "node4", Event: New(OpcodeDispatched{Request: "req-1", Job: 1, Index: 0, Node: "node2",
+			Opcode: job1.Opcodes[0]}, WithTime(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)), WithProducer("planner-1"),
+			WithReason(Reason{Actor: "planner", Why: "job 1 released", RequestID: "req-1"}), WithID("ev-relayed"))},
 		DefaultSettings(),
 	}
 }

@@ -22,9 +22,11 @@ const (
 	// request's jobs are read in the order their fates were decided.
 	TopicJobs = "drove.jobs"
 
-	// TopicOpcodes holds opcodes dispatched to a node and the node's word
-	// that each started and ended. Keyed by node name, so an executor reads
-	// its own work in order.
+	// TopicOpcodes holds opcodes and migration phases dispatched to a node,
+	// the node's word that each started and ended, receivers' addresses
+	// and what a source relays to a move's target (TargetNotified). Keyed
+	// by the node each event is for, so an executor reads its own work, in
+	// order, in the one partition its node's name maps to.
 	TopicOpcodes = "drove.opcodes"
 
 	// TopicProgress holds progress and end events of moves (RFD 34's watch
@@ -45,15 +47,16 @@ func Topics() []string {
 	}
 }
 
-// Consumer groups. A group's committed offsets are its memory of what it has
-// already applied: renaming a group replays everything. Change a name only
-// when a full replay is what you want. Only the executors read through
-// consumer groups; the planner service keeps its positions with its snapshot
-// (or reads whole topics from the start) and the projector keeps its offsets
-// in Postgres, with its views.
+// Consumer groups. No reader joins a group to read: every service reads
+// with a kafka.Reader and keeps its own position (the planner service's is
+// in its snapshot). An executor keeps its
+// checkpoint as its group's committed offset (kafka.Checkpoint): renaming
+// a group makes that executor read its partition from offset zero again
+// (harmless, only slower). The planner's election is a group's
+// membership; the projector keeps its offsets in Postgres, with its views.
 const (
-	// GroupExecutorPrefix + node name is each node executor's group: every
-	// node reads the opcodes topic on its own.
+	// GroupExecutorPrefix + node name is each node executor's group, which
+	// holds its checkpoint in drove.opcodes.
 	GroupExecutorPrefix = "drove-executor-"
 
 	// GroupPlannerElection is the planner services' election, not a reader
@@ -64,5 +67,6 @@ const (
 )
 
 // ExecutorGroup is the consumer group of the executor on node. Renaming a
-// node gives its executor a new group, which replays the opcodes topic.
+// node gives its executor a new group, which reads its partition of the
+// opcodes topic from the start.
 func ExecutorGroup(node string) string { return GroupExecutorPrefix + node }

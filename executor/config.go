@@ -37,6 +37,12 @@ type Config struct {
 	// show its instance where the opcode says it is (another node's
 	// executor may have just moved it). Default 10s.
 	PlacementWait time.Duration
+	// CheckpointLinger is how long the executor's checkpoint stays before
+	// the dispatch of an opcode (or phase, or receiver) that has ended, so
+	// that a restart still recognises a copy of the dispatch the planner
+	// appended again after the end (read.go). Longer than the planner's
+	// append retries. Default 1m.
+	CheckpointLinger time.Duration
 	// Logger gets the executor's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Metrics registers drove_executor_* metrics; nil means a private
@@ -99,6 +105,9 @@ func (c Config) withDefaults() Config {
 	if c.PlacementWait == 0 {
 		c.PlacementWait = 10 * time.Second
 	}
+	if c.CheckpointLinger == 0 {
+		c.CheckpointLinger = time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -138,6 +147,7 @@ func (c Config) Validate() error {
 	}{
 		{"Retry.Initial", c.Retry.Initial}, {"Retry.Max", c.Retry.Max},
 		{"ProgressInterval", c.ProgressInterval}, {"PlacementWait", c.PlacementWait},
+		{"CheckpointLinger", c.CheckpointLinger},
 	} {
 		if d.v < 0 {
 			ps = append(ps, fmt.Sprintf("%s: negative (%s)", d.name, d.v))

@@ -9,7 +9,10 @@
 //
 // One Executor, one file per stage of a task's path:
 //
-//   - executor.go: New, Run (start-up recovery, then the consumer), and
+//   - read.go: what the executor reads (its node's partition of the
+//     opcodes, from its checkpoint) and the checkpoint, held back by the
+//     work still owed;
+//   - executor.go: New, Run (start-up recovery, then following), and
 //     handle, which routes each record: a dispatch to submit, a cancel to
 //     cancel, a migration phase to migration.go, a settings change;
 //   - slots.go: the Concurrency slots, granted in dispatch order;
@@ -42,30 +45,40 @@
 //     before and after. Watchers therefore never see an opcode ended
 //     without its placement, or placed without its end.
 //
-// # Delivery, restarts and idempotence
+// # Reading, restarts and idempotence
 //
-// The executor follows drove.opcodes, drove.inventory and drove.settings
-// (the send rate cap of migration phases) as consumer group
-// events.ExecutorGroup(node). Its handler never waits for an opcode:
-// an OpcodeCancelled arrives on the same partition after the dispatch it
+// The executor reads (read.go) only the partition of drove.opcodes its
+// node's name maps to (kafka.PartitionOf, the producers' partitioner:
+// every event an executor acts on is keyed by the node it is for), plus
+// drove.inventory and drove.settings whole. The target side of a move
+// lies in the source's partition, so the source's executor relays the
+// dispatch (with its start) and the end to the target, keyed by it
+// (TargetNotified). Its handler never waits for an opcode: an
+// OpcodeCancelled arrives on the same partition after the dispatch it
 // cancels, so a handler blocked on the dispatch would never read it, and
 // Concurrency opcodes could never run at once. The handler queues the
 // opcode (a goroutine that waits for one of Concurrency slots, granted in
-// dispatch order) and returns; the consumer commits the offset.
+// dispatch order) and returns.
 //
-// What makes that safe is that the consumer offset is not the executor's
-// memory of what it owes — the log is. At every start the executor reads
-// drove.opcodes from offset zero (kafka.ReadAll): every opcode dispatched
-// to its node without an OpcodeEnded from its node is owed, and is run
-// again (or ended as canceled if an OpcodeCancelled came for it). So an
-// opcode whose offset was committed but whose end events never made it to
-// the log before a crash is run again, exactly as if the offset had waited
-// for them; and a redelivered dispatch whose opcode has ended (or is
-// running) is ignored, keyed by (request, job, index). The committed offset
-// only spares the consumer from re-reading old records. Drivers must
-// therefore tolerate a second Run of an opcode that half happened (see
-// Driver); the simulator checks whether the instance already sits at the
-// target.
+// Where a start reads from is the executor's checkpoint, the committed
+// offset of its consumer group events.ExecutorGroup(node), which it keeps
+// itself (kafka.Checkpoint) and never moves past a record of work it
+// still owes: an opcode dispatched and not ended, a receiver not done, a
+// migration phase not ended. At start it reads from the checkpoint to
+// where the log stood: every opcode dispatched to its node without an
+// OpcodeEnded from its node is owed, and is run again (or ended as
+// canceled if an OpcodeCancelled came for it). So an opcode whose end
+// events never made it to the log before a crash is run again, and one
+// that ended is not; a restart costs the node's records since its oldest
+// unfinished work, not the cluster's history. A dispatch may be in the
+// log twice (the planner appends again, same event, when Kafka could not
+// confirm a commit); a copy whose opcode has ended or is running is
+// ignored, keyed by (request, job, index). Because such a copy may land
+// after the end, the checkpoint stays before a finished opcode for
+// CheckpointLinger (a minute), longer than the planner retries an append;
+// past it, the executor forgets the opcode. Drivers must still tolerate
+// a second Run of an opcode that half happened (see Driver); the
+// simulator checks whether the instance already sits at the target.
 //
 // Shutting down is not cancelling: when Run's context ends, running
 // opcodes are aborted through their contexts but no end events are written
@@ -76,11 +89,16 @@
 //
 // # Placement
 //
-// The dispatch says From and To; the inventory fold (ReadAll at start,
-// then the same consumer) supplies storage kind, size, run state, the
-// previous secondary and the nodes' groups. Because the fold is fed twice
-// over the same log it ignores records at or below the last offset it
-// applied per partition. Before running, an opcode waits (PlacementWait)
+// The dispatch says From and To; the inventory fold supplies storage
+// kind, size, run state, the previous secondary and the nodes' groups. It
+// keeps those few facts of every instance and the group of every node,
+// because any instance may be moved onto this node (a group change, a
+// failover target) and its target side needs its facts, and a move may
+// name any node; it keeps nothing else (no tags, policies, resources,
+// requests). drove.inventory is keyed by instance, so no partition of it
+// is one node's: it is read whole at every start (a current-state
+// snapshot of it is the follow-up). The fold ignores records at or below
+// the last offset it applied per partition. Before running, an opcode waits (PlacementWait)
 // for the fold to show its instance on From: the InstancePlaced of the
 // previous opcode of the job may have been written by another node's
 // executor a moment ago. The placement after success follows Ganeti's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -24,6 +25,8 @@ type Executor struct {
 	inv    *inventory
 	slots  *slots      // Concurrency opcodes at once, in dispatch order
 	rv     *rendezvous // target sides of moves (receive.go)
+	owed   *owed       // the checkpoint: what is owed since where (read.go)
+	reader atomic.Pointer[kafka.Reader]
 
 	mu        sync.Mutex
 	base      context.Context // Run's context; tasks derive theirs from it
@@ -87,6 +90,7 @@ func New(cfg Config, d Driver) (*Executor, error) {
 		inv:       newInventory(),
 		slots:     newSlots(cfg.Concurrency),
 		rv:        newRendezvous(),
+		owed:      newOwed(cfg.CheckpointLinger),
 		ended:     map[opKey]bool{},
 		cancelled: map[opKey]string{},
 		tasks:     map[opKey]*task{},
@@ -97,11 +101,14 @@ func New(cfg Config, d Driver) (*Executor, error) {
 // running opcode without ending it (the next start runs it again) and
 // returns. It returns nil when ctx ended it.
 //
-// At start it ensures the topics, announces the node (Config.Announce),
-// folds drove.inventory, and reads drove.opcodes from offset zero to learn
-// what it owes: every opcode dispatched to this node that has not ended is
-// started again, cancelled ones are ended as canceled. Then it follows both
-// topics as consumer group events.ExecutorGroup(node).
+// At start it ensures the topics and announces the node
+// (Config.Announce); then it reads (read.go) the partition of
+// drove.opcodes its node's name maps to, from its checkpoint, with
+// drove.inventory and drove.settings from their starts, up to where the
+// log stood; from what it read it learns what it owes: every opcode
+// dispatched to this node that has not ended is started again, cancelled
+// ones are ended as canceled, and so are receivers and migration phases.
+// Then it follows the same partitions.
 func (e *Executor) Run(ctx context.Context) error {
 	defer e.prod.Close()
 	base, stop := context.WithCancelCause(ctx)
@@ -125,47 +132,18 @@ func (e *Executor) Run(ctx context.Context) error {
 			return fmt.Errorf("executor: announce node: %w", err)
 		}
 	}
-	if err := e.recover(ctx); err != nil {
-		return err
-	}
-	// A static member: an executor restarted after a crash takes its
-	// place in its node's group at once (kafka.Config.InstanceID).
-	kc := e.cfg.Kafka
-	if kc.InstanceID == "" {
-		kc.InstanceID = events.ExecutorGroup(e.cfg.Node)
-	}
-	cons, err := kafka.NewConsumer(kc, events.ExecutorGroup(e.cfg.Node),
-		events.TopicOpcodes, events.TopicInventory, events.TopicSettings)
-	if err != nil {
-		return err
-	}
-	e.log.Info("executor running", "concurrency", e.cfg.Concurrency)
-	if err := cons.Run(base, e.handle); err != nil {
-		return fmt.Errorf("executor: %w", err)
-	}
-	return nil
+	return e.read(ctx, base)
 }
 
-// recover folds the inventory and the opcode history from offset zero. The
-// log, not the consumer offset, is the executor's memory of what it owes:
-// see doc.go.
-func (e *Executor) recover(ctx context.Context) error {
-	inv, err := kafka.ReadAll(ctx, e.cfg.Kafka, events.TopicInventory)
-	if err != nil {
-		return fmt.Errorf("executor: read inventory: %w", err)
-	}
-	for _, rec := range inv {
-		if err := e.inv.apply(rec); err != nil {
-			return fmt.Errorf("executor: fold inventory %s: %w", rec, err)
-		}
-	}
-	ops, err := kafka.ReadAll(ctx, e.cfg.Kafka, events.TopicOpcodes)
-	if err != nil {
-		return fmt.Errorf("executor: read opcodes: %w", err)
-	}
+// recover takes the decisions the records read at start imply: ops are
+// this node's partition of drove.opcodes from the checkpoint to where the
+// log stood. Every record before the checkpoint is paid for (see owed),
+// so what ops shows dispatched and not ended is all this node owes.
+func (e *Executor) recover(ops []kafka.Record) error {
 	type pending struct {
 		env events.Envelope
 		d   events.OpcodeDispatched
+		off int64
 	}
 	var order []opKey
 	dispatched := map[opKey]pending{}
@@ -174,14 +152,14 @@ func (e *Executor) recover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("executor: %s: %w", rec, err)
 		}
-		e.observeOpcode(rec.Event, p, true)
+		e.observe(rec, p, true)
 		switch v := p.(type) {
 		case events.OpcodeDispatched:
 			if v.Node == e.cfg.Node {
 				k := opKey{v.Request, v.Job, v.Index}
 				if _, seen := dispatched[k]; !seen {
 					order = append(order, k)
-					dispatched[k] = pending{rec.Event, v}
+					dispatched[k] = pending{rec.Event, v, rec.Offset}
 				}
 			}
 		case events.OpcodeEnded:
@@ -197,17 +175,31 @@ func (e *Executor) recover(ctx context.Context) error {
 	for _, k := range order {
 		if !e.ended[k] {
 			e.log.Info("resuming an opcode dispatched before this start", "opcode", k)
-			e.submit(dispatched[k].env, dispatched[k].d)
+			e.submit(dispatched[k].env, dispatched[k].d, dispatched[k].off)
 		}
 	}
 	e.resumeReceivers()
-	return e.recoverMigrations(ctx, ops)
+	return e.recoverMigrations(ops)
 }
 
-// handle is the consumer's handler. It never waits for an opcode to run:
-// a running opcode must stay cancellable by a later record of the same
-// partition.
-func (e *Executor) handle(_ context.Context, rec kafka.Record) error {
+// observe folds the rendezvous' share of a drove.opcodes record, the
+// events a source relayed to this node (TargetNotified) included.
+func (e *Executor) observe(rec kafka.Record, p events.Payload, replay bool) {
+	if n, ok := p.(events.TargetNotified); ok {
+		inner, err := n.Event.DecodePayload()
+		if err != nil || n.Node != e.cfg.Node {
+			return // validated when decoded; another node's, sharing the partition
+		}
+		e.observeOpcode(n.Event, inner, replay, rec.Offset)
+		return
+	}
+	e.observeOpcode(rec.Event, p, replay, rec.Offset)
+}
+
+// handle applies one record read live. It never waits for an opcode to
+// run: a running opcode must stay cancellable by a later record of the
+// same partition.
+func (e *Executor) handle(rec kafka.Record) error {
 	if rec.Topic == events.TopicInventory {
 		if p, err := rec.Event.DecodePayload(); err == nil {
 			e.observeInventory(p)
@@ -221,11 +213,11 @@ func (e *Executor) handle(_ context.Context, rec kafka.Record) error {
 	if err != nil {
 		return err
 	}
-	e.observeOpcode(rec.Event, p, false)
+	e.observe(rec, p, false)
 	switch v := p.(type) {
 	case events.OpcodeDispatched:
 		if v.Node == e.cfg.Node {
-			e.submit(rec.Event, v)
+			e.submit(rec.Event, v, rec.Offset)
 		}
 	case events.OpcodeCancelled:
 		if v.Node == e.cfg.Node {
@@ -238,16 +230,17 @@ func (e *Executor) handle(_ context.Context, rec kafka.Record) error {
 			e.mu.Unlock()
 		}
 	case events.MigrationPhaseDispatched:
-		e.submitPhase(rec.Event, v)
+		e.submitPhase(rec.Event, v, rec.Offset)
 	case events.MigrationPhaseEnded:
 		e.phaseEnded(v)
 	}
 	return nil
 }
 
-// submit starts a task for a dispatch unless the opcode already ended or
-// is queued or running: dispatches are delivered at least once.
-func (e *Executor) submit(env events.Envelope, d events.OpcodeDispatched) {
+// submit starts a task for a dispatch at offset off unless the opcode
+// already ended or is queued or running (a dispatch may be in the log
+// twice); until it ends, the checkpoint stays at or before off.
+func (e *Executor) submit(env events.Envelope, d events.OpcodeDispatched, off int64) {
 	k := opKey{d.Request, d.Job, d.Index}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -259,12 +252,25 @@ func (e *Executor) submit(env events.Envelope, d events.OpcodeDispatched) {
 	ctx, cancel := context.WithCancelCause(e.base)
 	t := &task{key: k, dispatch: env, d: d, ctx: ctx, cancel: cancel, ticket: e.slots.enqueue()}
 	e.tasks[k] = t
+	e.owed.owe(opcodeID(k), off, func() { e.forget(k) })
 	if reason, ok := e.cancelled[k]; ok {
 		cancel(&cancelRequest{reason})
 	}
 	e.m.queued.Inc()
 	e.wg.Add(1)
 	go e.runTask(t)
+}
+
+// forget drops what the executor remembers of an opcode long ended (see
+// owed.owe).
+func (e *Executor) forget(k opKey) {
+	e.mu.Lock()
+	delete(e.ended, k)
+	delete(e.cancelled, k)
+	e.mu.Unlock()
+	e.rv.mu.Lock()
+	delete(e.rv.addrs, k)
+	e.rv.mu.Unlock()
 }
 
 // cancel stops a queued or running opcode. One that already ended is left
@@ -289,6 +295,7 @@ func (e *Executor) finish(t *task, ended bool) {
 	delete(e.tasks, t.key)
 	if ended {
 		e.ended[t.key] = true
+		e.owed.pay(opcodeID(t.key))
 	}
 }
 

@@ -20,9 +20,17 @@ func TestDispatchRunsAndReportsInOrder(t *testing.T) {
 	if got := w.waitEnded("req-1", 0, 0); got.Status != events.JobSuccess || got.Node != "n1" {
 		t.Fatalf("OpcodeEnded = %+v, want success on n1", got)
 	}
-	ops := ofRequest(w.read(events.TopicOpcodes), "req-1")
+	all := ofRequest(w.read(events.TopicOpcodes), "req-1")
+	relays := payloads[events.TargetNotified](all)
+	ops := slices.DeleteFunc(all, func(e events.Envelope) bool { return e.Type == events.TypeTargetNotified })
 	if types := typesOf(ops); !slices.Equal(types, []string{events.TypeOpcodeDispatched, events.TypeOpcodeStarted, events.TypeOpcodeEnded}) {
 		t.Fatalf("drove.opcodes holds %v", types)
+	}
+	// The target reads only its own partition: the source relays the
+	// dispatch (with its start) and the end to it.
+	if len(relays) != 2 || relays[0].Node != "n2" || relays[0].Event.ID != disp.ID ||
+		relays[1].Node != "n2" || relays[1].Event.Type != events.TypeOpcodeEnded {
+		t.Fatalf("relays to the target = %+v, want the dispatch and the end for n2", relays)
 	}
 	prog := w.read(events.TopicProgress)
 	inv := ofRequest(w.read(events.TopicInventory), "req-1")

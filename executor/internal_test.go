@@ -170,3 +170,36 @@ func TestSlotsAdmitInOrder(t *testing.T) {
 		t.Fatal("a free slot was lost")
 	}
 }
+
+// The checkpoint is the oldest debt, stays before a paid one for the
+// linger, then passes it and forgets it; with nothing owed it is the
+// reader's position.
+func TestOwedCheckpoint(t *testing.T) {
+	o := newOwed(time.Hour)
+	o.start(10)
+	forgot := map[string]bool{}
+	owe := func(id string, off int64) { o.owe(id, off, func() { forgot[id] = true }) }
+	if at, moved := o.point(); at != 10 || moved {
+		t.Fatalf("fresh point = %d, moved %v; want 10, unmoved", at, moved)
+	}
+	owe("a", 12)
+	owe("b", 15)
+	owe("a", 20) // a second record of the same debt: the first counts
+	o.advance(30)
+	if at, _ := o.point(); at != 12 {
+		t.Fatalf("point = %d, want 12 (a's dispatch)", at)
+	}
+	o.pay("a")
+	if at, _ := o.point(); at != 12 || forgot["a"] {
+		t.Fatalf("point = %d (forgot a: %v), want still 12 while a lingers", at, forgot["a"])
+	}
+	o.linger = 0
+	if at, moved := o.point(); at != 15 || !moved || !forgot["a"] {
+		t.Fatalf("point = %d moved %v forgot a %v; want 15, moved, a forgotten", at, moved, forgot["a"])
+	}
+	o.saved(15)
+	o.pay("b")
+	if at, _ := o.point(); at != 30 || !forgot["b"] || o.count() != 0 {
+		t.Fatalf("point = %d, owed %d; want the position 30 and nothing owed", at, o.count())
+	}
+}

@@ -10,11 +10,11 @@ import (
 )
 
 // inventory folds drove.inventory into what opcodes need: each instance's
-// facts and placement, and each node's group. It is fed twice over the
-// same log — ReadAll at start, then the executor's consumer from its
-// committed offsets — so it remembers the last offset applied per
-// partition and ignores what it has already seen: replaying an older
-// record would briefly move an instance back in time.
+// facts and placement, and each node's group, of the whole cluster,
+// because a move onto this node may bring any instance and name any node
+// (doc.go, Placement). It remembers the last offset applied per partition
+// and ignores what it has already seen: replaying an older record would
+// briefly move an instance back in time.
 type inventory struct {
 	mu        sync.Mutex
 	applied   map[int32]int64
@@ -42,7 +42,7 @@ func newInventory() *inventory {
 
 // apply folds one drove.inventory record. Types the executor does not need
 // (groups) are skipped: the strict decoding already happened in the
-// consumer, so skipping here loses nothing.
+// reader, so skipping here loses nothing.
 func (inv *inventory) apply(rec kafka.Record) error {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()

@@ -71,19 +71,11 @@ type migTask struct {
 // recoverMigrations finds, in the opcodes topic read at start, the phases
 // dispatched to this node that have not ended, and runs the latest of
 // each migration again; it also loads the settings in force.
-func (e *Executor) recoverMigrations(ctx context.Context, ops []kafka.Record) error {
-	sets, err := kafka.ReadAll(ctx, e.cfg.Kafka, events.TopicSettings)
-	if err != nil {
-		return fmt.Errorf("executor: read settings: %w", err)
-	}
-	for _, rec := range sets {
-		if err := e.applySettings(rec); err != nil {
-			return err
-		}
-	}
+func (e *Executor) recoverMigrations(ops []kafka.Record) error {
 	type pending struct {
 		env events.Envelope
 		d   events.MigrationPhaseDispatched
+		off int64
 	}
 	latest := map[string]pending{}
 	var order []string
@@ -103,7 +95,7 @@ func (e *Executor) recoverMigrations(ctx context.Context, ops []kafka.Record) er
 				order = append(order, v.Migration)
 			}
 			if !seen || v.Seq > old.d.Seq {
-				latest[v.Migration] = pending{rec.Event, v}
+				latest[v.Migration] = pending{rec.Event, v, rec.Offset}
 			}
 		case events.MigrationPhaseEnded:
 			if v.Node == e.cfg.Node {
@@ -122,7 +114,7 @@ func (e *Executor) recoverMigrations(ctx context.Context, ops []kafka.Record) er
 		if !ended[migKey{id, p.d.Seq}] {
 			e.log.Info("resuming a migration phase dispatched before this start", "migration", id, "seq", p.d.Seq, "phase", p.d.Phase)
 		}
-		e.submitPhase(p.env, p.d)
+		e.submitPhase(p.env, p.d, p.off)
 	}
 	return nil
 }
@@ -150,8 +142,9 @@ func (e *Executor) phaseEnded(v events.MigrationPhaseEnded) {
 	e.mig.mu.Unlock()
 }
 
-// submitPhase starts a phase unless it ended, runs, or is stale.
-func (e *Executor) submitPhase(env events.Envelope, d events.MigrationPhaseDispatched) {
+// submitPhase starts a phase dispatched at offset off unless it ended,
+// runs, or is stale; until it ends, the checkpoint stays at or before off.
+func (e *Executor) submitPhase(env events.Envelope, d events.MigrationPhaseDispatched, off int64) {
 	if d.Node != e.cfg.Node {
 		return
 	}
@@ -186,6 +179,14 @@ func (e *Executor) submitPhase(env events.Envelope, d events.MigrationPhaseDispa
 	}
 	e.mig.latest[d.Migration] = d.Seq
 	e.mig.tasks[d.Migration] = t
+	e.owed.owe(phaseID(k), off, func() {
+		e.mig.mu.Lock()
+		delete(e.mig.ended, k)
+		if e.mig.latest[k.Migration] == k.Seq && e.mig.tasks[k.Migration] == nil {
+			delete(e.mig.latest, k.Migration)
+		}
+		e.mig.mu.Unlock()
+	})
 	e.wg.Add(1)
 	go e.runPhase(t)
 }
@@ -214,6 +215,11 @@ func (e *Executor) runPhase(t *migTask) {
 	log := e.log.With("migration", t.d.Migration, "seq", t.d.Seq, "phase", t.d.Phase)
 	if t.prev != nil {
 		<-t.prev.done // the driver runs one phase of a migration at a time
+	}
+	if err := e.notifyTarget(t.ctx, t.d.Target, t.dispatch); err != nil {
+		log.Info("phase interrupted before it began; it runs again at the next start", "err", err)
+		e.finishPhase(t, false)
+		return
 	}
 	base := events.Progress{Request: t.d.Migration, Job: 0, Index: t.d.Seq, Instance: t.d.Instance, Node: e.cfg.Node}
 	p := newPump(base, e.cfg.ProgressInterval, e.sendPhaseProgress(context.WithoutCancel(t.ctx), t))
@@ -292,6 +298,7 @@ func (e *Executor) finishPhase(t *migTask, ended bool) {
 	}
 	if ended {
 		e.mig.ended[t.key] = true
+		e.owed.pay(phaseID(t.key))
 	}
 }
 
@@ -345,9 +352,9 @@ func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseR
 	default:
 		end.State, end.Message = events.EndFailed, "failed: "+errText
 	}
-	msgs := []kafka.Message{
-		{Topic: events.TopicOpcodes, Event: e.phaseEffect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), status))},
-	}
+	endedEnv := e.phaseEffect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), status))
+	msgs := append([]kafka.Message{{Topic: events.TopicOpcodes, Event: endedEnv}},
+		e.targetNotice(t.d.Target, endedEnv)...)
 	// A pause and the sync it stopped have no End of their own: the
 	// coordinator writes the one RFD 34 end, "paused", when the pause ends.
 	if t.d.Phase != events.PhasePause && !errors.Is(context.Cause(t.ctx), errPaused) {

@@ -42,13 +42,13 @@ func migrationReceive(d events.MigrationPhaseDispatched) events.OpcodeDispatched
 }
 
 // observePhase folds the target side's share of a migration record.
-func (e *Executor) observePhase(env events.Envelope, p events.Payload, replay bool) {
+func (e *Executor) observePhase(env events.Envelope, p events.Payload, replay bool, off int64) {
 	switch v := p.(type) {
 	case events.MigrationPhaseDispatched:
 		if _, ok := e.driver.(Migrator); !ok || v.Target == "" || v.Target == v.Node {
 			return // a driver that runs no migration phase has no target side for them
 		}
-		e.observeOpcode(env, migrationReceive(v), replay)
+		e.observeOpcode(env, migrationReceive(v), replay, off)
 	case events.MigrationPhaseEnded:
 		e.stopReceiver(opKey{v.Migration, 0, v.Seq}, v.Node, &sourceEnded{v.Status})
 	}

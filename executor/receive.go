@@ -52,6 +52,7 @@ type receiving struct {
 type pendingReceive struct {
 	env events.Envelope
 	d   events.OpcodeDispatched
+	off int64 // of the record that asked for it, for the checkpoint
 }
 
 func newRendezvous() *rendezvous {
@@ -78,10 +79,11 @@ func (e *Executor) receiver() Receiver {
 	return r
 }
 
-// observeOpcode folds the rendezvous' share of a drove.opcodes record.
-// During recovery (replay) receivers are noted, not started: later
-// records of the history may show them ended.
-func (e *Executor) observeOpcode(env events.Envelope, p events.Payload, replay bool) {
+// observeOpcode folds the rendezvous' share of a drove.opcodes record at
+// offset off of this node's partition (a TargetNotified's relayed event
+// counts as at the relay's offset). During recovery (replay) receivers
+// are noted, not started: later records may show them ended.
+func (e *Executor) observeOpcode(env events.Envelope, p events.Payload, replay bool, off int64) {
 	if e.receiver() == nil {
 		return
 	}
@@ -105,20 +107,20 @@ func (e *Executor) observeOpcode(env events.Envelope, p events.Payload, replay b
 		rv.source[k] = v.Node
 		if replay {
 			if _, seen := rv.pending[k]; !seen && !rv.done[k] {
-				rv.pending[k] = pendingReceive{env, v}
+				rv.pending[k] = pendingReceive{env, v, off}
 				rv.order = append(rv.order, k)
 			}
 			rv.mu.Unlock()
 			return
 		}
 		rv.mu.Unlock()
-		e.startReceiver(env, v)
+		e.startReceiver(env, v, off)
 	case events.OpcodeEnded:
 		e.stopReceiver(opKey{v.Request, v.Job, v.Index}, v.Node, &sourceEnded{v.Status})
 	case events.OpcodeCancelled:
 		e.stopReceiver(opKey{v.Request, v.Job, v.Index}, v.Node, &cancelRequest{v.Reason})
 	case events.MigrationPhaseDispatched, events.MigrationPhaseEnded:
-		e.observePhase(env, p, replay) // migration_receive.go
+		e.observePhase(env, p, replay, off) // migration_receive.go
 	}
 }
 
@@ -136,7 +138,7 @@ func (e *Executor) resumeReceivers() {
 	rv.mu.Unlock()
 	for _, p := range start {
 		e.log.Info("resuming the target side of an opcode dispatched before this start", "opcode", opKey{p.d.Request, p.d.Job, p.d.Index})
-		e.startReceiver(p.env, p.d)
+		e.startReceiver(p.env, p.d, p.off)
 	}
 }
 
@@ -148,14 +150,16 @@ func (e *Executor) stopReceiver(k opKey, node string, cause error) {
 		return // not an opcode this node receives, or not its source speaking
 	}
 	rv.done[k] = true
+	e.owed.pay(receiveID(k))
 	delete(rv.pending, k)
 	if r := rv.recv[k]; r != nil {
 		r.cancel(cause)
 	}
 }
 
-// startReceiver runs Receive for a dispatch unless it runs or is done.
-func (e *Executor) startReceiver(env events.Envelope, d events.OpcodeDispatched) {
+// startReceiver runs Receive for a dispatch at offset off unless it runs
+// or is done; until it is done, the checkpoint stays at or before off.
+func (e *Executor) startReceiver(env events.Envelope, d events.OpcodeDispatched, off int64) {
 	k := opKey{d.Request, d.Job, d.Index}
 	rv := e.rv
 	e.mu.Lock()
@@ -168,6 +172,12 @@ func (e *Executor) startReceiver(env events.Envelope, d events.OpcodeDispatched)
 	}
 	ctx, cancel := context.WithCancelCause(base)
 	rv.recv[k] = &receiving{cancel: cancel}
+	e.owed.owe(receiveID(k), off, func() {
+		rv.mu.Lock()
+		delete(rv.done, k)
+		delete(rv.source, k)
+		rv.mu.Unlock()
+	})
 	e.wg.Add(1)
 	go e.runReceiver(ctx, cancel, k, env, d)
 }
@@ -183,6 +193,7 @@ func (e *Executor) runReceiver(ctx context.Context, cancel context.CancelCauseFu
 		delete(e.rv.recv, k)
 		if done {
 			e.rv.done[k] = true
+			e.owed.pay(receiveID(k))
 		}
 		e.rv.mu.Unlock()
 	}

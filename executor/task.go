@@ -97,6 +97,7 @@ func (e *Executor) execute(t *task, log *slog.Logger) (outcome, *pump) {
 			Request: t.d.Request, Instance: op.Instance, Node: op.To, Status: events.StatusMigrationDestination},
 			op.To+" is the destination of "+t.what())},
 	}
+	start = append(start, e.targetNotice(op.To, t.dispatch)...)
 	if err := e.appendHard(t.ctx, start); err != nil {
 		return e.interrupted(t, outcome{}), p
 	}
@@ -241,10 +242,12 @@ func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
 	default:
 		end.Message = "failed: " + errText
 	}
+	endedEnv := e.effect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), out.status))
 	msgs := []kafka.Message{
-		{Topic: events.TopicOpcodes, Event: e.effect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), out.status))},
+		{Topic: events.TopicOpcodes, Event: endedEnv},
 		{Topic: events.TopicProgress, Event: e.effect(t, end, "end of "+t.what())},
 	}
+	msgs = append(msgs, e.targetNotice(op.To, endedEnv)...)
 	if out.started {
 		from, to := finalStatuses(op.OpID, out.status == events.JobSuccess)
 		msgs = append(msgs,

@@ -15,9 +15,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
 )
 
@@ -224,13 +223,7 @@ func TestHealthzAndMetrics(t *testing.T) {
 			if kafkaDown != nil {
 				return kafkaDown
 			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(e.kafka.Brokers...))
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			_, err = kadm.NewClient(cl).ListBrokers(ctx)
-			return err
+			return kafka.Ping(ctx, kafka.Config{Brokers: e.kafka.Brokers})
 		}
 	})
 	if status, body := e.do(http.MethodGet, "/healthz", ""); status != http.StatusOK || !strings.Contains(string(body), `"status":"ok"`) {

@@ -224,7 +224,7 @@ func migrationEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	case events.MigrationPhaseEnded:
 		return []stmt{st("migration_phase_ended", e.Migration, e.Seq, e.Instance, e.Phase, e.Node, t,
 			string(e.Status), e.Bytes, e.DowntimeMS, e.Error)}, true
-	case events.ReceiverReady:
+	case events.ReceiverReady, events.TargetNotified:
 		return nil, true // a rendezvous between executors: the event log is enough
 	case events.SettingsChanged:
 		return []stmt{st("settings_changed", e.AllowUserMigrations, e.MaxRunningMigrationsPerNode,

@@ -390,13 +390,11 @@ func TestUndecodableRecordIsSetAside(t *testing.T) {
 	e := newEnv(t)
 	reg := prometheus.NewRegistry()
 	e.append(ev(events.RequestApproved{Request: "r0"}, 1, "r0"))
-	cl := e.k.Client()
-	bad := []*kgo.Record{
-		{Topic: events.TopicRequests, Key: []byte("r1"), Value: []byte(`{"not":"an event"}`)},
-		{Topic: events.TopicRequests, Key: []byte("r1"), Value: []byte(`{"id":"x","type":"node.exploded","version":1,"time":"2025-01-01T00:00:00Z","key":"n","producer":"p","reason":{"actor":"a","why":"w"},"payload":{}}`)},
-	}
-	if err := cl.ProduceSync(e.ctx, bad...).FirstErr(); err != nil {
-		t.Fatal(err)
+	for _, bad := range []string{`{"not":"an event"}`,
+		`{"id":"x","type":"node.exploded","version":1,"time":"2025-01-01T00:00:00Z","key":"n","producer":"p","reason":{"actor":"a","why":"w"},"payload":{}}`} {
+		if err := kafka.WriteRaw(e.ctx, kafka.Config{Brokers: e.k.Brokers}, events.TopicRequests, []byte("r1"), []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Valid, but on the wrong topic; and valid, but Postgres cannot store
 	// a NUL character.

@@ -18,6 +18,7 @@ import (
 type devFlags struct {
 	dir, addr, brokerAddr, logLevel, driver, tokens string
 	pgPort                                          int
+	partitions                                      int
 }
 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -42,6 +43,7 @@ exports the pools; a restart on the same --dir imports them again.`, stderr)
 	fs.StringVar(&f.brokerAddr, "broker-addr", embedded.DefaultBrokerAddr, "the embedded broker's address")
 	fs.IntVar(&f.pgPort, "pg-port", embedded.DefaultPostgresPort, "the embedded Postgres port (on 127.0.0.1)")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error")
+	fs.IntVar(&f.partitions, "partitions", envInt("DROVE_PARTITIONS", 3), "partitions of each topic created in a new --dir (env DROVE_PARTITIONS)")
 	fs.StringVar(&f.driver, "driver", "sim", "sim (a simulated data path) or zfs (ZFS pools, processes)")
 	fs.StringVar(&f.tokens, "tokens", os.Getenv("DROVE_TOKENS"), `bearer tokens for the API, "tok1=alice:operator,tok2=acct-42:owner" (env DROVE_TOKENS); empty: no authentication, everyone is an operator`)
 	if _, err := parse(fs, args); err != nil {
@@ -74,7 +76,8 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	fmt.Fprintf(stdout, "Starting Drove (data in %s)...\n", abs)
-	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(abs, "kafka"), Addr: f.brokerAddr})
+	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(abs, "kafka"), Addr: f.brokerAddr,
+		Partitions: f.partitions})
 	if err != nil {
 		return err
 	}
@@ -96,6 +99,7 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 		Sim:           allinone.DemoSim(),
 		GatewayTokens: accounts,
 		PKIDir:        filepath.Join(abs, "pki"),
+		Partitions:    f.partitions,
 		// The planner's snapshot lives with the log it was taken of.
 		PlannerSnapshotDir: filepath.Join(abs, "planner"),
 	}

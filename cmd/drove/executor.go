@@ -83,7 +83,7 @@ Drivers:
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
 	err = supervise.Run(ctx, supervise.Part{Name: "executor/" + *node, Log: log}, func(ctx context.Context) error {
-		e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node),
+		e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node), Partitions: sf.partitions,
 			ListenAddr: df.listenAddr, AdvertiseAddr: df.advertise, Logger: log, Metrics: reg,
 			Transfer: id, PlainTransfer: tf.plain}, d)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +40,33 @@ type serviceFlags struct {
 	metricsAddr string
 	logLevel    string
 	security    kafkaSecurity
+	// partitions is what topics are created with; allowFiniteRetention
+	// lets services run over topics that delete events (EnsureTopics).
+	partitions           int
+	allowFiniteRetention bool
+}
+
+// envInt is the integer in environment variable name, or def when unset;
+// -1 when it is not a number, which the configuration then refuses.
+func envInt(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// envBool is environment variable name as a flag's default: 1, true, yes.
+func envBool(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 func (s *serviceFlags) register(fs *flag.FlagSet, needsDB bool) {
@@ -48,6 +76,10 @@ func (s *serviceFlags) register(fs *flag.FlagSet, needsDB bool) {
 	}
 	fs.StringVar(&s.brokers, "brokers", brokers, "Kafka brokers, comma-separated (env KAFKA_BROKERS)")
 	s.security.register(fs)
+	fs.IntVar(&s.partitions, "partitions", envInt("DROVE_PARTITIONS", 3),
+		"partitions of each topic this service creates; existing topics keep theirs (env DROVE_PARTITIONS). An executor reads 1/partitions of the opcodes: production wants 12 or more")
+	fs.BoolVar(&s.allowFiniteRetention, "allow-finite-retention", envBool("DROVE_ALLOW_FINITE_RETENTION"),
+		"run even if an existing topic would delete events (finite retention, compaction); replays then miss what the broker deleted (env DROVE_ALLOW_FINITE_RETENTION)")
 	if needsDB {
 		dbURL := os.Getenv("DATABASE_URL")
 		if dbURL == "" {
@@ -68,6 +100,7 @@ func (s *serviceFlags) kafka(clientID string) kafka.Config {
 		}
 	}
 	s.security.apply(&cfg)
+	cfg.AllowFiniteRetention = s.allowFiniteRetention
 	return cfg
 }
 
@@ -176,7 +209,7 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	// The pool and the producer reconnect by themselves; what stops the
 	// server (topics not there yet, the listener) is restarted.
 	err = supervise.Run(ctx, supervise.Part{Name: "gateway", Log: log}, func(ctx context.Context) error {
-		if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+		if err := kafka.EnsureTopics(ctx, kcfg, sf.partitions, events.Topics()...); err != nil {
 			return err
 		}
 		prod, err := kafka.NewProducer(kcfg)
@@ -220,7 +253,8 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	log := sf.logger(stderr)
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
-	cfg := service.Config{Kafka: sf.kafka("drove-planner"), MaxRunningMoves: *maxRunning, Logger: log, Metrics: reg}
+	cfg := service.Config{Kafka: sf.kafka("drove-planner"), Partitions: sf.partitions, MaxRunningMoves: *maxRunning,
+		Logger: log, Metrics: reg}
 	cfg.Options.MaxMovesPerNode = *maxPerNode
 	cfg.Standby = *standby
 	cfg.SnapshotDir = *snapshotDir
@@ -269,7 +303,8 @@ event's effect commits with its offset).`, stderr)
 		if err := projector.ApplySchema(ctx, pool, sf.schema); err != nil {
 			return err
 		}
-		p, err := projector.New(projector.Config{Kafka: sf.kafka("drove-projector"), Schema: sf.schema, Logger: log, Registerer: reg}, pool)
+		p, err := projector.New(projector.Config{Kafka: sf.kafka("drove-projector"), Partitions: sf.partitions,
+			Schema: sf.schema, Logger: log, Registerer: reg}, pool)
 		if err != nil {
 			return err
 		}
@@ -395,7 +430,7 @@ Ganeti cluster's data can be imported.`, stderr)
 	}
 	kcfg := sf.kafka("drove-seed")
 	kcfg.TransactionalID = "drove-seed"
-	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+	if err := kafka.EnsureTopics(ctx, kcfg, sf.partitions, events.Topics()...); err != nil {
 		return fail(stderr, "seed", err)
 	}
 	prod, err := kafka.NewProducer(kcfg)

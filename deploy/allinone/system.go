@@ -54,6 +54,9 @@ type Config struct {
 	// issued (a CA in PKIDir/ca, each node's in PKIDir/NODE) and kept
 	// across restarts; empty: a temporary directory removed at Stop.
 	PKIDir string
+	// Partitions is the partition count of the topics the system creates
+	// (existing ones keep theirs). Default 3.
+	Partitions int
 	// MaxMovesPerNode bounds the moves a node sends at once; 0 is the
 	// planner's default.
 	MaxMovesPerNode int
@@ -137,6 +140,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Schema == "" {
 		cfg.Schema = "drove"
 	}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 3
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -146,7 +152,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	s.Registry = prometheus.NewRegistry()
 	s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	if err := kafka.EnsureTopics(ctx, s.kcfg, 3, events.Topics()...); err != nil {
+	if err := kafka.EnsureTopics(ctx, s.kcfg, s.cfg.Partitions, events.Topics()...); err != nil {
 		return nil, fmt.Errorf("topics: %w", err)
 	}
 	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
@@ -286,7 +292,7 @@ func (s *System) Parts() map[string]string {
 
 // StartProjector starts (or restarts) the projector.
 func (s *System) StartProjector(_ context.Context) error {
-	cfg := projector.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-projector"},
+	cfg := projector.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-projector"}, Partitions: s.cfg.Partitions,
 		Schema: s.cfg.Schema, Logger: s.log.With("part", "projector"), Registerer: s.registerer("projector")}
 	if _, err := projector.New(cfg, s.Pool); err != nil {
 		return err
@@ -303,7 +309,7 @@ func (s *System) StartProjector(_ context.Context) error {
 
 // StartPlanner starts (or restarts) the planner service.
 func (s *System) StartPlanner(_ context.Context) error {
-	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"},
+	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"}, Partitions: s.cfg.Partitions,
 		MaxRunningMoves: s.cfg.MaxRunningMoves, Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner"),
 		SnapshotDir: s.cfg.PlannerSnapshotDir, PlanPartBytes: s.cfg.PlanPartBytes}
 	if s.cfg.MaxMovesPerNode > 0 {
@@ -335,8 +341,8 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 		return err
 	}
 	cfg := executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
-		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id,
-		Concurrency: s.cfg.ExecutorConcurrency}
+		Partitions: s.cfg.Partitions, Concurrency: s.cfg.ExecutorConcurrency,
+		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
 	e, err := executor.New(cfg, d)
 	if err != nil {
 		return err

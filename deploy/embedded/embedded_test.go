@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 )
 
 // The embedded Postgres keeps its data across a stop and a start, also in
@@ -71,7 +73,9 @@ func TestPostgresKeepsStateAcrossRestarts(t *testing.T) {
 	}
 }
 
-// The embedded broker keeps its topics across a stop and a start.
+// The embedded broker keeps its topics, their partition counts and
+// configuration, and their events across a stop and a start: a second
+// EnsureTopics finds the log kept forever and runs.
 func TestBrokerKeepsStateAcrossRestarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -80,14 +84,20 @@ func TestBrokerKeepsStateAcrossRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.AllowAutoTopicCreation())
+	cfg := kafka.Config{Brokers: b.Addrs(), TransactionalID: "embedded-test"}
+	if err := kafka.EnsureTopics(ctx, cfg, 5, events.TopicRequests); err != nil {
+		t.Fatal(err)
+	}
+	p, err := kafka.NewProducer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "kept", Value: []byte("hello")}).FirstErr(); err != nil {
+	ev := events.New(events.RequestApproved{Request: "r1"}, events.WithProducer("test"),
+		events.WithReason(events.Reason{Actor: "operator:test", Why: "testing", RequestID: "r1"}))
+	if err := p.Append(ctx, events.TopicRequests, ev); err != nil {
 		t.Fatal(err)
 	}
-	cl.Close()
+	p.Close()
 	b.Stop()
 	if entries, _ := os.ReadDir(dir); len(entries) == 0 {
 		t.Fatal("the broker wrote nothing to its directory")
@@ -98,19 +108,20 @@ func TestBrokerKeepsStateAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Stop()
-	cl, err = kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeTopics("kept"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cfg.Brokers = b.Addrs()
+	if err := kafka.EnsureTopics(ctx, cfg, 3, events.TopicRequests); err != nil {
+		t.Fatalf("EnsureTopics after restart: %v", err)
+	}
+	recs, err := kafka.ReadAll(ctx, cfg, events.TopicRequests)
+	if err != nil || len(recs) != 1 || recs[0].Event.ID != ev.ID {
+		t.Fatalf("after restart read %v, %v", recs, err)
+	}
+	r, err := kafka.NewReader(ctx, cfg, kafka.ReadOptions{Topics: []string{events.TopicRequests}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	fs := cl.PollFetches(ctx)
-	if err := fs.Err0(); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
-	if len(got) != 1 || got[0] != "hello" {
-		t.Fatalf("after restart read %v", got)
+	defer r.Close()
+	if n := len(r.Ends()); n != 5 {
+		t.Fatalf("after restart the topic has %d partitions, want 5", n)
 	}
 }

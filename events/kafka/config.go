@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Config is what every Producer, Consumer and reader in this package needs.
+// Config is what every Producer, Reader and client of this package needs.
 // Zero fields take the defaults listed with them.
 type Config struct {
 	// Brokers are the seed brokers, host:port. Required.
@@ -26,16 +26,13 @@ type Config struct {
 	// TransactionTimeout is how long the broker lets an open transaction
 	// live before aborting it, e.g. after a producer crash. Default 30s.
 	TransactionTimeout time.Duration
-	// SessionTimeout is how long a consumer may be silent before the group
-	// gives its partitions away. Default 45s.
-	SessionTimeout time.Duration
 	// DialTimeout bounds connecting to a broker. Default 10s.
 	DialTimeout time.Duration
 	// FetchMaxWait is how long a broker holds a fetch waiting for data.
 	// Default 1s; lower means faster shutdown and faster tails.
 	FetchMaxWait time.Duration
-	// MaxPollRecords bounds the records a consumer handles between commits.
-	// Default 500.
+	// MaxPollRecords bounds the records of one Reader batch (ReadOptions.
+	// MaxRecords overrides it). Default 500.
 	MaxPollRecords int
 	// CommitTimeout bounds committing offsets and ending transactions. They
 	// run on a context detached from the caller's, because abandoning them
@@ -49,20 +46,20 @@ type Config struct {
 	// a larger event before writing anything. Default 8 MiB, enough for
 	// the plan of a request of tens of thousands of instances.
 	MaxRecordBytes int
+	// AllowFiniteRetention lets EnsureTopics accept existing topics whose
+	// configuration deletes events (finite retention, compaction) with a
+	// warning, instead of refusing to start: an operator's explicit
+	// choice (--allow-finite-retention, DROVE_ALLOW_FINITE_RETENTION), for
+	// clusters where disk wins over history. Replays then miss what the
+	// broker deleted.
+	AllowFiniteRetention bool
 	// TLS connects to brokers over TLS (security.go); zero: plain TCP.
 	TLS TLS
 	// SASL authenticates to brokers (security.go); zero: none.
 	SASL SASL
-	// Logger hears what a client rides out (fetches and commits retried
-	// while a broker restarts). Default slog.Default().
+	// Logger hears what a reader rides out and what EnsureTopics allows
+	// with a warning. Default slog.Default().
 	Logger *slog.Logger
-	// InstanceID, when set, makes a Consumer a static member of its group:
-	// a restarted consumer with the same id takes its predecessor's place
-	// at once, instead of the group waiting out the dead member's session
-	// (and a whole rebalance) first, as it must after a crash. It must be
-	// stable across restarts and never used by two live consumers of a
-	// group; an executor uses its node's group name.
-	InstanceID string
 	// Dial, when set, opens the connections to brokers instead of
 	// net.Dialer; tests cut a client off the network with it, as a crash
 	// or a partition would (no goodbye reaches the broker).
@@ -79,9 +76,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TransactionTimeout == 0 {
 		c.TransactionTimeout = 30 * time.Second
-	}
-	if c.SessionTimeout == 0 {
-		c.SessionTimeout = 45 * time.Second
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 10 * time.Second
@@ -132,7 +126,6 @@ func (c Config) validate(producer bool) error {
 		v    time.Duration
 	}{
 		{"TransactionTimeout", c.TransactionTimeout},
-		{"SessionTimeout", c.SessionTimeout},
 		{"DialTimeout", c.DialTimeout},
 		{"FetchMaxWait", c.FetchMaxWait},
 		{"CommitTimeout", c.CommitTimeout},

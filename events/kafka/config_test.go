@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -34,38 +33,9 @@ func TestConstructorsAddTheirRequirements(t *testing.T) {
 			t.Errorf("NewProducer: %q does not report %s", err, want)
 		}
 	}
-	_, err = NewConsumer(Config{Brokers: []string{"k1:9092"}}, "")
-	for _, want := range []string{"group", "topics"} {
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
-			t.Errorf("NewConsumer: %q does not report %s", err, want)
-		}
-	}
-}
-
-func TestRetry(t *testing.T) {
-	failTimes := func(n int, calls *int) Handler {
-		return func(context.Context, Record) error {
-			*calls++
-			if *calls <= n {
-				return errBoom
-			}
-			return nil
-		}
-	}
-	var calls int
-	if err := Retry(3, time.Millisecond)(failTimes(2, &calls))(t.Context(), Record{}); err != nil || calls != 3 {
-		t.Fatalf("Retry(3) over 2 failures = %v after %d calls, want nil after 3", err, calls)
-	}
-	calls = 0
-	if err := Retry(1, time.Millisecond)(failTimes(5, &calls))(t.Context(), Record{}); !errors.Is(err, errBoom) || calls != 2 {
-		t.Fatalf("Retry(1) over 5 failures = %v after %d calls, want errBoom after 2", err, calls)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	calls = 0
-	err := Retry(5, time.Hour)(failTimes(5, &calls))(ctx, Record{})
-	if !errors.Is(err, errBoom) || !errors.Is(err, context.Canceled) || calls != 1 {
-		t.Fatalf("Retry with a done context = %v after %d calls", err, calls)
+	_, err = NewReader(t.Context(), Config{Brokers: []string{"k1:9092"}}, ReadOptions{})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "Topics") {
+		t.Errorf("NewReader: %q does not report Topics", err)
 	}
 }
 

@@ -19,7 +19,7 @@ var (
 	// validate; the message lists every problem.
 	ErrInvalidConfig = errors.New("kafka: invalid config")
 
-	// ErrClosed is returned when the Producer or Consumer was closed.
+	// ErrClosed is returned when the Producer or Reader was closed.
 	ErrClosed = errors.New("kafka: client closed")
 
 	// ErrAborted is returned by Append when the transaction was aborted:
@@ -37,9 +37,10 @@ var (
 	// stop; retrying would fail the same way.
 	ErrFenced = errors.New("kafka: producer fenced by a newer instance")
 
-	// ErrTopicConfig is returned by EnsureTopics when a topic keeps a
-	// setting Drove needs otherwise (retention, record size) after Drove
-	// set it: the broker refuses, and running on would lose events.
+	// ErrTopicConfig is returned by EnsureTopics when an existing topic's
+	// configuration would delete events (finite retention, compaction) and
+	// Config.AllowFiniteRetention does not allow it: running on would lose
+	// the source of truth.
 	ErrTopicConfig = errors.New("kafka: topic configuration")
 
 	// ErrRecordTooLarge is returned by Append, before anything is written,
@@ -73,9 +74,8 @@ var (
 // aborted too, but no retry can succeed, so fencing is checked first;
 // configuration, topic settings and undecodable records need an operator.
 func IsRetryable(err error) bool {
-	var perm permanent
 	switch {
-	case err == nil, errors.As(err, &perm), errors.Is(err, ErrAuth), errors.Is(err, ErrTLS):
+	case err == nil, errors.Is(err, ErrAuth), errors.Is(err, ErrTLS):
 		return false
 	case errors.Is(err, ErrFenced), errors.Is(err, ErrClosed),
 		errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrUndecodable),

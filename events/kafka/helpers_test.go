@@ -33,7 +33,6 @@ func newCluster(t *testing.T, partitions int32, topics ...string) Config {
 		ClientID:        "drove-test",
 		TransactionalID: "test-" + t.Name(),
 		FetchMaxWait:    100 * time.Millisecond,
-		SessionTimeout:  10 * time.Second,
 	}
 }
 
@@ -97,19 +96,6 @@ func readUncommitted(t *testing.T, ctx context.Context, cfg Config, topic string
 		out = append(out, fs.Records()...)
 	}
 	return out
-}
-
-// runConsumer runs a consumer in the background; the returned channel gets
-// Run's result.
-func runConsumer(t *testing.T, ctx context.Context, cfg Config, group, topic string, h Handler) <-chan error {
-	t.Helper()
-	c, err := NewConsumer(cfg, group, topic)
-	if err != nil {
-		t.Fatalf("NewConsumer: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, h) }()
-	return done
 }
 
 func wait[T any](t *testing.T, ctx context.Context, ch <-chan T, what string) T {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -75,63 +74,15 @@ func TestAbortedAppendIsNeverSeen(t *testing.T) {
 	}
 	equalIDs(t, "ReadAll", ids(all), envIDs(committed))
 
-	// A group consumer reads the partition in order, so had it seen the
+	// A following reader reads the partition in order, so had it seen the
 	// aborted records they would have come before the committed one.
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var seen []string
-	done := runConsumer(t, cctx, cfg, "g-abort", topic, func(_ context.Context, rec Record) error {
-		seen = append(seen, rec.Event.ID)
-		if rec.Event.ID == committed.ID {
-			cancel()
-		}
-		return nil
-	})
-	if err := wait(t, ctx, done, "consumer"); err != nil {
-		t.Fatalf("Run: %v", err)
+	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{topic}, Follow: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	equalIDs(t, "consumer", seen, envIDs(committed))
-}
-
-func TestHandlerErrorLeavesOffsetUncommitted(t *testing.T) {
-	ctx := testContext(t)
-	cfg := newCluster(t, 1, topic)
-	p := newProducer(t, cfg)
-	e1, e2, e3 := event("r1"), event("r1"), event("r1")
-	if err := p.Append(ctx, topic, e1, e2, e3); err != nil {
-		t.Fatalf("Append: %v", err)
-	}
-
-	const group = "g-fail"
-	var first []string
-	err := wait(t, ctx, runConsumer(t, ctx, cfg, group, topic, func(_ context.Context, rec Record) error {
-		if rec.Event.ID == e2.ID {
-			return errBoom
-		}
-		first = append(first, rec.Event.ID)
-		return nil
-	}), "first consumer")
-	if !errors.Is(err, errBoom) || !strings.Contains(err.Error(), e2.ID) {
-		t.Fatalf("Run = %v, want the handler's error naming the event", err)
-	}
-	equalIDs(t, "first consumer handled", first, envIDs(e1))
-
-	// A new member of the group resumes at the failed record: e1 was
-	// committed, e2 was not.
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var second []string
-	done := runConsumer(t, cctx, cfg, group, topic, func(_ context.Context, rec Record) error {
-		second = append(second, rec.Event.ID)
-		if rec.Event.ID == e3.ID {
-			cancel()
-		}
-		return nil
-	})
-	if err := wait(t, ctx, done, "second consumer"); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	equalIDs(t, "second consumer handled", second, envIDs(e2, e3))
+	defer r.Close()
+	seen, _ := readUntil(t, ctx, r, 1)
+	equalIDs(t, "following reader", ids(seen), envIDs(committed))
 }
 
 func TestReadAllReturnsEveryEventInOrder(t *testing.T) {
@@ -234,13 +185,17 @@ func TestUndecodableRecordStops(t *testing.T) {
 	if _, err := ReadAll(ctx, cfg, topic); !errors.Is(err, ErrUndecodable) || !errors.Is(err, events.ErrUnknownType) {
 		t.Fatalf("ReadAll = %v, want ErrUndecodable wrapping events.ErrUnknownType", err)
 	}
-	called := false
-	err = wait(t, ctx, runConsumer(t, ctx, cfg, "g-undecodable", topic, func(context.Context, Record) error {
-		called = true
-		return nil
-	}), "consumer")
-	if !errors.Is(err, ErrUndecodable) || called {
-		t.Fatalf("Run = %v (handler called: %v), want ErrUndecodable before the handler", err, called)
+	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{topic}, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := r.Next(ctx)
+	if err != nil || len(b.Records) != 1 {
+		t.Fatalf("Next = %d raw records, %v; want the one in the log", len(b.Records), err)
+	}
+	if _, err := b.Decode(); !errors.Is(err, ErrUndecodable) {
+		t.Fatalf("Decode = %v, want ErrUndecodable", err)
 	}
 }
 
@@ -310,23 +265,22 @@ func TestEnsureTopics(t *testing.T) {
 	}
 }
 
-func TestConsumerStopsCleanlyOnCancel(t *testing.T) {
+func TestFollowingReaderStopsCleanlyOnCancel(t *testing.T) {
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
-	cctx, cancel := context.WithCancel(ctx)
-	var once sync.Once
-	started := make(chan struct{})
-	p := newProducer(t, cfg)
-	if err := p.Append(ctx, topic, event("r1")); err != nil {
+	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{topic}, Follow: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := runConsumer(t, cctx, cfg, "g-cancel", topic, func(context.Context, Record) error {
-		once.Do(func() { close(started) })
-		return nil
-	})
-	wait(t, ctx, started, "first record")
+	defer r.Close()
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Next(cctx) // nothing to read: it waits
+		done <- err
+	}()
 	cancel()
-	if err := wait(t, ctx, done, "consumer"); err != nil {
-		t.Fatalf("Run after cancel = %v, want nil", err)
+	if err := wait(t, ctx, done, "Next"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next after cancel = %v, want context.Canceled", err)
 	}
 }

@@ -16,6 +16,18 @@ import (
 	"github.com/drovehq/drove/events"
 )
 
+// Record is one decoded event with its place in the log.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Event     events.Envelope
+}
+
+func (r Record) String() string {
+	return fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)
+}
+
 // TopicPartition names one partition of one topic.
 type TopicPartition struct {
 	Topic     string
@@ -49,8 +61,13 @@ type ReadOptions struct {
 	From Positions
 	// Follow keeps reading after the end: Next waits for new events. Without
 	// it Next returns io.EOF once every partition is read up to the end it
-	// had when the Reader opened.
+	// had when the Reader opened (or its To).
 	Follow bool
+	// To, without Follow, says where to stop reading a partition instead
+	// of the end it had when the Reader opened: a rebuild reads exactly
+	// what the views it is compared with had read (projector.Replay). An
+	// offset past the end waits for records to reach it.
+	To Positions
 	// MaxRecords bounds the records (control records included) of one
 	// batch. Default Config.MaxPollRecords.
 	MaxRecords int
@@ -184,6 +201,9 @@ func NewReader(ctx context.Context, cfg Config, opts ReadOptions) (*Reader, erro
 			at = starts[tp]
 		}
 		r.next[tp], r.ends[tp] = at, end
+		if to, ok := opts.To[tp]; ok && !opts.Follow {
+			end = to
+		}
 		if end > at {
 			r.pending[tp] = end
 		}
@@ -262,6 +282,9 @@ func (r *Reader) Next(ctx context.Context) (Batch, error) {
 	}
 	b := Batch{Next: Positions{}}
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Topic == "" || p.Partition < 0 {
+			return // an error of the whole poll (its end at MaxWait): fetchErr's
+		}
 		tp := TopicPartition{p.Topic, p.Partition}
 		for _, rec := range p.Records {
 			if end, ok := r.pending[tp]; !r.opts.Follow && (!ok || rec.Offset >= end) {
@@ -341,6 +364,10 @@ func (r *Reader) maybeRefresh(ctx context.Context) {
 		r.cl.AddConsumePartitions(added)
 	}
 }
+
+// CaughtUp reports whether the Reader has read every partition up to the
+// end it had when it opened (true at once when there was nothing to read).
+func (r *Reader) CaughtUp() bool { return r.caught }
 
 // Position is where the Reader is: the next offset of every partition it
 // reads.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/drovehq/drove/events"
 )
 
@@ -248,5 +250,67 @@ func TestElectionHasOneLeaderAndHandsOver(t *testing.T) {
 	b.Leave()
 	if n := leaders.Load(); n != 0 {
 		t.Fatalf("%d leaders after everyone left", n)
+	}
+}
+
+func TestReaderStopsWhereToSays(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	p := newProducer(t, cfg)
+	for _, k := range []string{"a", "b", "c"} {
+		if err := p.Append(ctx, topic, event(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each append is an event and its commit marker: b's marker ends at 4.
+	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{topic}, To: Positions{{topic, 0}: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	recs, last := readUntil(t, ctx, r, 1<<30)
+	if len(recs) != 2 || recs[1].Event.Key != "b" || last.Next[TopicPartition{topic, 0}] != 4 {
+		t.Fatalf("read %v up to %v, want a and b, up to 4", ids(recs), last.Next)
+	}
+}
+
+// A following reader with Refresh starts reading partitions added to its
+// topics after it opened, from their start, and keeps its Ends current.
+func TestReaderPicksUpNewPartitions(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{topic}, Follow: true,
+		MaxWait: 50 * time.Millisecond, Refresh: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cl, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreatePartitions(ctx, 2, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := newProducer(t, cfg)
+	var sent []events.Envelope
+	for i := range 8 { // some land in the new partitions
+		e := event(fmt.Sprintf("k%d", i))
+		sent = append(sent, e)
+		if err := p.Append(ctx, topic, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, _ := readUntil(t, ctx, r, len(sent))
+	if len(recs) != len(sent) {
+		t.Fatalf("read %d of %d events", len(recs), len(sent))
+	}
+	all, err := Ends(ctx, cfg, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(r.Ends()); got != len(all) || got < 3 {
+		t.Fatalf("Ends lists %v, the topic has %v (want at least 3 partitions)", r.Ends(), all)
 	}
 }

@@ -2,17 +2,12 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
-// Middleware wraps a Handler; retries, dead letters and metrics are written
-// as middleware so handlers stay plain functions.
-type Middleware func(Handler) Handler
-
 // Backoff is Drove's one way of trying a step again: an append the broker
-// refused for a while, a driver step that hit a transient fault, a handler
-// that failed. Every service retries through [Backoff.Do], so the waits,
+// refused for a while, a driver step that hit a transient fault, a read
+// the broker could not serve. Every service retries through [Backoff.Do], so the waits,
 // the cap and what ends the tries are the same everywhere.
 type Backoff struct {
 	// Tries is the number of tries in all, the first included; 0 tries
@@ -60,23 +55,6 @@ func (b Backoff) Do(ctx context.Context, retryable func(error) bool, try func(n 
 			t.Stop()
 			return err
 		case <-t.C:
-		}
-	}
-}
-
-// Retry calls the handler up to n more times after a failure, waiting
-// backoff before the first retry and doubling the wait each time. It gives
-// up early when ctx is done. The consumer commits nothing while it waits,
-// so a retry that finally succeeds loses nothing.
-func Retry(n int, backoff time.Duration) Middleware {
-	b := Backoff{Tries: n + 1, Initial: backoff}
-	return func(next Handler) Handler {
-		return func(ctx context.Context, rec Record) error {
-			err := b.Do(ctx, nil, func(int) error { return next(ctx, rec) }, nil)
-			if err != nil && ctx.Err() != nil {
-				return errors.Join(err, ctx.Err())
-			}
-			return err
 		}
 	}
 }

@@ -9,16 +9,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// topicConfig is what every Drove topic is created with, and what
-// EnsureTopics checks (and sets) on topics that already exist. The log is
-// the source of truth, so nothing may age out of it: Apache Kafka's
-// defaults (retention.ms 7 days, a broker-wide retention.bytes, compaction
-// on some clusters) would silently delete inventory and history from every
-// replay. Record size is Drove's too: a plan of a large request is bigger
-// than the broker's 1 MB default.
+// topicConfig is what every Drove topic is created with. The log is the
+// source of truth, so nothing may age out of it: Apache Kafka's defaults
+// (retention.ms 7 days, a broker-wide retention.bytes, compaction on some
+// clusters) would silently delete inventory and history from every
+// replay. No topic is compacted: every topic is history (DESIGN.md).
+// Record size is Drove's too: a plan of a large request is bigger than
+// the broker's 1 MB default.
 func topicConfig(c Config) map[string]string {
 	minISR := "1"
 	if c.ReplicationFactor >= 3 {
@@ -34,13 +33,28 @@ func topicConfig(c Config) map[string]string {
 	}
 }
 
+// deletes says whether a topic setting makes the broker delete events:
+// any finite retention, or compaction (which drops all but the latest
+// event of a key).
+func deletes(name, value string) bool {
+	switch name {
+	case "retention.ms", "retention.bytes":
+		return value != "-1"
+	case "cleanup.policy":
+		return value != "delete"
+	}
+	return false
+}
+
 // EnsureTopics creates the topics that do not exist, with partitions
-// partitions, cfg.ReplicationFactor replicas and topicConfig; then it
-// reads every topic's configuration back, sets what differs from
-// topicConfig (a topic created by hand or by an older Drove) and fails,
-// naming the topic and setting, when the broker keeps another value.
-// Existing topics keep their partition count: changing it would move keys
-// to other partitions and break the per-key order events rely on.
+// partitions, cfg.ReplicationFactor replicas and topicConfig. Topics that
+// exist are checked, never altered: they may be an operator's, set by
+// hand. If one would delete events (finite retention, compaction: deletes)
+// EnsureTopics fails with ErrTopicConfig naming the topic, the setting and
+// how to fix it, unless cfg.AllowFiniteRetention, when it only warns.
+// Other settings that differ from topicConfig are warned about. Existing
+// topics keep their partition count: changing it would move keys to other
+// partitions and break the per-key order events rely on.
 func EnsureTopics(ctx context.Context, cfg Config, partitions int, topics ...string) error {
 	err := cfg.validate(false)
 	if partitions < 1 {
@@ -53,62 +67,74 @@ func EnsureTopics(ctx context.Context, cfg Config, partitions int, topics ...str
 		return nil
 	}
 	cfg = cfg.withDefaults()
-	cl, err := kgo.NewClient(cfg.clientOpts()...)
+	cl, err := NewClient(cfg)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	want := topicConfig(cfg)
-	if err := createTopics(ctx, adm, cfg, partitions, want, topics); err != nil {
+	created, err := createTopics(ctx, adm, cfg, partitions, want, topics)
+	if err != nil {
 		return cfg.explain(err)
 	}
-	return enforceTopicConfig(ctx, adm, want, topics)
+	var existing []string
+	for _, t := range topics {
+		if !slices.Contains(created, t) {
+			existing = append(existing, t)
+		}
+	}
+	return checkTopicConfig(ctx, adm, cfg, want, existing)
 }
 
-func createTopics(ctx context.Context, adm *kadm.Client, cfg Config, partitions int, want map[string]string, topics []string) error {
+// createTopics creates what does not exist and returns what it created.
+func createTopics(ctx context.Context, adm *kadm.Client, cfg Config, partitions int, want map[string]string, topics []string) ([]string, error) {
 	configs := map[string]*string{}
 	for k, v := range want {
 		configs[k] = kadm.StringPtr(v)
 	}
 	resps, err := adm.CreateTopics(ctx, int32(partitions), cfg.ReplicationFactor, configs, topics...)
 	if err != nil {
-		return fmt.Errorf("kafka: create topics: %w", translate(err))
+		return nil, fmt.Errorf("kafka: create topics: %w", translate(err))
 	}
 	var errs []error
+	var created []string
 	for _, r := range resps.Sorted() {
-		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+		switch {
+		case r.Err == nil:
+			created = append(created, r.Topic)
+		case !errors.Is(r.Err, kerr.TopicAlreadyExists):
 			errs = append(errs, fmt.Errorf("kafka: create topic %s: %w (%s)", r.Topic, translate(r.Err), r.ErrMessage))
 		}
 	}
-	return errors.Join(errs...)
+	return created, errors.Join(errs...)
 }
 
-// enforceTopicConfig sets what differs from want and checks it took.
-func enforceTopicConfig(ctx context.Context, adm *kadm.Client, want map[string]string, topics []string) error {
+// checkTopicConfig refuses existing topics that would delete events and
+// warns about other settings that differ from want.
+func checkTopicConfig(ctx context.Context, adm *kadm.Client, cfg Config, want map[string]string, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
 	diff, err := topicConfigDiff(ctx, adm, want, topics)
-	if err != nil || len(diff) == 0 {
-		return err
-	}
-	var alters []kadm.AlterConfig
-	for _, d := range diff {
-		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: d.name, Value: kadm.StringPtr(d.want)})
-	}
-	resps, err := adm.AlterTopicConfigs(ctx, alters, topics...)
 	if err != nil {
-		return fmt.Errorf("kafka: set topic configuration: %w", translate(err))
-	}
-	for _, r := range resps {
-		if r.Err != nil {
-			return fmt.Errorf("kafka: set the configuration of %s: %w (%s)", r.Name, translate(r.Err), r.ErrMessage)
-		}
-	}
-	if diff, err = topicConfigDiff(ctx, adm, want, topics); err != nil || len(diff) == 0 {
-		return err
+		return cfg.explain(err)
 	}
 	var errs []error
 	for _, d := range diff {
-		errs = append(errs, fmt.Errorf("%w: topic %s keeps %s=%s after Drove set %s", ErrTopicConfig, d.topic, d.name, d.got, d.want))
+		switch {
+		case deletes(d.name, d.got) && !cfg.AllowFiniteRetention:
+			errs = append(errs, fmt.Errorf("%w: topic %s has %s=%s: the broker would delete events, and the log is Drove's source of truth; "+
+				"set %s=%s on it (kafka-configs --alter --entity-type topics --entity-name %s --add-config %s=%s), "+
+				"or allow it explicitly (--allow-finite-retention, DROVE_ALLOW_FINITE_RETENTION=1)",
+				ErrTopicConfig, d.topic, d.name, d.got, d.name, d.want, d.topic, d.name, d.want))
+		case deletes(d.name, d.got):
+			cfg.Logger.Warn("topic deletes events; running anyway, as the operator allowed (AllowFiniteRetention)",
+				"topic", d.topic, "setting", d.name, "value", d.got, "drove_wants", d.want)
+		default:
+			cfg.Logger.Warn("topic setting differs from what Drove creates topics with", "topic", d.topic,
+				"setting", d.name, "value", d.got, "drove_wants", d.want)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -8,16 +8,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
 )
 
 // A broker whose defaults delete records after a millisecond (Apache
 // Kafka's are 7 days; the test shortens the wait, not the rule): the
-// topics EnsureTopics creates, and a topic created by hand before it ran,
-// keep every record through the broker's retention pass, while a topic
-// Drove does not manage loses its records to the same pass.
+// topics EnsureTopics creates keep every record through the broker's
+// retention pass, while a topic created by hand with the broker's
+// retention is refused, naming the topic and the setting, unless the
+// operator allowed it.
 func TestEnsureTopicsKeepsTheLogForever(t *testing.T) {
 	ctx := testContext(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drove.byhand", "other"),
@@ -27,15 +27,25 @@ func TestEnsureTopicsKeepsTheLogForever(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	cfg := Config{Brokers: c.ListenAddrs(), TransactionalID: "topics-test", FetchMaxWait: 100 * time.Millisecond}
-	if err := EnsureTopics(ctx, cfg, 2, "drove.byhand", "drove.new"); err != nil {
+	if err := EnsureTopics(ctx, cfg, 2, "drove.new"); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	err = EnsureTopics(ctx, cfg, 2, "drove.byhand", "drove.new")
+	if !errors.Is(err, ErrTopicConfig) || !strings.Contains(err.Error(), "topic drove.byhand has retention.ms=") ||
+		strings.Contains(err.Error(), "drove.new has") {
+		t.Fatalf("EnsureTopics over a topic with finite retention = %v, want ErrTopicConfig naming drove.byhand and retention.ms", err)
+	}
+	allowed := cfg
+	allowed.AllowFiniteRetention = true
+	if err := EnsureTopics(ctx, allowed, 2, "drove.byhand", "drove.new"); err != nil {
+		t.Fatalf("EnsureTopics with AllowFiniteRetention = %v, want it to run", err)
+	}
+	cl, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	described, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "drove.byhand", "drove.new")
+	described, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "drove.new")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +60,13 @@ func TestEnsureTopicsKeepsTheLogForever(t *testing.T) {
 	p := newProducer(t, cfg)
 	old := event("r-1")
 	old.Time = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC) // years of log
-	for _, topic := range []string{"drove.byhand", "drove.new", "other"} {
+	for _, topic := range []string{"drove.new", "other"} {
 		if err := p.Append(ctx, topic, old); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.ApplyRetention()
-	for topic, want := range map[string]int{"drove.byhand": 1, "drove.new": 1, "other": 0} {
+	for topic, want := range map[string]int{"drove.new": 1, "other": 0} {
 		recs, err := ReadAll(ctx, cfg, topic)
 		if err != nil {
 			t.Fatal(err)
@@ -64,6 +74,26 @@ func TestEnsureTopicsKeepsTheLogForever(t *testing.T) {
 		if len(recs) != want {
 			t.Errorf("%s holds %d events after the broker's retention pass, want %d", topic, len(recs), want)
 		}
+	}
+}
+
+// Compaction deletes all but a key's latest event: refused like retention.
+func TestEnsureTopicsRefusesACompactedTopic(t *testing.T) {
+	ctx := testContext(t)
+	cfg := newCluster(t, 0)
+	cl, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, map[string]*string{
+		"cleanup.policy": kadm.StringPtr("compact"), "retention.ms": kadm.StringPtr("-1"),
+		"retention.bytes": kadm.StringPtr("-1")}, events.TopicInventory); err != nil {
+		t.Fatal(err)
+	}
+	err = EnsureTopics(ctx, cfg, 3, events.TopicInventory)
+	if !errors.Is(err, ErrTopicConfig) || !strings.Contains(err.Error(), "topic drove.inventory has cleanup.policy=compact") {
+		t.Fatalf("EnsureTopics over a compacted topic = %v", err)
 	}
 }
 

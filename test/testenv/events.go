@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -16,7 +15,7 @@ import (
 func Events(t testing.TB, ctx context.Context) (*KafkaCluster, kafka.Config) {
 	t.Helper()
 	k := Kafka(t)
-	cfg := kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond, SessionTimeout: 10 * time.Second}
+	cfg := k.Config()
 	if err := kafka.EnsureTopics(ctx, cfg, 3, events.Topics()...); err != nil {
 		t.Fatalf("testenv: create the Drove topics: %v", err)
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events/kafka"
 )
 
 // KafkaCluster is the Kafka a test talks to. (It cannot be called Kafka:
@@ -43,7 +43,7 @@ const (
 //
 // The kfake cluster has 3 brokers, supports transactions and classic and
 // KIP-848 consumer groups, creates topics on metadata requests from clients
-// that ask for it (kgo.AllowAutoTopicCreation) with 3 partitions, and
+// that ask for it (franz-go's AllowAutoTopicCreation) with 3 partitions, and
 // accepts session timeouts down to 100ms so rebalancing tests are quick. It
 // keeps its log in memory.
 func Kafka(t testing.TB) *KafkaCluster {
@@ -87,30 +87,19 @@ func Kafka(t testing.TB) *KafkaCluster {
 // and transactional IDs too.
 func (k *KafkaCluster) Topic(name string) string { return k.TopicPrefix + name }
 
-// Client returns a kgo client seeded with the brokers and opts, closed when
-// the test ends.
-func (k *KafkaCluster) Client(opts ...kgo.Opt) *kgo.Client {
-	k.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Brokers...)}, opts...)...)
-	if err != nil {
-		k.t.Fatalf("testenv: kafka client: %v", err)
-	}
-	k.t.Cleanup(cl.Close)
-	return cl
+// Config is a kafka.Config for the cluster.
+func (k *KafkaCluster) Config() kafka.Config {
+	return kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond}
 }
 
-// CreateTopic creates Topic(name) with the given partitions (-1: the
-// broker's default) and returns its full name. Use it where the code under
-// test expects topics to exist, as on brokers without auto-creation.
-func (k *KafkaCluster) CreateTopic(ctx context.Context, name string, partitions int32) string {
+// CreateTopic creates Topic(name) with the given partitions, as Drove
+// creates its topics (kafka.EnsureTopics), and returns its full name. Use
+// it where the code under test expects topics to exist, as on brokers
+// without auto-creation.
+func (k *KafkaCluster) CreateTopic(ctx context.Context, name string, partitions int) string {
 	k.t.Helper()
 	topic := k.Topic(name)
-	adm := kadm.NewClient(k.Client())
-	resp, err := adm.CreateTopic(ctx, partitions, -1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
+	if err := kafka.EnsureTopics(ctx, k.Config(), partitions, topic); err != nil {
 		k.t.Fatalf("testenv: create topic %s: %v", topic, err)
 	}
 	return topic
@@ -120,14 +109,9 @@ func (k *KafkaCluster) CreateTopic(ctx context.Context, name string, partitions 
 // within a few seconds.
 func (k *KafkaCluster) checkExternal() {
 	k.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
-	if err != nil {
-		k.t.Fatalf("testenv.Kafka: KAFKA_BROKERS=%q: %v", os.Getenv("KAFKA_BROKERS"), err)
-	}
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := kadm.NewClient(cl).ListBrokers(ctx); err != nil {
+	if err := kafka.Ping(ctx, k.Config()); err != nil {
 		k.t.Fatalf("testenv.Kafka: KAFKA_BROKERS=%q does not answer: %v (unset it to use an in-process kfake cluster)",
 			os.Getenv("KAFKA_BROKERS"), err)
 	}
@@ -137,30 +121,20 @@ func (k *KafkaCluster) checkExternal() {
 // failure is logged, not fatal: the test itself has already passed or
 // failed on its own merits.
 func (k *KafkaCluster) deleteTopics() {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
-	if err != nil {
-		k.t.Logf("testenv: delete topics %s*: %v", k.TopicPrefix, err)
-		return
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	details, err := adm.ListTopics(ctx)
+	names, err := kafka.ListTopics(ctx, k.Config())
 	if err != nil {
 		k.t.Logf("testenv: delete topics %s*: %v", k.TopicPrefix, err)
 		return
 	}
 	var mine []string
-	for _, topic := range details.Names() {
+	for _, topic := range names {
 		if strings.HasPrefix(topic, k.TopicPrefix) {
 			mine = append(mine, topic)
 		}
 	}
-	if len(mine) == 0 {
-		return
-	}
-	if _, err := adm.DeleteTopics(ctx, mine...); err != nil {
+	if err := kafka.DeleteTopics(ctx, k.Config(), mine...); err != nil {
 		k.t.Logf("testenv: delete topics %v: %v", mine, err)
 	}
 }

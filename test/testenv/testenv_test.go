@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -112,61 +114,83 @@ func TestPostgresDropsDatabaseWithOpenConnections(t *testing.T) {
 
 func TestKafkaProduceConsume(t *testing.T) {
 	k := testenv.Kafka(t)
-	topic := k.Topic("events")
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-
-	producer := k.Client(kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
-	if err := producer.ProduceSync(ctx, &kgo.Record{Key: []byte("vm-1"), Value: []byte("migration started")}).FirstErr(); err != nil {
+	topic := k.CreateTopic(ctx, "events", 3)
+	p := k.Producer(t, k.Config(), "producer")
+	ev := event("vm-1")
+	if err := p.Append(ctx, topic, ev); err != nil {
 		t.Fatal(err)
 	}
-
-	consumer := k.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	got := pollN(ctx, t, consumer, 1)
-	if string(got[0].Key) != "vm-1" || string(got[0].Value) != "migration started" {
-		t.Errorf("consumed %q=%q", got[0].Key, got[0].Value)
+	recs, err := kafka.ReadAll(ctx, k.Config(), topic)
+	if err != nil || len(recs) != 1 || recs[0].Event.ID != ev.ID {
+		t.Fatalf("read back %v, %v; want the one event", recs, err)
 	}
 }
 
-// Event sourcing needs transactions and consumer groups reading only
-// committed records.
+// Event sourcing needs transactions, read-committed reading and consumer
+// groups (their committed offsets keep executors' checkpoints, their
+// membership elects the planner).
 func TestKafkaTransactionsAndGroups(t *testing.T) {
 	k := testenv.Kafka(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	topic := k.CreateTopic(ctx, "moves", 3)
-
-	producer := k.Client(kgo.DefaultProduceTopic(topic), kgo.TransactionalID(k.Topic("planner")))
-	for i, commit := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort, kgo.TryCommit} {
-		if err := producer.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		value := fmt.Sprintf("txn-%d", i)
-		if err := producer.ProduceSync(ctx, &kgo.Record{Key: []byte(value), Value: []byte(value)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if err := producer.EndTransaction(ctx, commit); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	consumer := k.Client(
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumerGroup(k.Topic("projector")),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	)
-	got := pollN(ctx, t, consumer, 2)
-	seen := map[string]bool{}
-	for _, r := range got {
-		seen[string(r.Value)] = true
-	}
-	if !seen["txn-0"] || !seen["txn-2"] || seen["txn-1"] {
-		t.Errorf("consumed %v, want txn-0 and txn-2 only", seen)
-	}
-	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+	p := k.Producer(t, k.Config(), "planner")
+	a, b := event("txn-0"), event("txn-1")
+	if err := p.Append(ctx, topic, a, b); err != nil {
 		t.Fatal(err)
 	}
+	r, err := kafka.NewReader(ctx, k.Config(), kafka.ReadOptions{Topics: []string{topic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		batch, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(batch.Records)
+	}
+	if n != 2 {
+		t.Fatalf("read %d committed events, want 2", n)
+	}
+
+	cp, err := kafka.OpenCheckpoint(k.Config(), k.Topic("executor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	at := r.Position()
+	if err := cp.Save(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cp.Load(ctx, topic); err != nil || fmt.Sprint(got) != fmt.Sprint(at) {
+		t.Fatalf("checkpoint = %v, %v; want %v", got, err, at)
+	}
+
+	elected := make(chan struct{})
+	el, err := kafka.JoinElection(k.Config(), kafka.Election{Group: k.Topic("election"), Topic: topic,
+		Timeout: 6 * time.Second, Elected: func() { close(elected) }, Deposed: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer el.Leave()
+	select {
+	case <-elected:
+	case <-ctx.Done():
+		t.Fatal("the only member of an election was never elected")
+	}
+}
+
+func event(key string) events.Envelope {
+	return events.New(events.RequestApproved{Request: key}, events.WithProducer("test"),
+		events.WithReason(events.Reason{Actor: "operator:test", Why: "testing", RequestID: key}))
 }
 
 func TestKafkaPrefixesAreUnique(t *testing.T) {
@@ -174,26 +198,4 @@ func TestKafkaPrefixesAreUnique(t *testing.T) {
 	if a.TopicPrefix == b.TopicPrefix {
 		t.Errorf("two clusters share the prefix %q", a.TopicPrefix)
 	}
-}
-
-// pollN polls until n records arrived or ctx ends.
-func pollN(ctx context.Context, t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
-	t.Helper()
-	var got []*kgo.Record
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("got %d of %d records: %v", len(got), n, err)
-		}
-		fs.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("fetch %s/%d: %v", topic, p, err)
-			}
-		})
-		got = append(got, fs.Records()...)
-	}
-	if len(got) > n {
-		t.Errorf("got %d records, want %d", len(got), n)
-	}
-	return got
 }

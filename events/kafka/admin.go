@@ -1,0 +1,73 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// Ping checks that the brokers answer and lists them: for health checks
+// and for tools that must fail fast when nothing listens.
+func Ping(ctx context.Context, cfg Config) error {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).ListBrokers(ctx); err != nil {
+		return cfg.withDefaults().explain(translate(err))
+	}
+	return nil
+}
+
+// ListTopics returns the names of the cluster's topics, sorted.
+func ListTopics(ctx context.Context, cfg Config) ([]string, error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	details, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: list topics: %w", translate(err))
+	}
+	names := details.Names()
+	slices.Sort(names)
+	return names, nil
+}
+
+// DeleteTopics deletes topics, and every event in them: for test clusters
+// shared between runs, never for Drove's own topics.
+func DeleteTopics(ctx context.Context, cfg Config, topics ...string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, topics...)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("kafka: delete topics %v: %w", topics, translate(err))
+	}
+	return nil
+}
+
+// Ends returns the end (last stable offset) of every partition of topics:
+// where a reader that started now would stop, and, less a reader's
+// position, its lag.
+func Ends(ctx context.Context, cfg Config, topics ...string) (Positions, error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	_, ends, err := listBounds(ctx, kadm.NewClient(cl), topics)
+	return ends, err
+}
