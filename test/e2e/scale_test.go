@@ -51,7 +51,7 @@ func groupsCluster(nodes, perNode int) *planner.Cluster {
 //
 // It moves 1,000 instances in plans of 128 KiB parts by default, which
 // takes well under a minute; DROVE_E2E_GROUP_CHANGE=20000 moves 20,000 in
-// the planner's own part size (5 minutes on a loaded 2-core machine
+// the planner's own part size (about 2 minutes on a loaded 2-core machine
 // without the race detector: each executor appends its events one
 // transaction at a time). planner/service's TestGroupChangeOf20000Instances
 // runs 20,000 through the planner service at every `make test`.
