@@ -49,7 +49,8 @@ func Topics() []string {
 }
 
 // Consumer groups. No reader joins a group to read: every service reads
-// with a kafka.Reader and keeps its own position. An executor keeps its
+// with a kafka.Reader and keeps its own position (the planner service's is
+// in its snapshot). An executor keeps its
 // checkpoint as its group's committed offset (kafka.Checkpoint): renaming
 // a group makes that executor read its partition from offset zero again
 // (harmless, only slower). The planner's election is a group's

@@ -100,6 +100,8 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 		GatewayTokens: accounts,
 		PKIDir:        filepath.Join(abs, "pki"),
 		Partitions:    f.partitions,
+		// The planner's snapshot lives with the log it was taken of.
+		PlannerSnapshotDir: filepath.Join(abs, "planner"),
 	}
 	if cfg.NotaryKey, err = devNotaryKey(abs); err != nil {
 		return err

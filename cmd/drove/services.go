@@ -26,6 +26,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
+	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/iallocator"
 	"github.com/drovehq/drove/planner/service"
 	"github.com/drovehq/drove/projector"
@@ -246,6 +247,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	perNode := movesPerNode{n: 2}
 	fs.Var(&perNode, "max-moves-per-node", "moves a node sends at once: a number, or auto (as many as the node's link has room for)")
 	nodeLease := fs.Duration("node-lease", 30*time.Second, "declare a node lost (offline) when its executor sent no heartbeat for this long; keep it above the executors' --fence")
+	snapshotDir := fs.String("snapshot-dir", os.Getenv("DROVE_PLANNER_SNAPSHOT_DIR"), "where the planner keeps a snapshot of its state, so a start reads only the log after it (env DROVE_PLANNER_SNAPSHOT_DIR); empty: every start replays the whole log")
 	standby := fs.Bool("standby", true, "run several: they elect one that decides, the others stand by and take over when it dies; false: this one decides at once and fences any other")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
@@ -257,9 +259,12 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
 	cfg := service.Config{Kafka: sf.kafka("drove-planner"), Partitions: sf.partitions, MaxRunningMoves: *maxRunning,
 		Logger: log, Metrics: reg}
+	// The flag changes one option: the rest keep the planner's defaults.
+	cfg.Options = planner.DefaultOptions()
 	cfg.Options.MaxMovesPerNode, cfg.AutoMovesPerNode = perNode.n, perNode.auto
 	cfg.Standby = *standby
 	cfg.NodeLease = *nodeLease
+	cfg.SnapshotDir = *snapshotDir
 	part := supervise.Part{Name: "planner", Log: log}
 	if *standby {
 		// Fenced means another instance leads now: stand by again.

@@ -61,6 +61,18 @@ type Config struct {
 	// Partitions is the partition count of the topics the system creates
 	// (existing ones keep theirs). Default 3.
 	Partitions int
+	// MaxMovesPerNode bounds the moves a node sends at once; 0 is the
+	// planner's default.
+	MaxMovesPerNode int
+	// ExecutorConcurrency bounds the opcodes each node runs at once; 0 is
+	// the executor's default.
+	ExecutorConcurrency int
+	// PlanPartBytes bounds a part of a plan too large for one record
+	// (service.Config.PlanPartBytes); 0 is the planner's default.
+	PlanPartBytes int
+	// PlannerSnapshotDir is where the planner service keeps its snapshot
+	// (service.Config.SnapshotDir); empty: none.
+	PlannerSnapshotDir string
 	// RefusalAuditBurst is the gateway's budget of refusals audited one
 	// by one before it folds them into counts; 0 is its default.
 	RefusalAuditBurst int
@@ -309,7 +321,12 @@ func (s *System) StartProjector(_ context.Context) error {
 func (s *System) StartPlanner(_ context.Context) error {
 	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"}, Partitions: s.cfg.Partitions,
 		MaxRunningMoves: s.cfg.MaxRunningMoves, AutoMovesPerNode: s.cfg.AutoMovesPerNode,
-		Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner")}
+		Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner"),
+		SnapshotDir: s.cfg.PlannerSnapshotDir, PlanPartBytes: s.cfg.PlanPartBytes}
+	if s.cfg.MaxMovesPerNode > 0 {
+		cfg.Options = planner.DefaultOptions()
+		cfg.Options.MaxMovesPerNode = s.cfg.MaxMovesPerNode
+	}
 	if _, err := service.New(cfg); err != nil {
 		return err
 	}
@@ -335,8 +352,8 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 		return err
 	}
 	cfg := executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
-		Partitions: s.cfg.Partitions,
-		Logger:     s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
+		Partitions: s.cfg.Partitions, Concurrency: s.cfg.ExecutorConcurrency,
+		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
 	e, err := executor.New(cfg, d)
 	if err != nil {
 		return err

@@ -163,15 +163,26 @@ func (r *request) originWhy() string {
 		if r.evac.DryRun {
 			dry = ", dry run"
 		}
-		return fmt.Sprintf("evacuation of %s (%s%s) %s", strings.Join(r.evac.Nodes, ", "), r.evac.Mode, dry, who)
+		return fmt.Sprintf("evacuation of %s (%s%s) %s", list(r.evac.Nodes), r.evac.Mode, dry, who)
 	case events.TypeGroupChangeRequested:
 		dry := ""
 		if r.change.DryRun {
 			dry = " (dry run)"
 		}
-		return fmt.Sprintf("group change of %s%s %s", strings.Join(r.change.Instances, ", "), dry, who)
+		return fmt.Sprintf("group change of %s%s %s", list(r.change.Instances), dry, who)
 	}
 	return who
+}
+
+// list names a few of names and counts the rest: every event of a request
+// carries its origin, and a request of 20,000 instances would otherwise
+// write their names into each one.
+func list(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
 // run takes every decision the request needs now.

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,6 +72,10 @@ type Config struct {
 	// takes over: the election's group session timeout. Default 6s (the
 	// least Kafka allows by default).
 	ElectionTimeout time.Duration
+	// PlanPartBytes bounds one part of a plan too large for one record
+	// (events.SplitPlan). Default a quarter of Kafka.MaxRecordBytes,
+	// leaving room for the envelope and the reasons it carries.
+	PlanPartBytes int
 	// SnapshotDir is where the service keeps a snapshot of its state
 	// (snapshot.go), so that a start reads only the log after it; empty
 	// means none: every start replays the whole log.
@@ -119,6 +124,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StallRetries == 0 {
 		c.StallRetries = 2
+	}
+	if c.PlanPartBytes == 0 {
+		c.PlanPartBytes = cmp.Or(c.Kafka.MaxRecordBytes, 8<<20) / 4
 	}
 	if c.SnapshotEvery == 0 {
 		c.SnapshotEvery = 100_000
@@ -169,6 +177,12 @@ func (c Config) Validate() error {
 	}
 	if c.ElectionTimeout < 0 {
 		ps = append(ps, fmt.Sprintf("ElectionTimeout: negative (%s)", c.ElectionTimeout))
+	}
+	if c.PlanPartBytes < 1 {
+		ps = append(ps, fmt.Sprintf("PlanPartBytes: %d (want at least 1)", c.PlanPartBytes))
+	}
+	if c.SnapshotEvery < 1 {
+		ps = append(ps, fmt.Sprintf("SnapshotEvery: %d (want at least 1)", c.SnapshotEvery))
 	}
 	if len(ps) > 0 {
 		errs = append(errs, errors.New(strings.Join(ps, "; ")))

@@ -19,14 +19,15 @@
 //
 // The service keeps no database and no consumer-group offsets. Each Run
 // first takes the transactional id over (fencing an older instance, whose
-// open transaction is aborted), then reads drove.inventory, drove.requests,
-// drove.plans, drove.jobs and drove.opcodes from offset zero up to their
-// last stable offsets, then keeps following the same topics from there,
-// read-committed, with one plain client. A consumer group would add
-// nothing: its committed offsets would only say where to resume, and the
-// service must re-read everything anyway to know every request's story.
-// Not using one also means no rebalances and no second instance silently
-// sharing the partitions.
+// open transaction is aborted), then reads its topics up to their last
+// stable offsets — from offset zero, or from the positions of its latest
+// snapshot (snapshot.go) with the state the snapshot holds — then keeps
+// following them, read-committed, with events/kafka's Reader. A consumer
+// group would add nothing: where to resume belongs with the state it
+// resumes, in the snapshot. Not using one also means no rebalances and no
+// second instance silently sharing the partitions. Closed requests and
+// ended migrations leave the state, so what a pass and a snapshot cost is
+// what is active.
 //
 // Decisions are level-triggered: after each poll (and once after the
 // replay) the loop calls jobs.Decide for every active request, oldest

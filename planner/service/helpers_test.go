@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/planner"
@@ -36,7 +34,13 @@ func newHarness(t *testing.T) *harness { return newHarnessWith(t, testCluster(20
 
 func newHarnessWith(t *testing.T, c *planner.Cluster) *harness {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	return newHarnessFor(t, c, testTimeout)
+}
+
+// newHarnessFor is newHarnessWith with every wait bounded by d instead.
+func newHarnessFor(t *testing.T, c *planner.Cluster, d time.Duration) *harness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	k := testenv.Kafka(t)
 	kc := kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond, TransactionalID: "test-operator"}
@@ -181,6 +185,8 @@ type simExecutor struct {
 
 	mu    sync.Mutex
 	hold  bool                                 // keep new opcodes running until told
+	batch bool                                 // answer a whole fetch in few transactions
+	out   []kafka.Message                      // with batch: answers not appended yet
 	fail  func(events.OpcodeDispatched) string // non-empty: end with this error
 	held  map[opKey]events.Envelope            // running opcodes, by dispatch
 	seen  map[opKey]bool
@@ -204,32 +210,39 @@ func (h *harness) executor(hold bool, fail func(events.OpcodeDispatched) string)
 		}
 		x.place[in.Name] = [2]string{h.plan.Nodes[in.Primary].Name, sec}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Brokers...), kgo.ConsumeTopics(events.TopicOpcodes),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(50*time.Millisecond))
+	rd, err := kafka.NewReader(h.ctx, kc, kafka.ReadOptions{Topics: []string{events.TopicOpcodes}, Follow: true,
+		MaxWait: 50 * time.Millisecond})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan struct{})
-	h.t.Cleanup(func() { cancel(); <-done; cl.Close(); prod.Close() })
+	h.t.Cleanup(func() { cancel(); <-done; rd.Close(); prod.Close() })
 	go func() {
 		defer close(done)
 		for {
-			fs := cl.PollFetches(ctx)
+			b, err := rd.Next(ctx)
 			if ctx.Err() != nil {
 				return
 			}
-			for _, r := range fs.Records() {
-				env, err := events.Decode(r.Value)
-				if err != nil {
+			if err != nil && !kafka.IsRetryable(err) {
+				h.t.Errorf("executor: %v", err)
+				return
+			}
+			recs, err := b.Decode()
+			if err != nil {
+				h.t.Errorf("executor: %v", err)
+				return
+			}
+			for _, r := range recs {
+				if err := x.handle(ctx, r.Event); err != nil && ctx.Err() == nil {
 					h.t.Errorf("executor: %v", err)
 					return
 				}
-				if err := x.handle(ctx, env); err != nil && ctx.Err() == nil {
-					h.t.Errorf("executor: %v", err)
-					return
-				}
+			}
+			if err := x.flush(ctx); err != nil && ctx.Err() == nil {
+				h.t.Errorf("executor: %v", err)
+				return
 			}
 		}
 	}()
@@ -319,7 +332,30 @@ func (x *simExecutor) end(ctx context.Context, denv events.Envelope, how string)
 			PrimaryNode: after[0], SecondaryNode: after[1], PreviousGroup: x.groupOf(before[0]),
 			PreviousPrimary: before[0], PreviousSecondary: before[1], Request: d.Request}))
 	}
+	return x.send(ctx, msgs...)
+}
+
+// send appends msgs in one transaction, or keeps them for flush (batch).
+func (x *simExecutor) send(ctx context.Context, msgs ...kafka.Message) error {
+	if x.batch {
+		x.out = append(x.out, msgs...)
+		return nil
+	}
 	return x.prod.AppendBatch(ctx, msgs...)
+}
+
+// flush appends the answers kept, a thousand events a transaction.
+func (x *simExecutor) flush(ctx context.Context) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for len(x.out) > 0 {
+		n := min(len(x.out), 1000)
+		if err := x.prod.AppendBatch(ctx, x.out[:n]...); err != nil {
+			return err
+		}
+		x.out = x.out[n:]
+	}
+	return nil
 }
 
 func (x *simExecutor) groupOf(node string) string {
@@ -328,7 +364,7 @@ func (x *simExecutor) groupOf(node string) string {
 }
 
 func (x *simExecutor) emit(ctx context.Context, cause events.Envelope, node string, p events.Payload) error {
-	return x.prod.AppendBatch(ctx, x.message(cause, node, p))
+	return x.send(ctx, x.message(cause, node, p))
 }
 
 func (x *simExecutor) message(cause events.Envelope, node string, p events.Payload) kafka.Message {

@@ -1,10 +1,15 @@
 package service
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner"
 )
 
 // A request whose decisions cannot fit in a record of the log is rejected
@@ -66,4 +71,101 @@ func TestOversizedDecisionFailsOnlyItsRequest(t *testing.T) {
 	if after := len(h.read(events.TopicRequests)); after != before {
 		t.Errorf("the restart appended %d request events", after-before)
 	}
+}
+
+// groupsCluster is two groups of nodes, every instance in the first:
+// perNode RBD instances (shared storage: a move copies no disk) on each of
+// its nodes, the second group empty.
+func groupsCluster(nodes, perNode int) *planner.Cluster {
+	c := &planner.Cluster{Policy: planner.DefaultIPolicy()}
+	for g := range 2 {
+		name := fmt.Sprintf("g%d", g+1)
+		c.Groups = append(c.Groups, planner.Group{UUID: name, Name: name, AllocPolicy: planner.Preferred, Policy: planner.DefaultIPolicy()})
+		for i := range nodes {
+			c.Nodes = append(c.Nodes, planner.Node{Name: fmt.Sprintf("%sn%d", name, i), Group: g,
+				TotalMemory: 4 << 20, FreeMemory: 4 << 20, TotalDisk: 1 << 30, FreeDisk: 1 << 30,
+				TotalCPUs: 1 << 14, TotalSpindles: 1 << 14, FreeSpindles: 1 << 14, VMCapable: true})
+		}
+	}
+	for i := range nodes {
+		for k := range perNode {
+			c.Instances = append(c.Instances, planner.Instance{Name: fmt.Sprintf("vm-%d-%d", i, k),
+				Memory: 128, DiskSpace: 1024, Disks: []planner.Disk{{Size: 1024}}, VCPUs: 1, SpindleUse: 1, NICs: 1,
+				Storage: planner.RBD, State: planner.Up, Primary: i, Secondary: planner.NoNode, Owner: "acct-1"})
+			c.Nodes[i].FreeMemory -= 128
+		}
+	}
+	return c
+}
+
+// A change-group of 20,000 instances is planned, appended as a plan in
+// parts (one transaction, every part within the record limit), and run:
+// every job released, dispatched, ended, and the request finished with
+// every instance moved.
+func TestGroupChangeOf20000Instances(t *testing.T) {
+	const nodes, perNode = 10, 2000
+	c := groupsCluster(nodes, perNode)
+	// 20,000 moves take some 20 s here, several times that with the race
+	// detector on a loaded machine.
+	h := newHarnessFor(t, c, 5*time.Minute)
+	x := h.executor(false, nil)
+	x.mu.Lock()
+	x.batch = true
+	x.mu.Unlock()
+	reg := prometheus.NewRegistry()
+	h.start(func(cfg *Config) {
+		cfg.Metrics = reg
+		cfg.Options = planner.DefaultOptions()
+		cfg.Options.MaxMovesPerNode = 500
+		cfg.MaxRunningMoves = 5000
+	})
+	names := make([]string, len(c.Instances))
+	for i, in := range c.Instances {
+		names[i] = in.Name
+	}
+	start := time.Now()
+	h.appendEvent(events.GroupChangeRequested{Request: "big", Instances: names, TargetGroups: []string{"g2"}},
+		"operator:alice", "rack retirement", "big")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Second):
+				m := gather(t, reg)
+				t.Logf("%s: pending %v running %v succeeded %v", time.Since(start).Round(time.Second),
+					m[`drove_planner_jobs{state="pending"}`], m[`drove_planner_jobs{state="running"}`], m[`drove_planner_jobs{state="succeeded"}`])
+			}
+		}
+	}()
+	fin := h.closed("big")
+	if fin.Type != events.TypeRequestFinished {
+		t.Fatalf("closed with %s: %.300s", fin.Type, fin.Reason.Why)
+	}
+	done := must[events.RequestFinished](t, fin)
+	t.Logf("%d instances changed group in %s", len(done.Moved), time.Since(start))
+	if len(done.Moved) != nodes*perNode || len(done.Failed) != 0 {
+		t.Fatalf("finished with %d moved, %d failed; want all %d moved", len(done.Moved), len(done.Failed), nodes*perNode)
+	}
+	parts := h.ofRequest(events.TopicPlans, "big")
+	if len(parts) < 2 {
+		t.Fatalf("the plan is %d events; 20,000 instances do not fit one record", len(parts))
+	}
+	var pp events.PlanParts
+	var whole events.PlanComputed
+	for _, e := range parts {
+		if b, _ := events.Encode(e); len(b) > 8<<20 {
+			t.Errorf("a part is %d bytes, over the record limit", len(b))
+		}
+		whole, _ = pp.Add(must[events.PlanComputed](t, e))
+	}
+	if len(whole.Jobs) != nodes*perNode {
+		t.Fatalf("the parts join into %d jobs", len(whole.Jobs))
+	}
+	if n := len(h.ofRequest(events.TopicJobs, "big", events.TypeJobEnded)); n != nodes*perNode {
+		t.Errorf("%d jobs ended, want %d", n, nodes*perNode)
+	}
+	t.Logf("the plan took %d events", len(parts))
 }

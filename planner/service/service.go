@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +67,8 @@ func (s *Service) Leading() bool { return s.leading.Load() }
 // the decisions it found pending.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
-// Run rebuilds the state from offset zero, takes whatever decisions the log
+// Run rebuilds the state from the log (from offset zero, or from its
+// latest snapshot and the log after it), takes whatever decisions the log
 // shows pending, then follows the log and decides as events arrive, until
 // ctx is done (it then returns nil) or something fails: a fetch, an event
 // that does not decode, an append that cannot be made, or fencing by a
@@ -289,7 +289,7 @@ func (l *loop) decideAll(ctx context.Context) error {
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
 		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, AutoMovesPerNode: l.svc.cfg.AutoMovesPerNode, Producer: l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
-		Migrating: l.st.migs.ActiveOn, Migrations: l.st.migs.InFlight, Fits: kc.Fits, PlanPartBytes: planPartBytes(kc)}
+		Migrating: l.st.migs.ActiveOn, Migrations: l.st.migs.InFlight, Fits: kc.Fits, PlanPartBytes: l.svc.cfg.PlanPartBytes}
 	for id, why := range l.refused {
 		if err := l.decided(ctx, id, jobs.Fail(env, l.st.reqs, id, why)); err != nil {
 			return err
@@ -306,12 +306,6 @@ func (l *loop) decideAll(ctx context.Context) error {
 		}
 	}
 	return l.decideMigrations(ctx)
-}
-
-// planPartBytes bounds one part of a plan: a quarter of a record, leaving
-// room for the envelope and the reasons it carries.
-func planPartBytes(kc kafka.Config) int {
-	return cmp.Or(kc.MaxRecordBytes, 8<<20) / 4
 }
 
 // decided appends one request's decisions. A refusal of the log for what

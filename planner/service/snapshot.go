@@ -17,6 +17,7 @@ import (
 	"github.com/drovehq/drove/planner/inventory"
 	"github.com/drovehq/drove/planner/jobs"
 	"github.com/drovehq/drove/planner/migration"
+	"github.com/drovehq/drove/planner/nodes"
 )
 
 // A snapshot is the service's whole state (the three folds) with the log
@@ -35,7 +36,7 @@ import (
 
 // snapshotVersion changes whenever a fold's encoding does: a snapshot of
 // another version is ignored.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 const snapshotFile = "planner.snapshot.json.gz"
 
@@ -50,6 +51,7 @@ type snapshot struct {
 	Inventory  *inventory.Inventory `json:"inventory"`
 	Jobs       *jobs.State          `json:"jobs"`
 	Migrations *migration.State     `json:"migrations"`
+	Nodes      *nodes.State         `json:"nodes"`
 }
 
 type position struct {
@@ -92,8 +94,9 @@ func (l *loop) open(ctx context.Context) (*kafka.Reader, error) {
 			return nil, err
 		}
 		if why = covers(rd, opts.From); why == "" {
-			l.st = &state{inv: snap.Inventory, reqs: snap.Jobs, migs: snap.Migrations}
+			l.st = &state{inv: snap.Inventory, reqs: snap.Jobs, migs: snap.Migrations, nodes: snap.Nodes}
 			l.st.migs.SetClock(cfg.Clock)
+			l.st.nodes.SetClock(time.Now) // as newState: leases are judged on the wall clock
 			l.restart.Snapshot, l.events = true, snap.Events
 			l.svc.log.Info("state restored from a snapshot", "taken", snap.Taken, "events", snap.Events)
 			return rd, nil
@@ -151,7 +154,7 @@ func (l *loop) load(ctx context.Context) (*snapshot, string) {
 	if err := json.NewDecoder(zr).Decode(&snap); err != nil {
 		return nil, "unreadable: " + err.Error()
 	}
-	if snap.Version != snapshotVersion || snap.Inventory == nil || snap.Jobs == nil || snap.Migrations == nil {
+	if snap.Version != snapshotVersion || snap.Inventory == nil || snap.Jobs == nil || snap.Migrations == nil || snap.Nodes == nil {
 		return nil, fmt.Sprintf("format %d, this build reads %d", snap.Version, snapshotVersion)
 	}
 	ids, err := kafka.TopicIDs(ctx, l.svc.cfg.Kafka, topics...)
@@ -184,7 +187,7 @@ func (l *loop) maybeSnapshot(ctx context.Context, at kafka.Positions) {
 	l.events += int64(l.folded)
 	l.folded = 0
 	snap := snapshot{Version: snapshotVersion, Taken: time.Now().UTC(), TopicIDs: l.topicIDs, Events: l.events,
-		Inventory: l.st.inv, Jobs: l.st.reqs, Migrations: l.st.migs}
+		Inventory: l.st.inv, Jobs: l.st.reqs, Migrations: l.st.migs, Nodes: l.st.nodes}
 	for tp, off := range at {
 		snap.Positions = append(snap.Positions, position{tp.Topic, tp.Partition, off})
 	}

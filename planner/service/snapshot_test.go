@@ -1,8 +1,10 @@
 package service
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -99,7 +101,7 @@ func (h *harness) rebuild(dir string) (*state, Restart) {
 // image is a state as plain JSON values, for comparing.
 func image(t *testing.T, st *state) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(snapshot{Inventory: st.inv, Jobs: st.reqs, Migrations: st.migs})
+	b, err := json.Marshal(snapshot{Inventory: st.inv, Jobs: st.reqs, Migrations: st.migs, Nodes: st.nodes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +225,35 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 		t.Errorf("the state holds migrations %v; want m1 and m5 only (the others ended)", got)
 	}
 
+	// A snapshot that is unreadable, or at positions the log does not
+	// have, is ignored: the state comes from the whole log.
+	for name, spoil := range map[string]func([]byte) []byte{
+		"unreadable": func([]byte) []byte { return []byte("not a snapshot") },
+		"ahead of the log": func(b []byte) []byte {
+			var snap snapshot
+			if err := json.Unmarshal(b, &snap); err != nil {
+				t.Fatal(err)
+			}
+			for i := range snap.Positions {
+				snap.Positions[i].Offset += 1000
+			}
+			out, _ := json.Marshal(snap)
+			return out
+		},
+	} {
+		bad := t.TempDir()
+		if err := writeSnapshot(bad, spoil(readSnapshot(t, dir))); err != nil {
+			t.Fatal(err)
+		}
+		st, r := h.rebuild(bad)
+		if r.Snapshot || r.Ignored == "" || r.Events != fr.Events {
+			t.Errorf("%s snapshot: %+v; want it ignored for a full replay", name, r)
+		}
+		if d := diff("state", image(t, full), image(t, st)); d != "" {
+			t.Errorf("%s snapshot: the state differs at %s", name, d)
+		}
+	}
+
 	// A restart from the snapshot resumes: r3 finishes, r4 and m5 are
 	// decided.
 	again := h.start(snapshotting)
@@ -235,4 +266,23 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 	h.closed("r4")
 	h.endPhase("m5", events.PhaseBegin)
 	h.record("m5", events.MigrationPaused)
+}
+
+// readSnapshot returns the snapshot file's JSON.
+func readSnapshot(t *testing.T, dir string) []byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, snapshotFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
