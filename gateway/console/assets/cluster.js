@@ -130,7 +130,12 @@ async function nodeAction(btn, name, verb, why) {
     const a = await api("POST", "/v1/nodes/" + encodeURIComponent(name) + "/" + verb, why ? { reason: why } : {});
     show(verb + " accepted; waiting for the planner service…", true);
     for (let i = 0; i < 60; i++) {
-      const r = await get(a.links.self);
+      // The action is appended before the projector folds it: until
+      // then its link answers 404, which is "not yet", not an error.
+      const r = await get(a.links.self).catch(e => {
+        if (e.status === 404) return { state: "requested" };
+        throw e;
+      });
       if (r.state !== "requested") {
         show(r.state === "done" ? verb + " done." : verb + " refused: " + r.answer, r.state === "done");
         break;
