@@ -42,6 +42,10 @@
 //     /v1/nodes?at=TIME (RFC 3339) answer from the views as they stood
 //     then (Config.PointInTime), built on the first ask: 400 for a time in
 //     the future, 501 when no point-in-time views are configured.
+//     GET /v1/audit (audit.go, operators only; 403 audited otherwise)
+//     pages the audit trail by seq: the asks people made and the
+//     gateway's refusals (a folded flood with its count), filtered by
+//     ?outcome=requested|allowed|denied and ?actor=.
 //   - When Postgres cannot be reached (restarting, down), a call that
 //     reads the views answers 503 unavailable with Retry-After, not 500,
 //     and appends nothing (unavailable.go).

@@ -214,7 +214,9 @@ func (g *Gateway) routes() *gin.Engine {
 	v1.GET("/instances/:name/migrate/watch", g.handle(g.watchMigration))
 	v1.POST("/instances/:name/stop", g.handle(g.postRunState(events.RunStopped)))
 	v1.POST("/instances/:name/start", g.handle(g.postRunState(events.RunRunning)))
-	// Audit (history.go): owners read their own instances' histories.
+	// Audit (history.go): owners read their own instances' histories;
+	// the audit trail (audit.go) is the operators'.
+	v1.GET("/audit", g.handle(g.getAudit))
 	v1.GET("/history/:kind/:id", g.handle(g.getHistory))
 	return r
 }

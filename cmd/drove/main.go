@@ -25,6 +25,7 @@ func commands() []command {
 		{"projector", "fold the log into the Postgres views", runProjectorCmd},
 		{"replay", "rebuild every view from offset zero and compare with the live ones", runReplay},
 		{"history", "the story of an instance, node, request or migration: every event, who asked and why", runHistory},
+		{"audit", "the audit trail: who asked what, who was refused (operators)", runAudit},
 		{"verify", "audit the log from offset zero: placements, opcodes, dependencies, capacity, requests, migrations", runVerify},
 		{"notary", "checkpoint the log's hash chains (tamper evidence); keygen makes its signing key", runNotary},
 		{"verify-log", "prove the log was not altered: recompute its hash chains against the notary's checkpoints", runVerifyLog},

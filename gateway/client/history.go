@@ -47,36 +47,41 @@ type Placement struct {
 // migration) id, calling fn for each entry in log order, until the last
 // page or fn's error; pageSize 0 means 500.
 func (c *Client) History(ctx context.Context, kind, id string, pageSize int, fn func(HistoryEntry) error) error {
+	path := "/v1/history/" + url.PathEscape(kind) + "/" + url.PathEscape(id)
+	return eachItem(ctx, c, path, url.Values{}, pageSize, func(raw json.RawMessage) error {
+		var e HistoryEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return err
+		}
+		e.Raw = raw
+		return fn(e)
+	})
+}
+
+// eachItem pages through the list at path with query q (cursors by
+// ?after=), calling fn for each item as the gateway sent it, until the
+// last page or fn's error; pageSize 0 means 500.
+func eachItem(ctx context.Context, c *Client, path string, q url.Values, pageSize int, fn func(json.RawMessage) error) error {
 	if pageSize <= 0 {
 		pageSize = 500
 	}
-	after := ""
+	q.Set("limit", strconv.Itoa(pageSize))
 	for {
-		q := url.Values{"limit": {strconv.Itoa(pageSize)}}
-		if after != "" {
-			q.Set("after", after)
-		}
 		var page struct {
 			Items []json.RawMessage `json:"items"`
 			Next  string            `json:"next"`
 		}
-		path := "/v1/history/" + url.PathEscape(kind) + "/" + url.PathEscape(id) + "?" + q.Encode()
-		if err := c.Get(ctx, path, &page); err != nil {
+		if err := c.Get(ctx, path+"?"+q.Encode(), &page); err != nil {
 			return err
 		}
 		for _, raw := range page.Items {
-			var e HistoryEntry
-			if err := json.Unmarshal(raw, &e); err != nil {
-				return err
-			}
-			e.Raw = raw
-			if err := fn(e); err != nil {
+			if err := fn(raw); err != nil {
 				return err
 			}
 		}
 		if page.Next == "" {
 			return nil
 		}
-		after = page.Next
+		q.Set("after", page.Next)
 	}
 }

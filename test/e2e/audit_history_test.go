@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/gateway/client"
@@ -177,5 +179,32 @@ func checkLogOrder(t *testing.T, hs []client.HistoryEntry) {
 			t.Errorf("history out of log order at %s@%d (after %d)", k, h.Offset, o)
 		}
 		last[k] = h.Offset
+	}
+}
+
+// checkAuditCommand: `drove audit` lists the evacuation with who asked
+// and why; `drove audit --denied` lists the refusals of another owner's
+// reads of the node's history (checkOwnersHistories), and owners may not
+// read the trail at all.
+func checkAuditCommand(t *testing.T, e *env, bin string, opsEnv []string, node string) {
+	t.Helper()
+	out, code := drove(t, bin, opsEnv, "audit", "--outcome", "requested")
+	if code != 0 || !strings.Contains(out, "WHO") || !strings.Contains(out, "evacuate "+node) || !strings.Contains(out, "e2e: audit, disk swap") {
+		t.Errorf("drove audit (exit %d):\n%s", code, out)
+	}
+	refused := "GET /v1/history/node/" + node
+	e.waitFor("the refusal in drove audit --denied", time.Minute, func() bool {
+		out, code = drove(t, bin, opsEnv, "audit", "--denied", "--who", acctB, "--json")
+		return code == 0 && strings.Contains(out, refused)
+	})
+	for line := range strings.Lines(strings.TrimSpace(out)) {
+		var a client.AuditEntry
+		if err := json.Unmarshal([]byte(line), &a); err != nil || a.Outcome != "denied" || a.Actor != acctB || a.Count < 1 {
+			t.Errorf("drove audit --denied --who %s --json: %q (%v)", acctB, line, err)
+		}
+	}
+	ownerEnv := []string{"DROVE_GATEWAY=" + e.api.Base, "DROVE_TOKEN=" + tokOwnerA}
+	if out, code := drove(t, bin, ownerEnv, "audit"); code == 0 {
+		t.Errorf("an owner read the audit trail:\n%s", out)
 	}
 }

@@ -217,6 +217,7 @@ func TestAuditTrail(t *testing.T) {
 	e.awaitPrimary(mig.Name, m.Source, time.Minute)
 
 	checkHistories(t, e, bin, opsEnv, evac.Request, evacuated, before, mig.Name, id)
+	checkAuditCommand(t, e, bin, opsEnv, evacuated)
 	checkPointInTime(t, e, bin, samples)
 	checkTamperEvidence(t, e, bin, keyFile, otherKey)
 }

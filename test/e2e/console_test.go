@@ -242,6 +242,24 @@ func evacuateFromThePage(t *testing.T, e *env, b *browser, node string) string {
 	if st := requestStatus(t, e.api, id); st != "awaiting-approval" {
 		t.Fatalf("after the dry run the API says %s, want awaiting-approval", st)
 	}
+	// The makespan estimate of the plan, if approved now: the page shows
+	// the API's expected finish and lower bound.
+	var detail struct {
+		Estimate *struct {
+			ExpectedFinishAt  string  `json:"expected_finish_at"`
+			LowerBoundSeconds float64 `json:"lower_bound_seconds"`
+		} `json:"estimate"`
+	}
+	if err := e.api.Get(ctx, "/v1/requests/"+id, &detail); err != nil {
+		t.Fatal(err)
+	}
+	if detail.Estimate == nil || detail.Estimate.ExpectedFinishAt == "" {
+		t.Fatalf("the dry run's detail has no estimate: %+v", detail.Estimate)
+	}
+	b.await("the estimate", 30*time.Second, `!!document.querySelector('[data-estimate=expected_finish_at]') && !!document.querySelector('[data-estimate=lower_bound_seconds]')`)
+	if got := eval[string](b, `document.querySelector('[data-estimate=expected_finish_at]').textContent`); !strings.Contains(got, "to send") {
+		t.Errorf("the page's expected finish says %q", got)
+	}
 
 	// Approved from the page; watched while it runs, then to its end.
 	b.run("approve", 30*time.Second, chromedp.Click(chromedp.CSS(`#approve`)))
@@ -478,7 +496,42 @@ func TestConsoleAsksATenantForATokenAndShowsTheirOwn(t *testing.T) {
 		t.Error("the tenant is shown the operators' cluster page")
 	}
 	b.noBannerError("tenant")
+	refusalOnTheAuditPage(t, e, b)
 	if errs := b.scriptErrors(); len(errs) > 0 {
 		t.Fatalf("the pages raised script errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// refusalOnTheAuditPage: the tenant asking for the audit trail is
+// refused, and an operator sees that refusal highlighted on the page.
+func refusalOnTheAuditPage(t *testing.T, e *env, b *browser) {
+	t.Helper()
+	ctx := context.Background()
+	var trail struct {
+		Items []struct {
+			Actor   string `json:"actor"`
+			Action  string `json:"action"`
+			Outcome string `json:"outcome"`
+		} `json:"items"`
+	}
+	if err := e.as(tokOwnerA).Get(ctx, "/v1/audit", &trail); err == nil {
+		t.Fatal("a tenant read the audit trail")
+	}
+	ops := e.as(tokOperator)
+	e.waitFor("the refusal in the audit trail", time.Minute, func() bool {
+		if err := ops.Get(ctx, "/v1/audit?outcome=denied&actor="+acctA+"&limit=1000", &trail); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range trail.Items {
+			if a.Action == "GET /v1/audit" {
+				return true
+			}
+		}
+		return false
+	})
+	// Signed in as an operator: the console reads its token from the
+	// session (core.js).
+	eval[bool](b, fmt.Sprintf(`(sessionStorage.setItem("drove-token", %q), true)`, tokOperator))
+	b.visit("/console/audit", fmt.Sprintf(`[...document.querySelectorAll("#audit tr.refused")].some(tr => tr.textContent.includes(%q) && tr.textContent.includes("GET /v1/audit"))`, acctA))
+	b.shoot("audit.png")
 }

@@ -38,20 +38,48 @@ async function settings() {
 
 // ---------- the audit trail ----------
 
+// The trail comes from GET /v1/audit (log order, paged): the asks people
+// made and the gateway's refusals (401, 403), which are highlighted. The
+// page shows it newest first; the filters are the route's.
+const auditAsks = {
+  "evacuation.requested": "/console/requests/", "group_change.requested": "/console/requests/",
+  "request.approved": "/console/requests/", "request.cancelled": "/console/requests/",
+  "migration.action_requested": "/console/migrations/",
+};
+
 async function audit() {
-  const [rs, ms] = await Promise.all([all("/v1/requests"), all("/v1/migrations?kind=instance")]);
-  const trail = [];
-  for (const r of rs) trail.push({ t: r.requested_at, who: r.actor, what: r.kind + " " + ((r.nodes && r.nodes.length ? r.nodes : r.instances) || []).join(", ") + (r.dry_run ? " (dry run)" : ""), why: r.reason, outcome: r.status + (r.rejected_reason ? ": " + r.rejected_reason : ""), href: "/console/requests/" + r.id });
-  for (const m of ms) trail.push({ t: m.created_timestamp, who: m.account + " (" + m.role + ")", what: "migrate " + m.instance, why: m.message || "", outcome: m.state + (m.error ? ": " + m.error : ""), href: "/console/migrations/" + encodeURIComponent(m.id) });
-  trail.sort((a, b) => String(b.t).localeCompare(String(a.t)));
-  const kids = [h("h2", {}, "Who asked what"), table(["When", "Who", "What", "Why", "Outcome"], trail.map(e =>
-    h("tr", {}, h("td", {}, when(e.t)), h("td", {}, e.who), h("td", {}, link(e.href, e.what)), h("td", { class: "wrap" }, e.why), h("td", { class: "wrap" }, e.outcome))), { id: "audit" })];
-  // Refusals (401, 403) are audit.recorded events on drove.audit: no view
-  // folds them, so no route lists them. Node actions, refused ones too,
-  // are in each node's history (its page).
-  kids.push(h("p", { class: "muted", id: "refusals-note" }, "Refusals (401, 403) are recorded on the drove.audit topic, which the API does not list. " +
-    "Each node's and instance's page shows its history: who asked what and why, node actions refused by the planner service included."));
-  setMain("Audit trail", ...kids);
+  const q = new URLSearchParams(location.search);
+  const outcome = q.get("outcome") || "", actor = q.get("actor") || "";
+  const qs = new URLSearchParams();
+  if (outcome) qs.set("outcome", outcome);
+  if (actor) qs.set("actor", actor);
+  const trail = (await all("/v1/audit" + (qs.toString() ? "?" + qs : ""))).reverse();
+  const refusals = trail.filter(e => e.outcome === "denied");
+  const refused = refusals.reduce((n, e) => n + (e.count || 1), 0);
+  const pick = h("select", { id: "audit-outcome" },
+    [["", "everything"], ["denied", "refusals only"], ["requested", "asks only"], ["allowed", "allowed decisions"]].map(([v, label]) =>
+      h("option", { value: v, selected: v === outcome }, label)));
+  const who = h("input", { id: "audit-actor", value: actor, placeholder: "actor or account (all)" });
+  const filter = h("form", { class: "actions", id: "audit-filter", onsubmit: ev => {
+    ev.preventDefault();
+    const next = new URLSearchParams();
+    if (pick.value) next.set("outcome", pick.value);
+    if (who.value.trim()) next.set("actor", who.value.trim());
+    location.search = next.toString();
+  } }, pick, who, h("button", { type: "submit" }, "Show"));
+  const rows = trail.map(e => {
+    const to = auditAsks[e.type];
+    const what = to && e.request ? link(to + encodeURIComponent(e.request), e.action) : e.action;
+    const answer = e.outcome + (e.count > 1 ? " ×" + e.count : "") + (e.detail && e.count > 1 ? ": " + e.detail : "");
+    return h("tr", { class: e.outcome === "denied" ? "refused" : "", "data-seq": e.seq, "data-outcome": e.outcome },
+      h("td", {}, when(e.time)), h("td", {}, e.account || e.actor), h("td", { class: "wrap" }, what),
+      h("td", { class: "wrap" }, e.why), h("td", { class: "wrap" }, answer));
+  });
+  setMain("Audit trail", filter,
+    h("p", { class: "muted", id: "audit-summary" }, trail.length + " entries, newest first; " + refused + " refusals" +
+      (refused !== refusals.length ? " (" + refusals.length + " records: the gateway folds floods of refusals into counts)" : "") +
+      ". Each node's and instance's page shows its whole history."),
+    table(["When", "Who", "What", "Why", "Outcome"], rows, { id: "audit" }));
 }
 
 // ---------- start ----------

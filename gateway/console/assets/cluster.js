@@ -130,8 +130,8 @@ async function nodeAction(btn, name, verb, why) {
     const a = await api("POST", "/v1/nodes/" + encodeURIComponent(name) + "/" + verb, why ? { reason: why } : {});
     show(verb + " accepted; waiting for the planner service…", true);
     for (let i = 0; i < 60; i++) {
-      // Until the projector has folded the request the link is a 404:
-      // still requested, not unknown.
+      // The action is appended before the projector folds it: until
+      // then its link answers 404, which is "not yet", not an error.
       const r = await get(a.links.self).catch(e => {
         if (e.status === 404) return { state: "requested" };
         throw e;

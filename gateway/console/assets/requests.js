@@ -157,19 +157,28 @@ function drawRequestHead(d) {
   if (want.includes("c")) acts.append(h("button", { id: "cancel", class: "danger", onclick: ev => act(ev.target, "cancel", d.id) }, "Cancel the request"));
 }
 
-// estimates shows how long the request is expected to take, when the API
-// says (fields of the request or of its plan summary).
+// estimates shows the request's makespan estimate (GET /v1/requests/{id}
+// estimate, gateway/estimate.go): when the jobs ahead are expected to
+// finish, and the lower bound no schedule beats, with its largest term.
+// The API leaves it out once no job is ahead.
 function estimates(d) {
-  const out = [];
-  const names = { expected_finish: "expected finish", expected_finish_at: "expected finish", lower_bound_seconds: "at the soonest", makespan_seconds: "expected to take" };
-  for (const src of [d, d.plan || {}]) {
-    for (const [k, label] of Object.entries(names)) {
-      const v = src[k];
-      if (v === undefined || v === null || v === "") continue;
-      out.push(h("dt", {}, label), h("dd", { "data-estimate": k }, typeof v === "number" ? dur(v) : when(v) || String(v)));
-    }
+  const e = d.estimate;
+  if (!e) return [];
+  const b = e.lower_bound || {};
+  let term = "";
+  if (b.seconds > 0) {
+    if (b.node && b.node_seconds >= b.seconds) term = "busiest node " + b.node + ": " + dur(b.node_seconds);
+    else if (b.largest_move_seconds >= b.seconds) term = "largest move alone: " + dur(b.largest_move_seconds);
+    else if (b.cluster_seconds >= b.seconds) term = "all moves over the cluster limit: " + dur(b.cluster_seconds);
   }
-  return out;
+  const ahead = e.jobs_ahead + (e.jobs_ahead === 1 ? " job" : " jobs") + ", " + bytes(e.bytes) + " to send";
+  return [
+    h("dt", {}, d.status === "awaiting-approval" ? "finish if approved now" : "expected finish"),
+    h("dd", { "data-estimate": "expected_finish_at", title: e.how || "" },
+      when(e.expected_finish_at) + (e.finish_seconds > 0 ? " (in " + dur(e.finish_seconds) + ")" : "") + "; " + ahead),
+    h("dt", {}, "at the soonest"),
+    h("dd", { "data-estimate": "lower_bound_seconds" }, (dur(e.lower_bound_seconds) || "0s") + (term ? " (" + term + ")" : "")),
+  ];
 }
 
 async function act(btn, verb, id) {
