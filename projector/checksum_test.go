@@ -3,9 +3,8 @@ package projector_test
 import (
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 	. "github.com/drovehq/drove/projector"
 )
 
@@ -20,14 +19,14 @@ func TestChecksumDetectsChangedMissingAndExtraRows(t *testing.T) {
 	if err := ApplySchema(e.ctx, e.pool, schema); err != nil {
 		t.Fatal(err)
 	}
-	var recs []*kgo.Record
+	var recs []kafka.Raw
 	for i, v := range scenario() {
 		topic, _ := v.Topic()
 		b, err := events.Encode(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs = append(recs, &kgo.Record{Topic: topic, Offset: int64(i), Key: []byte(v.Key), Value: b})
+		recs = append(recs, kafka.Raw{Topic: topic, Offset: int64(i), Key: []byte(v.Key), Value: b})
 	}
 	if err := Fold(e.ctx, e.pool, schema, recs, 500); err != nil {
 		t.Fatal(err)

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 	. "github.com/drovehq/drove/projector"
 )
 
@@ -79,7 +78,7 @@ func TestCoalescingChangesNothing(t *testing.T) {
 	for seed := range uint64(4) {
 		evs := append(rowHammer(seed), scenario()...)
 		evs = append(evs, instanceMigration()...)
-		var recs []*kgo.Record
+		var recs []kafka.Raw
 		offsets := map[string]int64{}
 		for _, v := range evs {
 			topic, err := v.Topic()
@@ -90,7 +89,7 @@ func TestCoalescingChangesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs = append(recs, &kgo.Record{Topic: topic, Offset: offsets[topic], Key: []byte(v.Key), Value: b})
+			recs = append(recs, kafka.Raw{Topic: topic, Offset: offsets[topic], Key: []byte(v.Key), Value: b})
 			offsets[topic]++
 		}
 		sums := map[int]map[string]Checksum{}

@@ -6,7 +6,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events/kafka"
 )
@@ -33,10 +32,9 @@ func (p *Projector) Undecodable(topic string) float64 {
 	return testutil.ToFloat64(p.m.undecodable.WithLabelValues(topic))
 }
 
-// Fold folds recs into schema in batches of batch, as Run and Replay do:
-// control records are left out of a batch's records and counted in its
-// next offsets, as kafka.Reader hands them over.
-func Fold(ctx context.Context, pool *pgxpool.Pool, schema string, recs []*kgo.Record, batch int) error {
+// Fold folds recs into schema in batches of batch, as Run and Replay do
+// with what kafka.Reader hands over.
+func Fold(ctx context.Context, pool *pgxpool.Pool, schema string, recs []kafka.Raw, batch int) error {
 	m, err := newMetrics(nil)
 	if err != nil {
 		return err
@@ -44,17 +42,12 @@ func Fold(ctx context.Context, pool *pgxpool.Pool, schema string, recs []*kgo.Re
 	f := &folder{schema: schema, log: Config{}.withDefaults().Logger, m: m}
 	for len(recs) > 0 {
 		n := min(batch, len(recs))
-		var raws []kafka.Raw
 		next := kafka.Positions{}
 		for _, r := range recs[:n] {
 			k := tp{Topic: r.Topic, Partition: r.Partition}
 			next[k] = max(next[k], r.Offset+1)
-			if !r.Attrs.IsControl() {
-				raws = append(raws, kafka.Raw{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-					Key: r.Key, Value: r.Value, Time: r.Timestamp})
-			}
 		}
-		if _, err := f.fold(ctx, pool, raws, next); err != nil {
+		if _, err := f.fold(ctx, pool, recs[:n], next); err != nil {
 			return err
 		}
 		recs = recs[n:]

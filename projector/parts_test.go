@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/projector"
 )
 
@@ -32,14 +31,14 @@ func TestPlanInPartsProjectsAsWhole(t *testing.T) {
 		longer := pc
 		longer.Jobs = append(append([]events.Job{}, pc.Jobs...), events.Job{Index: 40,
 			Opcodes: []events.Opcode{{OpID: events.OpInstanceMigrate, Instance: "vmy", From: "n1", To: "n2"}}})
-		var recs []*kgo.Record
+		var recs []kafka.Raw
 		for i, p := range append([]events.PlanComputed{longer}, pcs...) {
 			v := ev(p, 1+min(i, 1), req)
 			b, err := events.Encode(v)
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs = append(recs, &kgo.Record{Topic: events.TopicPlans, Offset: int64(i), Key: []byte(v.Key), Value: b})
+			recs = append(recs, kafka.Raw{Topic: events.TopicPlans, Offset: int64(i), Key: []byte(v.Key), Value: b})
 		}
 		if err := projector.Fold(e.ctx, e.pool, schema, recs, 2); err != nil {
 			t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -295,7 +294,7 @@ func TestDuplicatesChangeNothing(t *testing.T) {
 func TestOrderAcrossTopicsDoesNotMatter(t *testing.T) {
 	e := newEnv(t)
 	evs := scenario()
-	byTopic := map[string][]*kgo.Record{}
+	byTopic := map[string][]kafka.Raw{}
 	for i, v := range evs {
 		topic, _ := v.Topic()
 		b, err := events.Encode(v)
@@ -303,7 +302,7 @@ func TestOrderAcrossTopicsDoesNotMatter(t *testing.T) {
 			t.Fatal(err)
 		}
 		// One partition per topic: records keep log order within it.
-		byTopic[topic] = append(byTopic[topic], &kgo.Record{Topic: topic, Partition: 0,
+		byTopic[topic] = append(byTopic[topic], kafka.Raw{Topic: topic, Partition: 0,
 			Offset: int64(i), Key: []byte(v.Key), Value: b})
 	}
 	topics := events.Topics()
@@ -311,7 +310,7 @@ func TestOrderAcrossTopicsDoesNotMatter(t *testing.T) {
 		if err := ApplySchema(e.ctx, e.pool, schema); err != nil {
 			t.Fatal(err)
 		}
-		var all []*kgo.Record
+		var all []kafka.Raw
 		for _, topic := range order {
 			all = append(all, byTopic[topic]...)
 		}

@@ -162,13 +162,7 @@ func (c Config) clientOpts() []kgo.Opt {
 		kgo.FetchMaxWait(c.FetchMaxWait),
 		kgo.FetchMaxPartitionBytes(int32(c.MaxRecordBytes)),
 	}
-	return append(opts, c.DialOpts()...)
-}
-
-// DialOpts are the kgo options of how to reach and authenticate to the
-// brokers — Dial, TLS and SASL (security.go) — for packages that build
-// their own kgo clients from a Config (the planner service, the
-// projector): every client of a Config is secured alike.
-func (c Config) DialOpts() []kgo.Opt {
-	return c.securityOpts()
+	// How to reach and authenticate to the brokers — Dial, TLS and SASL
+	// (security.go): every client of a Config is secured alike.
+	return append(opts, c.securityOpts()...)
 }

@@ -5,20 +5,10 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-// notYetConverted are the packages that still build franz-go clients of
-// their own; each reads the log through Reader once converted, and leaves
-// this list.
-var notYetConverted = []string{
-	"planner/service",      // the service's loop and election
-	"projector",            // the live fold and Replay
-	"test/bench/projector", // the projector benchmark
-}
 
 // TestOnlyThisPackageSpeaksKafka: no package but this one imports
 // franz-go's client (kgo) or admin (kadm), tests included, so there is one
@@ -47,7 +37,7 @@ func TestOnlyThisPackageSpeaksKafka(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		pkg := filepath.ToSlash(filepath.Dir(rel))
-		if pkg == "events/kafka" || slices.Contains(notYetConverted, pkg) {
+		if pkg == "events/kafka" {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
