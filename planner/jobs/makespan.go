@@ -145,25 +145,10 @@ func Choose(cands []Candidate, running []Running, backlog Backlog, lim Limits, l
 	taken := make([]bool, len(cands))
 	var out []int
 	for lim.Cluster <= 0 || total < lim.Cluster {
-		best := -1
-		for i := range cands {
-			c := &cands[i]
-			if taken[i] {
-				continue
-			}
-			if lim.PerNode > 0 && slices.ContainsFunc(c.Senders, func(n string) bool { return perNode[n] >= lim.PerNode }) {
-				continue
-			}
-			if !lim.IndexOrder && c.Flow.Bytes > 0 && !net.worth(c.Flow) {
-				continue // would only split a busy link
-			}
-			if best < 0 || (!lim.IndexOrder && before(c, &cands[best], left)) {
-				best = i
-			}
-			if lim.IndexOrder {
-				break // the first that fits, in plan order
-			}
+		fits := func(c *Candidate) bool {
+			return lim.PerNode <= 0 || !slices.ContainsFunc(c.Senders, func(n string) bool { return perNode[n] >= lim.PerNode })
 		}
+		best := pick(cands, taken, fits, net, left, lim.IndexOrder)
 		if best < 0 {
 			break
 		}
@@ -181,6 +166,55 @@ func Choose(cands []Candidate, running []Running, backlog Backlog, lim Limits, l
 	}
 	return out
 }
+
+// pick returns the candidate to release next (-1 if none): in plan order
+// the first within the limits, else the first by before among those
+// within the limits whose flow is worth running now. Whether a flow is
+// worth it depends on its two ends only, not its bytes, so the best of
+// each pair of ends is found first and only those are asked, best first:
+// a pass over thousands of ready jobs costs a few link shares, not one
+// per job.
+func pick(cands []Candidate, taken []bool, fits func(*Candidate) bool, net *network, left Backlog, indexOrder bool) int {
+	bestOf := map[[2]string]int{}
+	for i := range cands {
+		c := &cands[i]
+		if taken[i] || !fits(c) {
+			continue
+		}
+		if indexOrder {
+			return i
+		}
+		var ends [2]string // a move that sends nothing is always worth it
+		if c.Flow.Bytes > 0 {
+			ends = [2]string{c.Flow.From, c.Flow.To}
+		}
+		if b, ok := bestOf[ends]; !ok || before(c, &cands[b], left) {
+			bestOf[ends] = i
+		}
+	}
+	order := slices.Collect(maps.Values(bestOf))
+	slices.SortFunc(order, func(a, b int) int {
+		if before(&cands[a], &cands[b], left) {
+			return -1
+		}
+		return 1 // before is a total order (plan order breaks ties)
+	})
+	for k, i := range order {
+		if k == maxAsked {
+			break // the most urgent links are busy: wait for one to free
+		}
+		if f := cands[i].Flow; f.Bytes <= 0 || net.worth(f) {
+			return i
+		}
+	}
+	return -1
+}
+
+// maxAsked bounds the pairs of ends pick asks about in one pick: a group
+// change between two large groups has a pair for every source and target,
+// and a pass that asked each about every link share would cost their
+// product each time a move ends.
+const maxAsked = 16
 
 // network is the links as a release sees them: the running moves whose
 // executors measured a rate hold it (a link slower than announced shows

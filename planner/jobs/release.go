@@ -78,6 +78,9 @@ func (p *pass) chooseReleases(ready []int) []int {
 	instance := func(name string) *events.InstanceDeclared { return inv.Instances[name] }
 	backlog := NewBacklog()
 	for i := range r.plan.Jobs {
+		if p.env.IndexOrder {
+			break // plan order needs no link times
+		}
 		j := r.jobs[i]
 		if j != nil && j.done() {
 			continue

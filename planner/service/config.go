@@ -39,6 +39,13 @@ type Config struct {
 	// instead of Options.MaxMovesPerNode; a request's max_moves_per_node
 	// still caps its own jobs.
 	AutoMovesPerNode bool
+	// ReleaseInPlanOrder releases ready jobs in plan order within the
+	// caps, as before release aimed at the shortest makespan, and plans
+	// chain each node's moves. A pass then costs no estimates: the choice
+	// for plans of tens of thousands of jobs whose links let only a few
+	// run at once, where the makespan release's passes (each over the
+	// whole plan, one per move ended) add up to the square of the plan.
+	ReleaseInPlanOrder bool
 	// Partitions is the partition count EnsureTopics gives topics that do
 	// not exist yet. Default 3.
 	Partitions int

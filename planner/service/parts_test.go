@@ -118,6 +118,9 @@ func TestGroupChangeOf20000Instances(t *testing.T) {
 		cfg.Options = planner.DefaultOptions()
 		cfg.Options.MaxMovesPerNode = 500
 		cfg.MaxRunningMoves = 5000
+		// Ten nodes' links let ten moves run at once, one pass per move
+		// ended; plan order lets the caps decide (see ReleaseInPlanOrder).
+		cfg.ReleaseInPlanOrder = true
 	})
 	names := make([]string, len(c.Instances))
 	for i, in := range c.Instances {

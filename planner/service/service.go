@@ -287,7 +287,8 @@ func (l *loop) decideAll(ctx context.Context) error {
 	}
 	kc := l.svc.cfg.Kafka
 	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
-		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, AutoMovesPerNode: l.svc.cfg.AutoMovesPerNode, Producer: l.svc.cfg.Producer,
+		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, AutoMovesPerNode: l.svc.cfg.AutoMovesPerNode, IndexOrder: l.svc.cfg.ReleaseInPlanOrder,
+		Producer:  l.svc.cfg.Producer,
 		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
 		Migrating: l.st.migs.ActiveOn, Migrations: l.st.migs.InFlight, Fits: kc.Fits, PlanPartBytes: l.svc.cfg.PlanPartBytes}
 	for id, why := range l.refused {
