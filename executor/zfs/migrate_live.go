@@ -133,6 +133,7 @@ func (m *move) runLive(ctx context.Context, lr LiveRuntime, res executor.Result)
 				return res, true, m.fail(ctx, aerr, false, true)
 			}
 			m.verified = 0 // the target's copy is gone: the offline switch checks it all
+			m.fellBack = err.Error()
 			return res, false, nil
 		}
 		return res, true, m.fail(ctx, err, false, true)

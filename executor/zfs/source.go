@@ -32,8 +32,11 @@ type move struct {
 	// what went over the wire.
 	current, total, sent int64
 	phase                string
-	verified             int   // the snapshot verified ahead of the switch; 0: none
-	before               []int // the migration snapshots held before this move
+	verified             int // the snapshot verified ahead of the switch; 0: none
+	// fellBack is why a live hand-over failed before this offline switch
+	// (allow_failover); the end says so, as progress reports may be dropped.
+	fellBack string
+	before   []int // the migration snapshots held before this move
 }
 
 // Run is the source side of an opcode: see executor.Driver.
@@ -153,6 +156,9 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 	res.Message = fmt.Sprintf("%s of %s to %s: %d syncs, %d bytes, final delta %d bytes, downtime %s, checksum %s (%s)",
 		executor.ShortKind(op.Kind), op.Instance, op.To, res.Syncs, res.Bytes, m.rep.FinalDelta,
 		m.rep.Downtime.Round(time.Millisecond), sum, m.d.feat.Mode())
+	if m.fellBack != "" {
+		res.Message += "; moved offline as allow_failover asks, after the hand-over failed: " + m.fellBack
+	}
 	return res, nil
 }
 
