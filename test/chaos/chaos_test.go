@@ -21,6 +21,7 @@ import (
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
 	"github.com/drovehq/drove/planner/service"
+	"github.com/drovehq/drove/test/proc"
 )
 
 const (
@@ -36,8 +37,8 @@ type system struct {
 	dir, bin string
 	brokers  string
 	pg       *embedded.PostgresServer
-	broker   *proc
-	services []*proc // what random kills choose from
+	broker   *proc.Proc
+	services []*proc.Proc // what random kills choose from
 	api      *client.Client
 	cluster  *planner.Cluster
 }
@@ -87,15 +88,15 @@ func TestChaos(t *testing.T) {
 			s.restartPostgres()
 		}
 		victim := s.services[rng.IntN(len(s.services))]
-		victim.stop(syscall.SIGKILL)
-		killed[victim.name]++
-		victim.start(t)
+		victim.Stop(syscall.SIGKILL, 30*time.Second)
+		killed[victim.Name]++
+		victim.Start(t)
 		time.Sleep(killEvery) // the chaos's own pace, not synchronisation
 	}
 	s.waitFor("every request and migration to end", settle, func() bool { return s.ended(requests, migrations) })
 	for _, p := range s.services {
-		if gone, how := p.exited(); gone {
-			t.Errorf("%s exited by itself (%s); services must ride out restarts:\n%s", p.name, how, p.tail())
+		if gone, how := p.Exited(); gone {
+			t.Errorf("%s exited by itself (%s); services must ride out restarts:\n%s", p.Name, how, p.Tail())
 		}
 	}
 	summary := s.verify()
@@ -127,18 +128,18 @@ func startSystem(t *testing.T) *system {
 	}
 	s.pg = startPostgres(t, 0, "")
 	s.brokers = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	s.broker = &proc{name: "broker", bin: s.bin, dir: dir,
-		args: []string{"broker", "--dir", filepath.Join(dir, "kafka"), "--addr", s.brokers}}
-	s.broker.start(t)
-	t.Cleanup(func() { s.broker.stop(syscall.SIGTERM) })
+	s.broker = &proc.Proc{Name: "broker", Dir: dir,
+		Argv: []string{s.bin, "broker", "--dir", filepath.Join(dir, "kafka"), "--addr", s.brokers}}
+	s.broker.Start(t)
+	t.Cleanup(func() { s.broker.Stop(syscall.SIGTERM, 30*time.Second) })
 	s.seed()
 
 	gw := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	db := s.pg.URL("postgres")
 	add := func(name string, args ...string) {
-		p := &proc{name: name, bin: s.bin, dir: dir, args: append(args, "--brokers", s.brokers)}
-		p.start(t)
-		t.Cleanup(func() { p.stop(syscall.SIGTERM) })
+		p := &proc.Proc{Name: name, Dir: dir, Argv: append(append([]string{s.bin}, args...), "--brokers", s.brokers)}
+		p.Start(t)
+		t.Cleanup(func() { p.Stop(syscall.SIGTERM, 30*time.Second) })
 		s.services = append(s.services, p)
 	}
 	add("planner-1", "planner")
@@ -218,8 +219,8 @@ func (s *system) restartPostgres() {
 }
 
 func (s *system) restartBroker() {
-	s.broker.stop(syscall.SIGTERM)
-	s.broker.start(s.t)
+	s.broker.Stop(syscall.SIGTERM, 30*time.Second)
+	s.broker.Start(s.t)
 }
 
 func freePort(t *testing.T) int {
@@ -246,8 +247,8 @@ func (s *system) waitFor(what string, d time.Duration, cond func() bool) {
 }
 
 func (s *system) dumpLogs() {
-	for _, p := range append([]*proc{s.broker}, s.services...) {
-		s.t.Logf("---- %s:\n%s", p.name, p.tail())
+	for _, p := range append([]*proc.Proc{s.broker}, s.services...) {
+		s.t.Logf("---- %s:\n%s", p.Name, p.Tail())
 	}
 }
 
@@ -397,10 +398,8 @@ func (s *system) keepLogs() {
 	if err != nil {
 		return
 	}
-	for _, p := range append([]*proc{s.broker}, s.services...) {
-		if b, err := os.ReadFile(p.logPath()); err == nil {
-			_ = os.WriteFile(filepath.Join(keep, filepath.Base(p.logPath())), b, 0o644)
-		}
+	for _, p := range append([]*proc.Proc{s.broker}, s.services...) {
+		_ = os.WriteFile(filepath.Join(keep, filepath.Base(p.Name)+".log"), []byte(p.Log()), 0o644)
 	}
 	s.t.Logf("the processes' logs are kept in %s", keep)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/service"
+	"github.com/drovehq/drove/test/proc"
 )
 
 // Timings: short, so the test is bounded; the fence below the lease, as
@@ -44,7 +46,7 @@ type system struct {
 	brokers string
 	port    string
 	api     *client.Client
-	procs   []*proc
+	procs   []*proc.Proc
 }
 
 func TestPartitions(t *testing.T) {
@@ -100,7 +102,7 @@ func TestPartitions(t *testing.T) {
 		}
 		t.Logf("broker cut: the move of %s ended %s: %s", in, m.State, m.Error)
 	}
-	if !strings.Contains(s.proc("executor-n1").log(), "lease lost") {
+	if !strings.Contains(s.proc("executor-n1").Log(), "lease lost") {
 		t.Fatal("n1's executor never fenced itself")
 	}
 
@@ -162,15 +164,17 @@ func start(t *testing.T) *system {
 }
 
 func (s *system) add(name string, args ...string) {
-	p := &proc{name: name, argv: append([]string{s.bin}, args...), dir: s.dir}
-	p.start(s.t)
+	p := &proc.Proc{Name: name, Argv: append([]string{s.bin}, args...), Dir: s.dir}
+	p.Start(s.t)
+	s.t.Cleanup(func() { p.Stop(syscall.SIGTERM, 20*time.Second) })
 	s.procs = append(s.procs, p)
 }
 
 // addIn runs a drove command in namespace ns: a host of its own.
 func (s *system) addIn(ns, name string, args ...string) {
-	p := &proc{name: name, argv: append([]string{"ip", "netns", "exec", ns, s.bin}, args...), dir: s.dir}
-	p.start(s.t)
+	p := &proc.Proc{Name: name, Argv: append([]string{"ip", "netns", "exec", ns, s.bin}, args...), Dir: s.dir}
+	p.Start(s.t)
+	s.t.Cleanup(func() { p.Stop(syscall.SIGTERM, 20*time.Second) })
 	s.procs = append(s.procs, p)
 }
 
@@ -223,7 +227,7 @@ func (s *system) waitFor(what string, cond func() bool) {
 	for backoff := 20 * time.Millisecond; !cond(); backoff = min(backoff*2, 300*time.Millisecond) {
 		if time.Now().After(deadline) {
 			for _, p := range s.procs {
-				s.t.Logf("---- %s:\n%s", p.name, p.tail())
+				s.t.Logf("---- %s:\n%s", p.Name, p.Tail())
 			}
 			s.t.Fatalf("timed out after %s waiting for %s", wait, what)
 		}
@@ -341,9 +345,9 @@ func (s *system) awaitMoveEnded(instance string) client.Migration {
 	return out
 }
 
-func (s *system) proc(name string) *proc {
+func (s *system) proc(name string) *proc.Proc {
 	for _, p := range s.procs {
-		if p.name == name {
+		if p.Name == name {
 			return p
 		}
 	}
