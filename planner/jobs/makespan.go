@@ -144,10 +144,10 @@ func Choose(cands []Candidate, running []Running, backlog Backlog, lim Limits, l
 	total := len(running)
 	taken := make([]bool, len(cands))
 	var out []int
+	fits := func(c *Candidate) bool {
+		return lim.PerNode <= 0 || !slices.ContainsFunc(c.Senders, func(n string) bool { return perNode[n] >= lim.PerNode })
+	}
 	for lim.Cluster <= 0 || total < lim.Cluster {
-		fits := func(c *Candidate) bool {
-			return lim.PerNode <= 0 || !slices.ContainsFunc(c.Senders, func(n string) bool { return perNode[n] >= lim.PerNode })
-		}
 		best := pick(cands, taken, fits, net, left, lim.IndexOrder)
 		if best < 0 {
 			break
