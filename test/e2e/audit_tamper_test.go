@@ -73,8 +73,11 @@ func checkTamperEvidence(t *testing.T, e *env, bin, keyFile, otherKey string) {
 		out, code := drove(t, bin, []string{"KAFKA_BROKERS=" + strings.Join(cp.Brokers, ",")}, "verify-log", "--key", keyFile, "--json")
 		got := verifyLogReport(t, out)
 		if c.name == "untouched" {
-			if code != 0 || !got.OK || got.Covered != rep.Covered {
-				t.Errorf("verify-log on an untouched copy: exit %d, %+v", code, got.Breaks)
+			// The system runs on (heartbeats, the notary's checkpoints),
+			// so the copy, read later, may hold more certified records.
+			if code != 0 || !got.OK || got.Covered < rep.Covered {
+				t.Errorf("verify-log on an untouched copy: exit %d, %d records covered (at least %d expected), %+v",
+					code, got.Covered, rep.Covered, got.Breaks)
 			}
 			continue
 		}
