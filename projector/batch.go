@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // A batch's effects are sent to Postgres as few statements as possible:
@@ -96,7 +94,7 @@ func levels(sts []stmt) [][]stmt {
 
 // queueEffects queues sts on b, level by level, each level's mergeable
 // statements of one kind merged.
-func queueEffects(b *pgx.Batch, sts []stmt) {
+func queueEffects(b *stmtQueue, sts []stmt) {
 	for _, lvl := range levels(sts) {
 		var kinds []string
 		byKind := map[string][]stmt{}
@@ -115,7 +113,7 @@ func queueEffects(b *pgx.Batch, sts []stmt) {
 // queueKind queues statements of one kind, merged in chunks of 64, 32, ...
 // rows when the kind allows it: a few fixed sizes keep the prepared
 // statements few.
-func queueKind(b *pgx.Batch, sts []stmt) {
+func queueKind(b *stmtQueue, sts []stmt) {
 	m := multiRows[sts[0].name]
 	for len(sts) > 0 {
 		n := 1

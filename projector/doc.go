@@ -35,10 +35,12 @@
 //     Reader batch's Next counts them), so a caught-up projector's
 //     next_offset equals the log's end offset.
 //   - The same event can be in the log twice (a producer retrying a commit
-//     whose outcome it did not know). Its event_log row is inserted with ON
-//     CONFLICT (id) DO NOTHING, and its effects run only when that insert
-//     added a row, in the same transaction: a duplicate is a no-op, even one
-//     appended long after its first copy.
+//     whose outcome it did not know). An event's effects run only in the
+//     transaction that adds its event_log row, keyed by its id: a repeat
+//     within a batch is skipped, and a batch holding an id logged before
+//     is refused by the primary key and folded again, skipping it
+//     (eventlog.go). A duplicate is a no-op, even one appended long after
+//     its first copy.
 //   - One projector writes a schema at a time: Run holds an advisory lock
 //     on the very connection it writes through; a second Run waits. If that
 //     connection dies, its lock and its open transaction die with it.

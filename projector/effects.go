@@ -43,9 +43,6 @@ func effects(env events.Envelope, p events.Payload) ([]stmt, error) {
 		nodeEffects,
 	} {
 		if out, ok := topic(env, p); ok {
-			if h, ok := historyStmt(env, p); ok {
-				out = append(out, h)
-			}
 			return out, nil
 		}
 	}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -85,12 +83,13 @@ const decodeChunk = 64
 type polled struct {
 	b     kafka.Batch
 	items []item
+	prep  *prepared // nil when prepare failed: the fold prepares again and reports why
 	err   error
 }
 
-// readAhead reads r and decodes what it returns in a goroutine, one batch
-// ahead of the caller: the next batch is fetched and decoded while
-// Postgres runs the current one, so the two sides' CPU overlaps instead of
+// readAhead reads r, decodes what it returns and prepares its writes in a
+// goroutine, one batch ahead of the caller: the next batch is fetched,
+// decoded and prepared while Postgres runs the current one, so the two sides' CPU overlaps instead of
 // adding up. It changes nothing the fold guarantees: a batch read ahead and
 // not folded is only dropped, and where the views are in the log is still
 // what the offsets in Postgres say. The channel closes after an error or
@@ -111,6 +110,7 @@ func readAhead(ctx context.Context, r *kafka.Reader) (batches <-chan polled, sto
 			p := polled{b: b, err: err}
 			if err == nil {
 				p.items = decodeAll(b.Records)
+				p.prep, _ = prepare(p.items, nil)
 			}
 			select {
 			case ch <- p:
@@ -153,19 +153,31 @@ func decodeRecord(r kafka.Raw) item {
 // folded again record by record, and the record Postgres refuses is set
 // aside like an undecodable one.
 func (f *folder) fold(ctx context.Context, db beginner, recs []kafka.Raw, next kafka.Positions) (foldResult, error) {
-	return f.foldDecoded(ctx, db, recs, decodeAll(recs), next)
+	return f.foldDecoded(ctx, db, recs, decodeAll(recs), nil, next)
 }
 
 // foldDecoded is fold with recs already decoded (decodeAll), as readAhead
-// hands them over.
-func (f *folder) foldDecoded(ctx context.Context, db beginner, recs []kafka.Raw, items []item, next kafka.Positions) (foldResult, error) {
-	res, err := f.foldItems(ctx, db, items, next)
+// hands them over, and their writes prepared if prep is not nil (prepare,
+// assuming no event of the batch was logged before).
+func (f *folder) foldDecoded(ctx context.Context, db beginner, recs []kafka.Raw, items []item, prep *prepared, next kafka.Positions) (foldResult, error) {
+	var err error
+	if prep == nil {
+		if prep, err = prepare(items, nil); err != nil {
+			return foldResult{}, err
+		}
+	}
+	res, err := f.foldItems(ctx, db, items, next, prep)
+	if duplicateLogged(err) && ctx.Err() == nil {
+		// An event of the batch was logged before: fold it again, reading
+		// which (eventlog.go).
+		res, err = f.foldItems(ctx, db, items, next, nil)
+	}
 	if err == nil || !isDataError(err) || ctx.Err() != nil {
 		return res, err
 	}
 	if len(recs) == 1 {
 		items[0].err = fmt.Errorf("postgres refused the event: %w", err)
-		return f.foldItems(ctx, db, items, next)
+		return f.foldItems(ctx, db, items, next, nil)
 	}
 	// One by one: each record's own next offset, and the batch's (its
 	// control records') with the last.
@@ -198,30 +210,34 @@ func (r *foldResult) add(o foldResult) {
 	r.undecodable = append(r.undecodable, o.undecodable...)
 }
 
-func (f *folder) foldItems(ctx context.Context, db beginner, items []item, next kafka.Positions) (foldResult, error) {
+// foldItems folds items in one transaction, writing prep; with prep nil,
+// it reads which of the batch's events are logged already and prepares
+// the batch in the transaction.
+func (f *folder) foldItems(ctx context.Context, db beginner, items []item, next kafka.Positions, prep *prepared) (foldResult, error) {
 	res := foldResult{next: map[tp]int64{}, applied: map[string]int{}, duplicates: map[string]int{}}
 	for k, n := range next {
 		res.next[k] = n
 	}
 	start := time.Now()
-	fresh := make([]bool, len(items))
 	err := inTx(ctx, db, f.schema, func(tx pgx.Tx) error {
+		if prep == nil {
+			known, err := knownIDs(ctx, tx, items)
+			if err != nil {
+				return err
+			}
+			if prep, err = prepare(items, known); err != nil {
+				return err
+			}
+		}
 		// First the log: an event's effects run only when its row is
 		// new, which is what makes a duplicate a no-op, even one
 		// appended long after (a producer retrying an uncertain commit).
-		if err := f.logEvents(ctx, tx, items, fresh); err != nil {
+		if err := writeLog(ctx, tx, prep); err != nil {
 			return err
 		}
-
 		b := &pgx.Batch{}
-		for _, it := range items {
-			if it.err != nil {
-				b.Queue(q("undecodable_insert"), it.rec.Topic, it.rec.Partition, it.rec.Offset,
-					it.rec.Key, it.rec.Value, it.err.Error())
-			}
-		}
-		if err := queueEffectsOf(b, items, fresh); err != nil {
-			return err
+		for _, s := range prep.stmts {
+			b.Queue(s.sql, s.args...)
 		}
 		for k, next := range res.next {
 			b.Queue(q("offset_set"), k.Topic, k.Partition, next)
@@ -247,7 +263,7 @@ func (f *folder) foldItems(ctx context.Context, db beginner, items []item, next 
 			f.log.Error("projector: undecodable record set aside in undecodable_events",
 				"schema", f.schema, "topic", it.rec.Topic, "partition", it.rec.Partition,
 				"offset", it.rec.Offset, "err", it.err)
-		case fresh[i]:
+		case prep.fresh[i]:
 			res.applied[it.env.Type]++
 			f.m.applied.WithLabelValues(it.env.Type).Inc()
 		default:
@@ -258,106 +274,6 @@ func (f *folder) foldItems(ctx context.Context, db beginner, items []item, next 
 	f.m.apply.Observe(time.Since(start).Seconds())
 	f.m.batch.Observe(float64(len(items)))
 	return res, nil
-}
-
-// queueEffectsOf queues the effects of the fresh items on b: coalesced,
-// merged, and the derived sync counts last.
-func queueEffectsOf(b *pgx.Batch, items []item, fresh []bool) error {
-	var all []stmt
-	for i, it := range items {
-		if it.err != nil || !fresh[i] {
-			continue
-		}
-		sts, err := effects(it.env, it.p)
-		if err != nil {
-			return err
-		}
-		all = append(all, sts...)
-	}
-	// Runs of effects on one row become one statement each: most of a
-	// batch is progress of a few moves.
-	syncs := map[string]bool{} // moves whose syncs to derive
-	effs := make([]stmt, 0, len(all))
-	for _, s := range coalesce(all) {
-		if s.derive != "" {
-			syncs[s.derive] = true
-			continue
-		}
-		effs = append(effs, s)
-	}
-	// Statements of one kind on different rows become one.
-	queueEffects(b, effs)
-	// Derived once per batch, after every sync the batch saw: a derived
-	// value depends only on the rows it is derived from.
-	for _, id := range slices.Sorted(maps.Keys(syncs)) {
-		b.Queue(q("syncs_derive"), id)
-	}
-	return nil
-}
-
-// logEvents inserts the decoded items into event_log in one statement and
-// marks in fresh those whose row is new.
-func (f *folder) logEvents(ctx context.Context, tx pgx.Tx, items []item, fresh []bool) error {
-	n := 0
-	for _, it := range items {
-		if it.err == nil {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	var (
-		ids, topics, types, keys, corrs, causes, producers = make([]string, 0, n), make([]string, 0, n),
-			make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-		actors, whys, requests, instances, payloads = make([]string, 0, n), make([]string, 0, n),
-			make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-		partitions, versions = make([]int32, 0, n), make([]int32, 0, n)
-		offsets              = make([]int64, 0, n)
-		times                = make([]time.Time, 0, n)
-	)
-	at := map[tp]map[int64]int{} // place -> index in items
-	for i, it := range items {
-		if it.err != nil {
-			continue
-		}
-		r, e := it.rec, it.env
-		ids = append(ids, e.ID)
-		topics = append(topics, r.Topic)
-		partitions = append(partitions, r.Partition)
-		offsets = append(offsets, r.Offset)
-		types = append(types, e.Type)
-		versions = append(versions, int32(e.Version))
-		times = append(times, e.Time)
-		keys = append(keys, e.Key)
-		corrs = append(corrs, e.CorrelationID)
-		causes = append(causes, e.CausationID)
-		producers = append(producers, e.Producer)
-		actors = append(actors, e.Reason.Actor)
-		whys = append(whys, e.Reason.Why)
-		requests = append(requests, requestOf(e))
-		instances = append(instances, instanceOf(it.p))
-		payloads = append(payloads, string(e.Payload))
-		k := tp{Topic: r.Topic, Partition: r.Partition}
-		if at[k] == nil {
-			at[k] = map[int64]int{}
-		}
-		at[k][r.Offset] = i
-	}
-	rows, err := tx.Query(ctx, q("event_log_insert"), ids, topics, partitions, offsets, types, versions,
-		times, keys, corrs, causes, producers, actors, whys, requests, instances, payloads)
-	if err != nil {
-		return err
-	}
-	var k tp
-	var off int64
-	_, err = pgx.ForEachRow(rows, []any{&k.Topic, &k.Partition, &off}, func() error {
-		if i, ok := at[k][off]; ok {
-			fresh[i] = true
-		}
-		return nil
-	})
-	return err
 }
 
 // runBatch sends b and reads every result in order, handing each

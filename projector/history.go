@@ -17,26 +17,13 @@ const (
 // subject is one thing an event touched.
 type subject struct{ kind, name string }
 
-// historyStmt records which subjects an event touched (schema/010), in
-// the same transaction as its effects. Progress samples are left out: a
-// move's progress history is its own (/v1/migrations/{id}), and its start
-// and end are in every history of its instance, node and request.
-func historyStmt(env events.Envelope, p events.Payload) (stmt, bool) {
-	subs := subjectsOf(env, p)
-	if len(subs) == 0 {
-		return stmt{}, false
-	}
-	kinds, names := make([]string, len(subs)), make([]string, len(subs))
-	for i, s := range subs {
-		kinds[i], names[i] = s.kind, s.name
-	}
-	return st("history_subjects_insert", env.ID, kinds, names), true
-}
-
 // subjectsOf lists, without duplicates, the instances, nodes, request and
 // migration an event touched: those its payload names, a placement's
 // previous nodes included, so a node's history shows the instances that
-// left it.
+// left it. Progress samples are left out: a move's progress history is its
+// own (/v1/migrations/{id}), and its start and end are in every history of
+// its instance, node and request. The rows are written with the event's
+// event_log row, in the same transaction as its effects (eventlog.go).
 func subjectsOf(env events.Envelope, p events.Payload) []subject {
 	if _, ok := p.(events.Progress); ok {
 		return nil

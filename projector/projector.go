@@ -137,7 +137,7 @@ func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, r *kafka.Re
 		if len(b.b.Next) == 0 {
 			continue
 		}
-		res, err := p.f.foldDecoded(ctx, conn, b.b.Records, b.items, b.b.Next)
+		res, err := p.f.foldDecoded(ctx, conn, b.b.Records, b.items, b.prep, b.b.Next)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // rolled back, or committed and recorded: either way the offsets are right

@@ -275,7 +275,12 @@ func TestDuplicatesChangeNothing(t *testing.T) {
 	plan := ev(events.PlanComputed{Request: req, Moved: []events.Moved{}, Failed: []events.Failed{{Instance: "vm1", Reason: "x"}}}, 3, req)
 	// a and plan appended again later, as a producer retrying an uncertain
 	// commit does: neither the count of plans nor the node may change.
+	// The first copies are folded first, so the later ones meet the
+	// primary key of event_log (the batch is folded again, reading which
+	// ids are logged); Replay folds all five in one batch, where the
+	// duplicates are found within it.
 	e.append(a, plan)
+	e.run()
 	e.append(b)
 	e.append(a, plan)
 	e.run()
@@ -506,4 +511,48 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	if _, err := New(Config{Kafka: kafka.Config{Brokers: []string{"localhost:9092"}}}, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("New without a pool = %v", err)
 	}
+}
+
+// TestLogRowsAreTheEventsOwn: event_log rows go in by COPY, built by the
+// projector itself (copy.go), while effects are statements pgx encodes; an
+// event's time, to the microsecond, its payload and its places read back the
+// same either way, before 2000 (a negative binary timestamp) and after, and
+// with nanoseconds that Postgres's microseconds truncate.
+func TestLogRowsAreTheEventsOwn(t *testing.T) {
+	e := newEnv(t)
+	times := []time.Time{
+		time.Date(1999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2025, 6, 1, 12, 0, 0, 123_456_789, time.UTC),
+	}
+	var want []string
+	for i, at := range times {
+		r := fmt.Sprintf("r%d", i)
+		env := events.New(events.RequestApproved{Request: r}, events.WithProducer("test"), events.WithTime(at),
+			events.WithReason(events.Reason{Actor: "operator:alice", Why: "testing ünïcode", RequestID: r}))
+		e.append(env)
+		want = append(want, fmt.Sprintf("%s %s true %s", r, at.Truncate(time.Microsecond).Format(time.RFC3339Nano), env.ID))
+	}
+	e.run()
+	rows, err := e.pool.Query(e.ctx, `SELECT l.request_id, l.time, l.time = r.approved_at, l.id, l.why, l.payload->>'request'
+		FROM drove.event_log l JOIN drove.requests r ON r.id = l.request_id ORDER BY l.request_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var req, id, why, payloadReq string
+		var at time.Time
+		var same bool
+		if err := rows.Scan(&req, &at, &same, &id, &why, &payloadReq); err != nil {
+			t.Fatal(err)
+		}
+		if why != "testing ünïcode" || payloadReq != req {
+			t.Errorf("%s: why %q, payload's request %q", req, why, payloadReq)
+		}
+		got = append(got, fmt.Sprintf("%s %s %v %s", req, at.UTC().Format(time.RFC3339Nano), same, id))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "event_log rows", got, want)
 }

@@ -274,7 +274,11 @@ func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, s
 		if len(next) == 0 {
 			continue
 		}
-		res, err := f.foldDecoded(ctx, conn, recs, items, next)
+		prep := b.prep
+		if len(items) != len(b.items) {
+			prep = nil // prepared for the whole batch; this is a part of it
+		}
+		res, err := f.foldDecoded(ctx, conn, recs, items, prep, next)
 		if err != nil {
 			return folded, fmt.Errorf("projector: replay: %w", err)
 		}

@@ -14,6 +14,8 @@ FROM {schema}.event_log e
 LEFT JOIN LATERAL (
   SELECT p.payload FROM {schema}.event_log p
   WHERE p.topic = e.topic AND p.key = e.key AND p.seq < e.seq
+    -- the types of the partial index event_log_state_key (schema 021)
+    AND p.type IN ('node.announced', 'node.updated', 'migration.state_changed')
     AND ((e.type <> 'migration.state_changed' AND p.type IN ('node.announced', 'node.updated'))
       OR (e.type = 'migration.state_changed' AND p.type = e.type
           AND p.payload->>'migration' = e.payload->>'migration'))

@@ -3,25 +3,10 @@
 -- writes only the columns its topic owns (see schema/001_views.sql), so
 -- the views do not depend on the order partitions are read in.
 
--- name: event_log_insert
--- The batch's events as parallel arrays, in log order. Returns the place
--- of each row inserted: a duplicate (an id already logged, or logged by an
--- earlier record of the same batch) returns nothing and is not applied.
-INSERT INTO event_log (id, topic, partition, "offset", type, version, time, key,
-                       correlation_id, causation_id, producer, actor, why,
-                       request_id, instance, payload)
-SELECT u.id, u.topic, u.partition, u."offset", u.type, u.version, u.time, u.key,
-       u.correlation_id, u.causation_id, u.producer, u.actor, u.why,
-       u.request_id, u.instance, u.payload::jsonb
-FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::int[],
-            $7::timestamptz[], $8::text[], $9::text[], $10::text[], $11::text[],
-            $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
-     WITH ORDINALITY AS u(id, topic, partition, "offset", type, version, time, key,
-                          correlation_id, causation_id, producer, actor, why,
-                          request_id, instance, payload, ord)
-ORDER BY u.ord
-ON CONFLICT (id) DO NOTHING
-RETURNING topic, partition, "offset"
+-- name: event_log_known
+-- Those of the batch's event ids ($1) already logged: their events are
+-- duplicates, not applied again (eventlog.go).
+SELECT id FROM event_log WHERE id = ANY($1::text[])
 
 -- name: undecodable_insert
 INSERT INTO undecodable_events (topic, partition, "offset", key, value, error)
