@@ -151,10 +151,17 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 	if err := l.caughtUp(ctx, start); err != nil {
 		return err
 	}
+	// passed is the position of the last pass: the state is its until
+	// the next batch is folded.
+	passed := rd.Position()
 	for {
 		// A read ends at the tick even with nothing to read, so that
 		// migration timers fire (planner/migration/timers.go).
 		if _, err := l.next(ctx, rd); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				// Stopping: next folded nothing (it checks ctx first).
+				l.lastSnapshot(ctx, passed)
+			}
 			return err
 		}
 		l.st.reqs.DropStubs()
@@ -163,7 +170,8 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 		}
 		l.lag(rd)
 		s.m.countJobs(l.st.reqs)
-		l.maybeSnapshot(ctx, rd.Position())
+		passed = rd.Position()
+		l.maybeSnapshot(ctx, passed)
 	}
 }
 
@@ -224,9 +232,11 @@ type loop struct {
 	events  int64
 	restart Restart
 	// writing is closed when the snapshot being written is; topicIDs
-	// are the log's, for the snapshots.
+	// are the log's, for the snapshots; snapAt is when the last was
+	// taken (or the state restored from one).
 	writing  chan struct{}
 	topicIDs map[string]string
+	snapAt   time.Time
 	// refused are requests whose decision the log refused, with why:
 	// closed by the first pass of the rebuilt state (see run).
 	refused map[string]string
