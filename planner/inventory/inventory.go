@@ -68,6 +68,12 @@ func (inv *Inventory) place(order *[]string, kind, name string, pos Pos) {
 	if seen {
 		*order = slices.DeleteFunc(*order, func(n string) bool { return n == name })
 	}
+	// A replay meets objects mostly in their order: the newest goes last
+	// without a search (each of whose steps builds a key).
+	if n := len(*order); n == 0 || inv.first[kind+"/"+(*order)[n-1]].Compare(pos) < 0 {
+		*order = append(*order, name)
+		return
+	}
 	i, _ := slices.BinarySearchFunc(*order, pos, func(n string, p Pos) int {
 		return inv.first[kind+"/"+n].Compare(p)
 	})

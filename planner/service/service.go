@@ -126,6 +126,7 @@ func (r *refusal) Error() string {
 
 func (s *Service) runOnce(ctx context.Context, refused map[string]string) error {
 	kc := s.cfg.Kafka
+	began := time.Now()
 	if err := kafka.EnsureTopics(ctx, kc, s.cfg.Partitions, events.Topics()...); err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 		return err
 	}
 	start := time.Now()
-	l := &loop{svc: s, prod: prod, refused: refused}
+	l := &loop{svc: s, prod: prod, refused: refused, prepare: start.Sub(began)}
 	rd, err := l.replay(ctx)
 	if err != nil {
 		return err
@@ -237,6 +238,9 @@ type loop struct {
 	writing  chan struct{}
 	topicIDs map[string]string
 	snapAt   time.Time
+	// prepare is how long the topics' check and the fencing took before
+	// the first read, for the ready line.
+	prepare time.Duration
 	// refused are requests whose decision the log refused, with why:
 	// closed by the first pass of the rebuilt state (see run).
 	refused map[string]string
@@ -274,9 +278,10 @@ func (l *loop) lag(rd *kafka.Reader) {
 // pending decisions are taken now.
 func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 	requests, active := l.st.reqs.Counts()
-	l.svc.log.Info("state rebuilt from the log", "requests", requests, "active", active,
-		"nodes", len(l.st.inv.Nodes), "instances", len(l.st.inv.Instances), "took", time.Since(start))
 	l.restart.Events, l.restart.Took = l.folded, time.Since(start)
+	l.svc.log.Info("state rebuilt from the log", "requests", requests, "active", active,
+		"nodes", len(l.st.inv.Nodes), "instances", len(l.st.inv.Instances), "prepare", l.prepare,
+		"snapshot", l.restart.Snapshot, "restore", l.restart.Restore, "events", l.restart.Events, "took", l.restart.Took)
 	l.svc.mu.Lock()
 	l.svc.restart = l.restart
 	l.svc.mu.Unlock()

@@ -72,6 +72,7 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	} else {
 		r.PlannerRestartSSmall, r.LogEventsSmall = f64(took), i64(small)
 		fmt.Fprintf(out, "planner service ready in %.2fs on a log of %d events\n", took, small)
+		r.note(out, "planner_restart_s_small", "the first start (no snapshot yet); the service's own account: %s", restartFields(pl.readyLine))
 	}
 	rss := 0.0
 	if pl != nil {
@@ -95,6 +96,7 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	} else {
 		r.PlannerRestartS, r.LogEvents = f64(took), i64(w.appended)
 		fmt.Fprintf(out, "planner service restarted, ready in %.2fs on a log of %d events\n", took, w.appended)
+		r.note(out, "planner_restart_s", "from the process's start to its ready line; the service's own account: %s", restartFields(pl.readyLine))
 		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
 		pl.stop()
 	}
@@ -330,4 +332,20 @@ func (w *world) executorRSS(ctx context.Context, r *result, c *planner.Cluster) 
 	}
 	r.ExecutorRSSMB = f64(mb)
 	r.note(w.out, "executor_rss_mb", "a `drove executor --driver sim` process of an idle node, after its start on the whole log")
+}
+
+// restartFields picks from the planner's ready line what says how it
+// rebuilt its state: how long checking the topics and fencing took, from
+// a snapshot or not, how long reading it took, the events read from the
+// log, and the time from its first read to ready.
+func restartFields(line string) string {
+	var out []string
+	for _, f := range strings.Fields(line) {
+		for _, k := range []string{"prepare=", "snapshot=", "restore=", "events=", "took="} {
+			if strings.HasPrefix(f, k) {
+				out = append(out, f)
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
