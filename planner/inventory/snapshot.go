@@ -1,20 +1,23 @@
 package inventory
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/drovehq/drove/events"
 )
 
-// The planner service's snapshot holds the inventory as a stream of JSON
-// values, one per object, rather than one document: at 100,000 instances a
-// document is tens of megabytes built (and on restore parsed) whole, twice
-// over when it nests in the snapshot's own document, while a stream is
-// written and read one object at a time. JSON because every object here
-// was decoded from an event's JSON: encoding it back is lossless by
-// construction (a *bool holding false, an empty policy stay what they
-// were), which an encoding of its own would have to prove field by field.
+// The planner service's snapshot holds the inventory as a stream of
+// objects rather than one document, written and read one at a time: the
+// counts, then each group (JSON: a handful, with nested policies), each
+// node and each instance (codec.go: varints and strings, no reflection,
+// no field names), every object with where it first appeared and in its
+// order, so that restoring is appending. At 100,000 instances a JSON
+// document was tens of megabytes built and parsed whole (seconds on a
+// busy machine); JSON values one per object still cost half a second of
+// CPU to parse, this a fraction of it.
 
 // counts opens the stream: how many objects of each kind follow.
 type counts struct {
@@ -23,89 +26,98 @@ type counts struct {
 	Instances int `json:"instances"`
 }
 
-// entry is one object with where it first appeared; exactly one of the
-// pointers is set.
-type entry struct {
-	First    Pos                      `json:"first"`
-	Group    *events.GroupDeclared    `json:"group,omitempty"`
-	Node     *events.NodeAnnounced    `json:"node,omitempty"`
-	Instance *events.InstanceDeclared `json:"instance,omitempty"`
+// groupEntry is a group with where it first appeared.
+type groupEntry struct {
+	First Pos                   `json:"first"`
+	Group *events.GroupDeclared `json:"group"`
 }
 
-// Encode writes the whole inventory to enc: its counts, then every group,
-// node and instance in its order. Equal inventories encode to equal bytes.
-func (inv *Inventory) Encode(enc *json.Encoder) error {
-	if err := enc.Encode(counts{len(inv.groupOrder), len(inv.nodeOrder), len(inv.InstanceOrder)}); err != nil {
-		return err
-	}
+// Encode writes the whole inventory to w. Equal inventories encode to
+// equal bytes.
+func (inv *Inventory) Encode(w *bufio.Writer) error {
+	wr := &writer{w: w}
+	n := counts{len(inv.groupOrder), len(inv.nodeOrder), len(inv.InstanceOrder)}
+	wr.uvarint(uint64(n.Groups))
+	wr.uvarint(uint64(n.Nodes))
+	wr.uvarint(uint64(n.Instances))
 	for _, name := range inv.groupOrder {
-		if err := enc.Encode(entry{First: inv.first["group/"+name], Group: inv.groups[name]}); err != nil {
+		b, err := json.Marshal(groupEntry{inv.first[object{kindGroup, name}], inv.groups[name]})
+		if err != nil {
 			return err
 		}
+		wr.str(string(b))
 	}
 	for _, name := range inv.nodeOrder {
-		if err := enc.Encode(entry{First: inv.first["node/"+name], Node: inv.Nodes[name]}); err != nil {
-			return err
-		}
+		wr.pos(inv.first[object{kindNode, name}])
+		wr.node(inv.Nodes[name])
 	}
 	for _, name := range inv.InstanceOrder {
-		if err := enc.Encode(entry{First: inv.first["instance/"+name], Instance: inv.Instances[name]}); err != nil {
-			return err
-		}
+		wr.pos(inv.first[object{kindInstance, name}])
+		wr.instance(inv.Instances[name])
 	}
-	return nil
+	return wr.err
 }
 
 // Decode reads an inventory Encode wrote. Objects come in their order, so
 // each is appended to it: no sorting, no search.
-func Decode(dec *json.Decoder) (*Inventory, error) {
-	var n counts
-	if err := dec.Decode(&n); err != nil {
-		return nil, fmt.Errorf("inventory: counts: %w", err)
-	}
-	if n.Groups < 0 || n.Nodes < 0 || n.Instances < 0 {
-		return nil, fmt.Errorf("inventory: negative counts %+v", n)
+func Decode(r *bufio.Reader) (*Inventory, error) {
+	rd := newReader(r)
+	n := counts{rd.length(), rd.length(), rd.length()}
+	if rd.err != nil {
+		return nil, fmt.Errorf("inventory: counts: %w", rd.err)
 	}
 	inv := New()
 	// Counts come from a file: cap the room made ahead, let append grow.
 	inv.groupOrder = make([]string, 0, min(n.Groups, 1<<16))
 	inv.nodeOrder = make([]string, 0, min(n.Nodes, 1<<20))
 	inv.InstanceOrder = make([]string, 0, min(n.Instances, 1<<22))
-	for i := range n.Groups + n.Nodes + n.Instances {
-		var e entry
-		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("inventory: object %d: %w", i, err)
+	for i := range n.Groups {
+		var e groupEntry
+		if err := json.Unmarshal(rd.raw(), &e); err != nil || rd.err != nil || e.Group == nil {
+			return nil, fmt.Errorf("inventory: group %d: %w", i, errors.Join(rd.err, err, errNoGroup(e)))
 		}
-		kind, name, err := e.check(i, n)
-		if err != nil {
+		if err := inv.restore(&inv.groupOrder, kindGroup, e.Group.Name, e.First); err != nil {
 			return nil, err
 		}
-		if _, dup := inv.first[kind+"/"+name]; dup {
-			return nil, fmt.Errorf("inventory: %s %q twice", kind, name)
+		inv.groups[e.Group.Name] = e.Group
+	}
+	for range n.Nodes {
+		pos, nd := rd.pos(), rd.node()
+		if rd.err != nil {
+			return nil, fmt.Errorf("inventory: node %d: %w", len(inv.nodeOrder), rd.err)
 		}
-		inv.first[kind+"/"+name] = e.First
-		switch kind {
-		case "group":
-			inv.groups[name], inv.groupOrder = e.Group, append(inv.groupOrder, name)
-		case "node":
-			inv.Nodes[name], inv.nodeOrder = e.Node, append(inv.nodeOrder, name)
-		default:
-			inv.Instances[name], inv.InstanceOrder = e.Instance, append(inv.InstanceOrder, name)
+		if err := inv.restore(&inv.nodeOrder, kindNode, nd.Name, pos); err != nil {
+			return nil, err
 		}
+		inv.Nodes[nd.Name] = nd
+	}
+	for range n.Instances {
+		pos, in := rd.pos(), rd.instance()
+		if rd.err != nil {
+			return nil, fmt.Errorf("inventory: instance %d: %w", len(inv.InstanceOrder), rd.err)
+		}
+		if err := inv.restore(&inv.InstanceOrder, kindInstance, in.Name, pos); err != nil {
+			return nil, err
+		}
+		inv.Instances[in.Name] = in
 	}
 	return inv, nil
 }
 
-// check says what object the i-th entry of a stream with counts n must be,
-// and whether it is.
-func (e entry) check(i int, n counts) (kind, name string, err error) {
-	switch {
-	case i < n.Groups && e.Group != nil && e.Node == nil && e.Instance == nil:
-		return "group", e.Group.Name, nil
-	case i >= n.Groups && i < n.Groups+n.Nodes && e.Node != nil && e.Group == nil && e.Instance == nil:
-		return "node", e.Node.Name, nil
-	case i >= n.Groups+n.Nodes && e.Instance != nil && e.Group == nil && e.Node == nil:
-		return "instance", e.Instance.Name, nil
+func errNoGroup(e groupEntry) error {
+	if e.Group == nil {
+		return errors.New("no group")
 	}
-	return "", "", fmt.Errorf("inventory: object %d is not the kind its place in the stream (counts %+v) says", i, n)
+	return nil
+}
+
+// restore appends a decoded object to its order.
+func (inv *Inventory) restore(order *[]string, kind, name string, first Pos) error {
+	key := object{kind, name}
+	if _, dup := inv.first[key]; dup {
+		return fmt.Errorf("inventory: %s %q twice", kind, name)
+	}
+	inv.first[key] = first
+	*order = append(*order, name)
+	return nil
 }

@@ -1,10 +1,12 @@
 package inventory
 
 import (
+	"bufio"
 	"bytes"
-	"encoding/json"
+	"encoding/binary"
+	"fmt"
 	"reflect"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,18 +50,21 @@ func (l *logged) Apply(p events.Payload, pos Pos) {
 func encode(t *testing.T, inv *Inventory) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := inv.Encode(json.NewEncoder(&b)); err != nil {
+	w := bufio.NewWriter(&b)
+	if err := inv.Encode(w); err != nil || w.Flush() != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
 }
+
+func decode(b []byte) (*Inventory, error) { return Decode(bufio.NewReader(bytes.NewReader(b))) }
 
 // What Encode writes, Decode restores exactly: every object, every place
 // in the order, every first position.
 func TestEncodeDecodeRestoresTheInventory(t *testing.T) {
 	inv := sample()
 	b := encode(t, inv)
-	got, err := Decode(json.NewDecoder(bytes.NewReader(b)))
+	got, err := decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,24 +75,85 @@ func TestEncodeDecodeRestoresTheInventory(t *testing.T) {
 		t.Error("a *bool holding false was lost")
 	}
 	if again := encode(t, got); !bytes.Equal(again, b) {
-		t.Errorf("encoded again:\n%s\nfirst:\n%s", again, b)
+		t.Errorf("encoded again:\n%q\nfirst:\n%q", again, b)
 	}
 }
 
-// A stream that is cut short, out of order or about the wrong kind of
-// object is refused, not restored in part.
+// A stream that is cut short, or holds an object twice, is refused, not
+// restored in part.
 func TestDecodeRefusesABadStream(t *testing.T) {
-	lines := strings.Split(strings.TrimSpace(string(encode(t, sample()))), "\n")
-	for name, stream := range map[string][]string{
-		"cut short":        lines[:len(lines)-1],
-		"kinds swapped":    append(append([]string{lines[0], lines[3]}, lines[2], lines[1]), lines[4:]...),
-		"an object twice":  append(append([]string{lines[0]}, lines[1], lines[1]), lines[3:]...),
-		"negative counts":  {`{"groups":-1,"nodes":0,"instances":0}`},
-		"not an inventory": {`[1,2,3]`},
+	b := encode(t, sample())
+	twice := slices.Clone(b)
+	twice[2]++ // one more node than written: the first instance is read as a node
+	for name, stream := range map[string][]byte{
+		"cut short":        b[:len(b)-1],
+		"empty":            nil,
+		"miscounted":       twice,
+		"a huge count":     append(binary.AppendUvarint(nil, 1<<40), b[1:]...),
+		"not an inventory": []byte("{\"groups\":1}"),
 	} {
-		if _, err := Decode(json.NewDecoder(strings.NewReader(strings.Join(stream, "\n")))); err == nil {
+		if _, err := decode(stream); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
+	}
+}
+
+// The codec writes every field of the nodes and instances: filled by
+// reflection, each with a value of its own, they come back equal. A field
+// added to events.NodeAnnounced or events.InstanceDeclared (or the types
+// they hold) without a line in codec.go fails here; add the line, and
+// change planner/service's snapshotVersion.
+func TestCodecCoversEveryField(t *testing.T) {
+	var node events.NodeAnnounced
+	var in events.InstanceDeclared
+	seq := 0
+	fill(reflect.ValueOf(&node).Elem(), &seq)
+	fill(reflect.ValueOf(&in).Elem(), &seq)
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	wr := &writer{w: w}
+	wr.node(&node)
+	wr.instance(&in)
+	if wr.err != nil || w.Flush() != nil {
+		t.Fatal(wr.err)
+	}
+	rd := newReader(bufio.NewReader(&buf))
+	gotNode, gotIn := rd.node(), rd.instance()
+	if rd.err != nil {
+		t.Fatal(rd.err)
+	}
+	if !reflect.DeepEqual(*gotNode, node) {
+		t.Errorf("node: %+v\nwant %+v", *gotNode, node)
+	}
+	if !reflect.DeepEqual(*gotIn, in) {
+		t.Errorf("instance: %+v\nwant %+v", *gotIn, in)
+	}
+}
+
+// fill sets every field under v to a value of its own (seq counts them).
+func fill(v reflect.Value, seq *int) {
+	*seq++
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(fmt.Sprintf("s%d", *seq))
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(*seq))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fill(v.Field(i), seq)
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := range 2 {
+			fill(v.Index(i), seq)
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), seq)
+	default:
+		panic(fmt.Sprintf("fill: a %s: teach fill and codec.go about it", v.Kind()))
 	}
 }
 
@@ -95,21 +161,23 @@ func TestDecodeRefusesABadStream(t *testing.T) {
 // it accepts encodes and decodes again to the same inventory.
 func FuzzDecode(f *testing.F) {
 	var b bytes.Buffer
-	_ = sample().Encode(json.NewEncoder(&b))
+	w := bufio.NewWriter(&b)
+	_ = sample().Encode(w)
+	_ = w.Flush()
 	f.Add(b.Bytes())
-	f.Add([]byte(`{"groups":0,"nodes":0,"instances":1}` + "\n" + `{"first":{},"instance":{"name":""}}`))
+	f.Add([]byte{0, 0, 1, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		inv, err := Decode(json.NewDecoder(bytes.NewReader(data)))
+		inv, err := decode(data)
 		if err != nil {
 			return
 		}
 		b := encode(t, inv)
-		again, err := Decode(json.NewDecoder(bytes.NewReader(b)))
+		again, err := decode(b)
 		if err != nil {
 			t.Fatalf("re-encoded inventory does not decode: %v", err)
 		}
 		if b2 := encode(t, again); !bytes.Equal(b, b2) {
-			t.Fatalf("encodings differ:\n%s\n%s", b, b2)
+			t.Fatalf("encodings differ:\n%q\n%q", b, b2)
 		}
 	})
 }

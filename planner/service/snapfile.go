@@ -2,6 +2,7 @@ package service
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +15,13 @@ import (
 	"github.com/drovehq/drove/planner/inventory"
 )
 
-// The snapshot file's layout (see snapshot.go): a stream of JSON values,
-// then the trailer, "crc32c " and eight hex digits and a newline, of
-// every byte before it.
+// The snapshot file's layout (see snapshot.go): the magic line, the
+// header, the inventory (planner/inventory's Encode), the jobs, migrations
+// and nodes folds, then the trailer: "crc32c ", eight hex digits and a
+// newline, of every byte before it. The header and the folds are JSON,
+// each preceded by its length as a uvarint.
+
+const magic = "drove planner snapshot\n"
 
 const trailerLen = len("crc32c 01234567\n")
 
@@ -48,21 +53,52 @@ func createSnapshotFile(dir string, snap *snapshot) (string, error) {
 	return f.Name(), nil
 }
 
-// encodeSnapshot writes the header and the state's folds to w.
-func encodeSnapshot(w io.Writer, snap *snapshot) error {
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(snap.header); err != nil {
+// encodeSnapshot writes everything before the trailer to w.
+func encodeSnapshot(w *bufio.Writer, snap *snapshot) error {
+	if _, err := w.WriteString(magic); err != nil {
 		return err
 	}
-	if err := snap.st.inv.Encode(enc); err != nil {
+	if err := writeJSON(w, snap.header); err != nil {
+		return err
+	}
+	if err := snap.st.inv.Encode(w); err != nil {
 		return err
 	}
 	for _, fold := range []any{snap.st.reqs, snap.st.migs, snap.st.nodes} {
-		if err := enc.Encode(fold); err != nil {
+		if err := writeJSON(w, fold); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeJSON writes v as JSON after its length.
+func writeJSON(w *bufio.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(binary.AppendUvarint(nil, uint64(len(b)))); err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// readJSON reads into v what writeJSON wrote, at most max bytes of it.
+func readJSON(r *bufio.Reader, v any, max int64) error {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	if n > uint64(max) {
+		return fmt.Errorf("%d bytes, past the file's end", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
 
 // syncAndRename flushes tmp to disk and renames it to dst, so that dst is
@@ -93,12 +129,12 @@ func readSnapshotFile(path string) (*snapshot, error) {
 		return nil, err
 	}
 	body := fi.Size() - int64(trailerLen)
-	if body <= 0 {
+	if body <= int64(len(magic)) {
 		return nil, fmt.Errorf("unreadable: %d bytes, too short for a snapshot", fi.Size())
 	}
 	sum := crc32.New(castagnoli)
-	r := io.TeeReader(io.NewSectionReader(f, 0, body), sum)
-	snap, err := decodeSnapshot(r)
+	r := bufio.NewReaderSize(io.TeeReader(io.NewSectionReader(f, 0, body), sum), 1<<20)
+	snap, err := decodeSnapshot(r, body)
 	if err != nil {
 		return nil, err
 	}
@@ -108,18 +144,22 @@ func readSnapshotFile(path string) (*snapshot, error) {
 	return snap, nil
 }
 
-// decodeSnapshot reads what encodeSnapshot wrote: the header first, and
-// nothing more when its version is not this build's.
-func decodeSnapshot(r io.Reader) (*snapshot, error) {
-	dec := json.NewDecoder(r)
+// decodeSnapshot reads what encodeSnapshot wrote, of a body of size
+// bytes: the header first, and nothing more when its version is not this
+// build's.
+func decodeSnapshot(r *bufio.Reader, size int64) (*snapshot, error) {
+	b := make([]byte, len(magic))
+	if _, err := io.ReadFull(r, b); err != nil || string(b) != magic {
+		return nil, fmt.Errorf("unreadable: not a planner snapshot (starts %q)", b)
+	}
 	var h header
-	if err := dec.Decode(&h); err != nil {
+	if err := readJSON(r, &h, size); err != nil {
 		return nil, fmt.Errorf("unreadable: header: %w", err)
 	}
 	if h.Version != snapshotVersion {
 		return nil, fmt.Errorf("format %d, this build reads %d", h.Version, snapshotVersion)
 	}
-	inv, err := inventory.Decode(dec)
+	inv, err := inventory.Decode(r)
 	if err != nil {
 		return nil, fmt.Errorf("unreadable: %w", err)
 	}
@@ -130,7 +170,7 @@ func decodeSnapshot(r io.Reader) (*snapshot, error) {
 		into any
 	}{{"jobs", st.reqs}, {"migrations", st.migs}, {"nodes", st.nodes}} // encodeSnapshot's order
 	for _, f := range folds {
-		if err := dec.Decode(f.into); err != nil {
+		if err := readJSON(r, f.into, size); err != nil {
 			return nil, fmt.Errorf("unreadable: %s: %w", f.name, err)
 		}
 	}

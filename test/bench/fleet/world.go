@@ -87,7 +87,9 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	}
 	if pl != nil {
 		w.waitPlannerCaughtUp(ctx, r, pl)
-		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
+		first := w.rss(pl, r, "planner_rss_mb")
+		rss = max(rss, first)
+		r.note(out, "planner_rss_mb", "the first planner process, after the requests and the history: %.0f MB", first)
 		pl.stop()
 	}
 	pl, took, err = w.startPlanner(ctx)
@@ -97,7 +99,9 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 		r.PlannerRestartS, r.LogEvents = f64(took), i64(w.appended)
 		fmt.Fprintf(out, "planner service restarted, ready in %.2fs on a log of %d events\n", took, w.appended)
 		r.note(out, "planner_restart_s", "from the process's start to its ready line; the service's own account: %s", restartFields(pl.readyLine))
-		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
+		again := w.rss(pl, r, "planner_rss_mb")
+		rss = max(rss, again)
+		r.note(out, "planner_rss_mb", "the restarted planner process, once ready: %.0f MB", again)
 		pl.stop()
 	}
 	r.note(out, "log_events", "events the bench appended (inventory and history); the services' own events come on top")
