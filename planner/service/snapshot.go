@@ -28,15 +28,15 @@ import (
 // events lie after the positions are read again after a restore, which the
 // folds take as the no-ops they are when the service reads back its own.
 //
-// The file is a stream of JSON values, written and read one at a time so
-// that neither side holds it whole (at 100,000 instances it is some 35 MB):
-// the header (version first, so another format is told before anything
-// else is read), the inventory (planner/inventory's Encode: a value per
-// object), the jobs, migrations and nodes folds (their MarshalJSON: they
-// hold only what is active, so they are small), then a trailer with the
-// CRC-32C of everything before it, so a damaged file is told from one
-// that merely parses. It is not compressed: a restore reads it faster
-// than it could inflate it.
+// The file is a stream, written and read one object at a time so that
+// neither side holds it whole (snapfile.go): the header (version first, so
+// another format is told before anything else is read), the inventory
+// (planner/inventory's Encode: nodes and instances in a binary codec, a
+// tenth of a second of CPU to restore 100,000 instances), the jobs,
+// migrations and nodes folds (their MarshalJSON: they hold only what is
+// active, so they are small), then a trailer with the CRC-32C of
+// everything before it, so a damaged file is told from one that merely
+// decodes. It is not compressed: 10 MB at 100,000 instances.
 
 // snapshotVersion changes whenever the file's layout or a fold's encoding
 // does: a snapshot of another version is ignored.
