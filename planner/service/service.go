@@ -263,14 +263,17 @@ func (l *loop) fold(b kafka.Batch) error {
 	return nil
 }
 
-// lag sets the lag gauge: per topic, the events not read yet.
+// lag sets the lag gauge, per topic the events not read yet, and the
+// position gauge, per topic the offsets read.
 func (l *loop) lag(rd *kafka.Reader) {
-	pos, by := rd.Position(), map[string]int64{}
+	pos, by, at := rd.Position(), map[string]int64{}, map[string]int64{}
 	for tp, end := range rd.Ends() {
 		by[tp.Topic] += max(end-pos[tp], 0)
+		at[tp.Topic] += pos[tp]
 	}
 	for topic, n := range by {
 		l.svc.m.lag.WithLabelValues(topic).Set(float64(n))
+		l.svc.m.position.WithLabelValues(topic).Set(float64(at[topic]))
 	}
 }
 

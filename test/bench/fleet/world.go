@@ -167,12 +167,24 @@ func (w *world) startPlanner(ctx context.Context) (*proc, float64, error) {
 	return p, time.Since(began).Seconds(), nil
 }
 
-// waitPlannerCaughtUp waits until the planner service's consumer lag is
-// zero on every topic it reports.
+// waitPlannerCaughtUp waits until the planner service has folded the log
+// as it ends now: its read position (drove_planner_read_position) at or
+// past the end of every topic it reports. Its lag gauge is not enough: a
+// pass that keeps the service from fetching leaves it at the last fetch's
+// zero while the history is appended behind it.
 func (w *world) waitPlannerCaughtUp(ctx context.Context, r *result, p *proc) {
+	ends, err := kafka.Ends(ctx, kafka.Config{Brokers: w.brokers, ClientID: "fleet-ends", Logger: w.quiet}, events.Topics()...)
+	if err != nil {
+		r.note(w.out, "planner_restart_s", "the log's ends: %v", err)
+		return
+	}
+	want := map[string]float64{}
+	for tp, end := range ends {
+		want[tp.Topic] += float64(end)
+	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if lagging, seen := plannerLag(p.metrics); seen && lagging == 0 {
+		if behind, seen := plannerBehind(p.metrics, want); seen && behind == 0 {
 			return
 		}
 		select {
@@ -180,12 +192,13 @@ func (w *world) waitPlannerCaughtUp(ctx context.Context, r *result, p *proc) {
 		case <-time.After(500 * time.Millisecond): // polling a gauge, bounded by the deadline
 		}
 	}
-	r.note(w.out, "planner_restart_s", "the running planner service had not reported zero lag after the history within 10 minutes")
+	r.note(w.out, "planner_restart_s", "the running planner service had not folded the history within 10 minutes")
 }
 
-// plannerLag sums drove_planner_consumer_lag over the topics the planner
-// reports; seen is false when it reports none (yet).
-func plannerLag(url string) (lag float64, seen bool) {
+// plannerBehind sums, over the topics the planner reports a read position
+// for, how far it is short of want; seen is false when it reports none
+// (yet).
+func plannerBehind(url string, want map[string]float64) (behind float64, seen bool) {
 	resp, err := http.Get(url)
 	if err != nil {
 		return 0, false
@@ -195,17 +208,19 @@ func plannerLag(url string) (lag float64, seen bool) {
 	if err != nil {
 		return 0, false
 	}
+	const metric = `drove_planner_read_position{topic="`
 	for line := range strings.Lines(string(b)) {
-		if !strings.HasPrefix(line, "drove_planner_consumer_lag{") {
+		rest, ok := strings.CutPrefix(line, metric)
+		if !ok {
 			continue
 		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		topic, value, _ := strings.Cut(rest, `"}`)
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err == nil {
-			lag, seen = lag+v, true
+			behind, seen = behind+max(want[topic]-v, 0), true
 		}
 	}
-	return lag, seen
+	return behind, seen
 }
 
 func (w *world) rss(p *proc, r *result, key string) float64 {
