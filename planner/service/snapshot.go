@@ -154,17 +154,29 @@ func (l *loop) load(ctx context.Context) (*snapshot, string) {
 	if dir == "" {
 		return nil, ""
 	}
-	snap, err := readSnapshotFile(filepath.Join(dir, snapshotFile))
-	if errors.Is(err, os.ErrNotExist) {
+	path := filepath.Join(dir, snapshotFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat(filepath.Join(dir, legacySnapshotFile)); err == nil {
 			return nil, fmt.Sprintf("%s is of an older format, this build reads %d", legacySnapshotFile, snapshotVersion)
 		}
 		return nil, ""
 	}
+	// The broker answers the topics' ids while the file is read.
+	type answer struct {
+		ids map[string]string
+		err error
+	}
+	asked := make(chan answer, 1)
+	go func() {
+		ids, err := kafka.TopicIDs(ctx, l.svc.cfg.Kafka, topics...)
+		asked <- answer{ids, err}
+	}()
+	snap, err := readSnapshotFile(path)
+	a := <-asked
 	if err != nil {
 		return nil, err.Error()
 	}
-	ids, err := kafka.TopicIDs(ctx, l.svc.cfg.Kafka, topics...)
+	ids, err := a.ids, a.err
 	if err != nil {
 		return nil, "topic ids: " + err.Error()
 	}
