@@ -26,8 +26,18 @@ type Inventory struct {
 	groupOrder, nodeOrder []string
 	// InstanceOrder lists instance names by where each first appeared.
 	InstanceOrder []string
-	first         map[string]Pos // by kind + name
+	first         map[object]Pos
 }
+
+// object names a group, node or instance: its kind is one of the constants
+// below, so a key shares its name's bytes rather than building a string.
+type object struct{ kind, name string }
+
+const (
+	kindGroup    = "group"
+	kindNode     = "node"
+	kindInstance = "instance"
+)
 
 // Pos is where an event sits in the log. Events the service applies
 // before reading them back have no partition yet: they sort after every
@@ -52,14 +62,14 @@ func New() *Inventory {
 		groups:    map[string]*events.GroupDeclared{},
 		Nodes:     map[string]*events.NodeAnnounced{},
 		Instances: map[string]*events.InstanceDeclared{},
-		first:     map[string]Pos{},
+		first:     map[object]Pos{},
 	}
 }
 
 // place records where an object first appeared and keeps order sorted by
 // it.
 func (inv *Inventory) place(order *[]string, kind, name string, pos Pos) {
-	key := kind + "/" + name
+	key := object{kind, name}
 	old, seen := inv.first[key]
 	if seen && old.Compare(pos) <= 0 {
 		return
@@ -68,8 +78,14 @@ func (inv *Inventory) place(order *[]string, kind, name string, pos Pos) {
 	if seen {
 		*order = slices.DeleteFunc(*order, func(n string) bool { return n == name })
 	}
+	// A replay meets objects mostly in their order: the newest goes last
+	// without a search (each of whose steps builds a key).
+	if n := len(*order); n == 0 || inv.first[object{kind, (*order)[n-1]}].Compare(pos) < 0 {
+		*order = append(*order, name)
+		return
+	}
 	i, _ := slices.BinarySearchFunc(*order, pos, func(n string, p Pos) int {
-		return inv.first[kind+"/"+n].Compare(p)
+		return inv.first[object{kind, n}].Compare(p)
 	})
 	*order = slices.Insert(*order, i, name)
 }
@@ -80,17 +96,17 @@ func (inv *Inventory) place(order *[]string, kind, name string, pos Pos) {
 func (inv *Inventory) Apply(p events.Payload, pos Pos) {
 	switch e := p.(type) {
 	case events.GroupDeclared:
-		inv.place(&inv.groupOrder, "group", e.Name, pos)
+		inv.place(&inv.groupOrder, kindGroup, e.Name, pos)
 		inv.groups[e.Name] = &e
 	case events.NodeAnnounced:
-		inv.place(&inv.nodeOrder, "node", e.Name, pos)
+		inv.place(&inv.nodeOrder, kindNode, e.Name, pos)
 		inv.Nodes[e.Name] = &e
 	case events.NodeUpdated:
-		inv.place(&inv.nodeOrder, "node", e.Name, pos)
+		inv.place(&inv.nodeOrder, kindNode, e.Name, pos)
 		n := events.NodeAnnounced(e)
 		inv.Nodes[e.Name] = &n
 	case events.InstanceDeclared:
-		inv.place(&inv.InstanceOrder, "instance", e.Name, pos)
+		inv.place(&inv.InstanceOrder, kindInstance, e.Name, pos)
 		inv.Instances[e.Name] = &e
 	case events.InstancePlaced:
 		// A placement of an instance never declared is kept nowhere: the

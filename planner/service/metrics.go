@@ -15,6 +15,7 @@ type metrics struct {
 	jobs        *prometheus.GaugeVec   // by state
 	planSeconds prometheus.Histogram
 	lag         *prometheus.GaugeVec // by topic
+	position    *prometheus.GaugeVec // by topic
 	snapshots   prometheus.Counter
 }
 
@@ -37,6 +38,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "drove_planner_consumer_lag",
 			Help: "Committed records not yet read, per topic, as of the last fetch.",
 		}, []string{"topic"}),
+		position: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "drove_planner_read_position",
+			Help: "Per topic, the offsets up to which the state folds the log (the next to read), summed over partitions: unlike the lag it never reads low while a long pass keeps the service from fetching.",
+		}, []string{"topic"}),
 		snapshots: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "drove_planner_snapshots_total",
 			Help: "Snapshots of the service's state written by this process.",
@@ -44,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if err := errors.Join(promreg.Register(reg, &m.requests), promreg.Register(reg, &m.jobs),
 		promreg.Register(reg, &m.planSeconds), promreg.Register(reg, &m.lag),
-		promreg.Register(reg, &m.snapshots)); err != nil {
+		promreg.Register(reg, &m.position), promreg.Register(reg, &m.snapshots)); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -126,6 +126,7 @@ func (r *refusal) Error() string {
 
 func (s *Service) runOnce(ctx context.Context, refused map[string]string) error {
 	kc := s.cfg.Kafka
+	began := time.Now()
 	if err := kafka.EnsureTopics(ctx, kc, s.cfg.Partitions, events.Topics()...); err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 		return err
 	}
 	start := time.Now()
-	l := &loop{svc: s, prod: prod, refused: refused}
+	l := &loop{svc: s, prod: prod, refused: refused, prepare: start.Sub(began)}
 	rd, err := l.replay(ctx)
 	if err != nil {
 		return err
@@ -151,10 +152,17 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 	if err := l.caughtUp(ctx, start); err != nil {
 		return err
 	}
+	// passed is the position of the last pass: the state is its until
+	// the next batch is folded.
+	passed := rd.Position()
 	for {
 		// A read ends at the tick even with nothing to read, so that
 		// migration timers fire (planner/migration/timers.go).
 		if _, err := l.next(ctx, rd); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				// Stopping: next folded nothing (it checks ctx first).
+				l.lastSnapshot(ctx, passed)
+			}
 			return err
 		}
 		l.st.reqs.DropStubs()
@@ -163,7 +171,8 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 		}
 		l.lag(rd)
 		s.m.countJobs(l.st.reqs)
-		l.maybeSnapshot(ctx, rd.Position())
+		passed = rd.Position()
+		l.maybeSnapshot(ctx, passed)
 	}
 }
 
@@ -224,9 +233,14 @@ type loop struct {
 	events  int64
 	restart Restart
 	// writing is closed when the snapshot being written is; topicIDs
-	// are the log's, for the snapshots.
+	// are the log's, for the snapshots; snapAt is when the last was
+	// taken (or the state restored from one).
 	writing  chan struct{}
 	topicIDs map[string]string
+	snapAt   time.Time
+	// prepare is how long the topics' check and the fencing took before
+	// the first read, for the ready line.
+	prepare time.Duration
 	// refused are requests whose decision the log refused, with why:
 	// closed by the first pass of the rebuilt state (see run).
 	refused map[string]string
@@ -249,14 +263,17 @@ func (l *loop) fold(b kafka.Batch) error {
 	return nil
 }
 
-// lag sets the lag gauge: per topic, the events not read yet.
+// lag sets the lag gauge, per topic the events not read yet, and the
+// position gauge, per topic the offsets read.
 func (l *loop) lag(rd *kafka.Reader) {
-	pos, by := rd.Position(), map[string]int64{}
+	pos, by, at := rd.Position(), map[string]int64{}, map[string]int64{}
 	for tp, end := range rd.Ends() {
 		by[tp.Topic] += max(end-pos[tp], 0)
+		at[tp.Topic] += pos[tp]
 	}
 	for topic, n := range by {
 		l.svc.m.lag.WithLabelValues(topic).Set(float64(n))
+		l.svc.m.position.WithLabelValues(topic).Set(float64(at[topic]))
 	}
 }
 
@@ -264,9 +281,10 @@ func (l *loop) lag(rd *kafka.Reader) {
 // pending decisions are taken now.
 func (l *loop) caughtUp(ctx context.Context, start time.Time) error {
 	requests, active := l.st.reqs.Counts()
-	l.svc.log.Info("state rebuilt from the log", "requests", requests, "active", active,
-		"nodes", len(l.st.inv.Nodes), "instances", len(l.st.inv.Instances), "took", time.Since(start))
 	l.restart.Events, l.restart.Took = l.folded, time.Since(start)
+	l.svc.log.Info("state rebuilt from the log", "requests", requests, "active", active,
+		"nodes", len(l.st.inv.Nodes), "instances", len(l.st.inv.Instances), "prepare", l.prepare,
+		"snapshot", l.restart.Snapshot, "restore", l.restart.Restore, "events", l.restart.Events, "took", l.restart.Took)
 	l.svc.mu.Lock()
 	l.svc.restart = l.restart
 	l.svc.mu.Unlock()

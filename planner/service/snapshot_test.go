@@ -1,16 +1,20 @@
 package service
 
 import (
-	"compress/gzip"
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,10 +102,20 @@ func (h *harness) rebuild(dir string) (*state, Restart) {
 	return l.st, Restart{Snapshot: l.restart.Snapshot, Ignored: l.restart.Ignored, Events: l.folded}
 }
 
-// image is a state as plain JSON values, for comparing.
+// image is a state as plain JSON values, for comparing: the folds as
+// their JSON, the inventory as its exported maps and order (where a diff
+// can point) and the checksum of its whole encoding (groups and first
+// positions included).
 func image(t *testing.T, st *state) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(snapshot{Inventory: st.inv, Jobs: st.reqs, Migrations: st.migs, Nodes: st.nodes})
+	var inv bytes.Buffer
+	w := bufio.NewWriter(&inv)
+	if err := st.inv.Encode(w); err != nil || w.Flush() != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{"jobs": st.reqs, "migrations": st.migs, "nodes": st.nodes,
+		"inventory": map[string]any{"nodes": st.inv.Nodes, "instances": st.inv.Instances,
+			"instance_order": st.inv.InstanceOrder, "encoded": fmt.Sprintf("%x", sha256.Sum256(inv.Bytes()))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +220,24 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 	x.release()
 	h.migrate("m5", "z3", events.ActionBegin)
 	evacuate(h, "r4", false, "n4")
+	// The two rebuilds below must read the same log: let the executor end
+	// what it read after the release (it ends the held ones at once).
+	endedTopic, _ := events.TopicOf(events.TypeOpcodeEnded)
+	h.waitFor("every opcode dispatched to have ended", func() bool {
+		ended := map[opKey]bool{}
+		for _, e := range h.read(endedTopic) {
+			if e.Type == events.TypeOpcodeEnded {
+				o := must[events.OpcodeEnded](t, e)
+				ended[opKey{o.Request, o.Job, o.Index}] = true
+			}
+		}
+		for k := range dispatchCounts(t, h.read(events.TopicOpcodes)) {
+			if !ended[k] {
+				return false
+			}
+		}
+		return true
+	})
 
 	full, fr := h.rebuild("")
 	snap, sr := h.rebuild(dir)
@@ -225,29 +257,33 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 		t.Errorf("the state holds migrations %v; want m1 and m5 only (the others ended)", got)
 	}
 
-	// A snapshot that is unreadable, or at positions the log does not
-	// have, is ignored: the state comes from the whole log.
-	for name, spoil := range map[string]func([]byte) []byte{
-		"unreadable": func([]byte) []byte { return []byte("not a snapshot") },
-		"ahead of the log": func(b []byte) []byte {
-			var snap snapshot
-			if err := json.Unmarshal(b, &snap); err != nil {
-				t.Fatal(err)
-			}
-			for i := range snap.Positions {
-				snap.Positions[i].Offset += 1000
-			}
-			out, _ := json.Marshal(snap)
-			return out
-		},
+	// A snapshot that is unreadable, damaged, of another format or log, or
+	// at positions the log does not have, is ignored: the state comes from
+	// the whole log, and the reason is given.
+	for name, c := range map[string]struct {
+		spoil func([]byte) []byte
+		why   string
+	}{
+		"unreadable": {func([]byte) []byte { return []byte("not a snapshot, no") }, "unreadable"},
+		"truncated":  {func(b []byte) []byte { return b[:len(b)/2] }, "unreadable"},
+		"damaged": {func(b []byte) []byte {
+			// One owner renamed: a file that still decodes, but not the one written.
+			b = slices.Clone(b)
+			i := bytes.Index(b[len(magic):], []byte("acct-1")) + len(magic)
+			b[i+len("acct-")] = '2'
+			return b
+		}, "damaged: checksum"},
+		"another format":   {reheader(t, func(h *header) { h.Version = 2 }), "format 2"},
+		"another log":      {reheader(t, func(h *header) { h.TopicIDs[events.TopicJobs] = "elsewhere" }), "another log"},
+		"ahead of the log": {reheader(t, func(h *header) { h.Positions[0].Offset += 1000 }), "before the snapshot's position"},
 	} {
 		bad := t.TempDir()
-		if err := writeSnapshot(bad, spoil(readSnapshot(t, dir))); err != nil {
+		if err := os.WriteFile(filepath.Join(bad, snapshotFile), c.spoil(readSnapshot(t, dir)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		st, r := h.rebuild(bad)
-		if r.Snapshot || r.Ignored == "" || r.Events != fr.Events {
-			t.Errorf("%s snapshot: %+v; want it ignored for a full replay", name, r)
+		if r.Snapshot || !strings.Contains(r.Ignored, c.why) || r.Events != fr.Events {
+			t.Errorf("%s snapshot: %+v; want it ignored (%q) for a full replay", name, r, c.why)
 		}
 		if d := diff("state", image(t, full), image(t, st)); d != "" {
 			t.Errorf("%s snapshot: the state differs at %s", name, d)
@@ -268,21 +304,88 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 	h.record("m5", events.MigrationPaused)
 }
 
-// readSnapshot returns the snapshot file's JSON.
+// readSnapshot returns the snapshot file's bytes.
 func readSnapshot(t *testing.T, dir string) []byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, snapshotFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
+	b, err := os.ReadFile(filepath.Join(dir, snapshotFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// reheader returns a spoiler that changes a snapshot's header and writes
+// the checksum anew: a whole snapshot, only not of this build or this log.
+func reheader(t *testing.T, change func(*header)) func([]byte) []byte {
+	return func(b []byte) []byte {
+		t.Helper()
+		h, rest := splitHeader(t, b)
+		change(&h)
+		hb, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := binary.AppendUvarint([]byte(magic), uint64(len(hb)))
+		out = append(append(out, hb...), rest[:len(rest)-trailerLen]...)
+		return fmt.Appendf(out, "crc32c %08x\n", crc32.Checksum(out, castagnoli))
+	}
+}
+
+// splitHeader returns a snapshot file's header and the bytes after it.
+func splitHeader(t *testing.T, b []byte) (header, []byte) {
+	t.Helper()
+	after := b[len(magic):]
+	n, k := binary.Uvarint(after)
+	if k <= 0 {
+		t.Fatal("no header length")
+	}
+	var h header
+	if err := json.Unmarshal(after[k:k+int(n)], &h); err != nil {
+		t.Fatal(err)
+	}
+	return h, after[k+int(n):]
+}
+
+// A service that stops takes a snapshot at its last pass, however few
+// events it folded since the one before: the next start reads only what
+// that pass appended, read back, and nothing it had folded.
+func TestSnapshotTakenAtShutdown(t *testing.T) {
+	h := newHarness(t)
+	h.executor(false, nil)
+	dir := t.TempDir()
+	svc := h.start(func(c *Config) {
+		c.SnapshotDir, c.SnapshotEvery, c.SnapshotInterval, c.Tick = dir, 1<<30, time.Hour, 20*time.Millisecond
+	})
+	// The first pass after a full replay takes one: none was taken yet.
+	h.waitFor("the first snapshot", func() bool {
+		_, err := os.Stat(filepath.Join(dir, snapshotFile))
+		return err == nil
+	})
+	first := readHeader(t, dir)
+	evacuate(h, "r1", false, "n1")
+	h.closed("r1")
+	svc.cancel()
+	if err := <-svc.done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	svc.done <- nil // for the cleanup
+
+	if last := readHeader(t, dir); last.Events <= first.Events {
+		t.Fatalf("the snapshot folds %d events, as at the start (%d): none was taken at shutdown", last.Events, first.Events)
+	}
+	full, fr := h.rebuild("")
+	snap, sr := h.rebuild(dir)
+	if !sr.Snapshot || sr.Events > 3 {
+		t.Errorf("from the shutdown's snapshot: %+v (the full replay read %d); want at most the last pass's own events", sr, fr.Events)
+	}
+	if d := diff("state", image(t, full), image(t, snap)); d != "" {
+		t.Fatalf("snapshot + tail differs from the full replay at %s", d)
+	}
+}
+
+// readHeader returns the header of the snapshot in dir.
+func readHeader(t *testing.T, dir string) header {
+	t.Helper()
+	h, _ := splitHeader(t, readSnapshot(t, dir))
+	return h
 }

@@ -20,22 +20,25 @@ func TestQuickIsSmallAndValid(t *testing.T) {
 	}
 }
 
-// The planner's lag is summed over its topics, and a planner that reports
-// none yet is not caught up.
-func TestPlannerLag(t *testing.T) {
-	body := "# HELP drove_planner_consumer_lag x\n" +
-		"drove_planner_consumer_lag{topic=\"drove.inventory\"} 0\n" +
-		"drove_planner_consumer_lag{topic=\"drove.progress\"} 12\n" +
+// How far the planner is behind is summed over the topics it reports a
+// read position for, against the log's ends; a planner that reports none
+// yet is not caught up.
+func TestPlannerBehind(t *testing.T) {
+	body := "# HELP drove_planner_read_position x\n" +
+		"drove_planner_consumer_lag{topic=\"drove.progress\"} 0\n" +
+		"drove_planner_read_position{topic=\"drove.inventory\"} 120\n" +
+		"drove_planner_read_position{topic=\"drove.progress\"} 88\n" +
 		"drove_planner_requests_total{outcome=\"completed\"} 3\n"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, body)
 	}))
 	defer srv.Close()
-	if lag, seen := plannerLag(srv.URL); !seen || lag != 12 {
-		t.Errorf("lag %v seen %v, want 12 true", lag, seen)
+	want := map[string]float64{"drove.inventory": 110, "drove.progress": 100, "drove.audit": 7}
+	if behind, seen := plannerBehind(srv.URL, want); !seen || behind != 12 {
+		t.Errorf("behind %v seen %v, want 12 true", behind, seen)
 	}
-	body = "drove_planner_requests_total{outcome=\"completed\"} 3\n"
-	if _, seen := plannerLag(srv.URL); seen {
-		t.Error("a planner reporting no lag counted as caught up")
+	body = "drove_planner_consumer_lag{topic=\"drove.progress\"} 0\n"
+	if _, seen := plannerBehind(srv.URL, want); seen {
+		t.Error("a planner reporting no position counted as caught up")
 	}
 }

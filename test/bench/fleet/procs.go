@@ -26,6 +26,9 @@ type proc struct {
 	err   error // Wait's, once done is closed
 	// metrics is the URL of its /metrics, when it serves one.
 	metrics string
+	// readyLine is the log line that said it was ready, once ready is
+	// closed.
+	readyLine string
 }
 
 // startProc runs bin with args and env added to this process's, logging
@@ -58,7 +61,7 @@ func startProc(name, bin string, args, env []string, logPath, readyLine string) 
 			line := sc.Text()
 			fmt.Fprintln(f, line)
 			if strings.Contains(line, readyLine) {
-				once.Do(func() { close(p.ready) })
+				once.Do(func() { p.readyLine = line; close(p.ready) })
 			}
 		}
 		_, _ = io.Copy(f, stderr)

@@ -72,6 +72,7 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	} else {
 		r.PlannerRestartSSmall, r.LogEventsSmall = f64(took), i64(small)
 		fmt.Fprintf(out, "planner service ready in %.2fs on a log of %d events\n", took, small)
+		r.note(out, "planner_restart_s_small", "the first start (no snapshot yet); the service's own account: %s", restartFields(pl.readyLine))
 	}
 	rss := 0.0
 	if pl != nil {
@@ -86,7 +87,9 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	}
 	if pl != nil {
 		w.waitPlannerCaughtUp(ctx, r, pl)
-		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
+		first := w.rss(pl, r, "planner_rss_mb")
+		rss = max(rss, first)
+		r.note(out, "planner_rss_mb", "the first planner process, after the requests and the history: %.0f MB", first)
 		pl.stop()
 	}
 	pl, took, err = w.startPlanner(ctx)
@@ -95,7 +98,10 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	} else {
 		r.PlannerRestartS, r.LogEvents = f64(took), i64(w.appended)
 		fmt.Fprintf(out, "planner service restarted, ready in %.2fs on a log of %d events\n", took, w.appended)
-		rss = max(rss, w.rss(pl, r, "planner_rss_mb"))
+		r.note(out, "planner_restart_s", "from the process's start to its ready line; the service's own account: %s", restartFields(pl.readyLine))
+		again := w.rss(pl, r, "planner_rss_mb")
+		rss = max(rss, again)
+		r.note(out, "planner_rss_mb", "the restarted planner process, once ready: %.0f MB", again)
 		pl.stop()
 	}
 	r.note(out, "log_events", "events the bench appended (inventory and history); the services' own events come on top")
@@ -161,12 +167,24 @@ func (w *world) startPlanner(ctx context.Context) (*proc, float64, error) {
 	return p, time.Since(began).Seconds(), nil
 }
 
-// waitPlannerCaughtUp waits until the planner service's consumer lag is
-// zero on every topic it reports.
+// waitPlannerCaughtUp waits until the planner service has folded the log
+// as it ends now: its read position (drove_planner_read_position) at or
+// past the end of every topic it reports. Its lag gauge is not enough: a
+// pass that keeps the service from fetching leaves it at the last fetch's
+// zero while the history is appended behind it.
 func (w *world) waitPlannerCaughtUp(ctx context.Context, r *result, p *proc) {
+	ends, err := kafka.Ends(ctx, kafka.Config{Brokers: w.brokers, ClientID: "fleet-ends", Logger: w.quiet}, events.Topics()...)
+	if err != nil {
+		r.note(w.out, "planner_restart_s", "the log's ends: %v", err)
+		return
+	}
+	want := map[string]float64{}
+	for tp, end := range ends {
+		want[tp.Topic] += float64(end)
+	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if lagging, seen := plannerLag(p.metrics); seen && lagging == 0 {
+		if behind, seen := plannerBehind(p.metrics, want); seen && behind == 0 {
 			return
 		}
 		select {
@@ -174,12 +192,13 @@ func (w *world) waitPlannerCaughtUp(ctx context.Context, r *result, p *proc) {
 		case <-time.After(500 * time.Millisecond): // polling a gauge, bounded by the deadline
 		}
 	}
-	r.note(w.out, "planner_restart_s", "the running planner service had not reported zero lag after the history within 10 minutes")
+	r.note(w.out, "planner_restart_s", "the running planner service had not folded the history within 10 minutes")
 }
 
-// plannerLag sums drove_planner_consumer_lag over the topics the planner
-// reports; seen is false when it reports none (yet).
-func plannerLag(url string) (lag float64, seen bool) {
+// plannerBehind sums, over the topics the planner reports a read position
+// for, how far it is short of want; seen is false when it reports none
+// (yet).
+func plannerBehind(url string, want map[string]float64) (behind float64, seen bool) {
 	resp, err := http.Get(url)
 	if err != nil {
 		return 0, false
@@ -189,17 +208,19 @@ func plannerLag(url string) (lag float64, seen bool) {
 	if err != nil {
 		return 0, false
 	}
+	const metric = `drove_planner_read_position{topic="`
 	for line := range strings.Lines(string(b)) {
-		if !strings.HasPrefix(line, "drove_planner_consumer_lag{") {
+		rest, ok := strings.CutPrefix(line, metric)
+		if !ok {
 			continue
 		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		topic, value, _ := strings.Cut(rest, `"}`)
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err == nil {
-			lag, seen = lag+v, true
+			behind, seen = behind+max(want[topic]-v, 0), true
 		}
 	}
-	return lag, seen
+	return behind, seen
 }
 
 func (w *world) rss(p *proc, r *result, key string) float64 {
@@ -330,4 +351,20 @@ func (w *world) executorRSS(ctx context.Context, r *result, c *planner.Cluster) 
 	}
 	r.ExecutorRSSMB = f64(mb)
 	r.note(w.out, "executor_rss_mb", "a `drove executor --driver sim` process of an idle node, after its start on the whole log")
+}
+
+// restartFields picks from the planner's ready line what says how it
+// rebuilt its state: how long checking the topics and fencing took, from
+// a snapshot or not, how long reading it took, the events read from the
+// log, and the time from its first read to ready.
+func restartFields(line string) string {
+	var out []string
+	for _, f := range strings.Fields(line) {
+		for _, k := range []string{"prepare=", "snapshot=", "restore=", "events=", "took="} {
+			if strings.HasPrefix(f, k) {
+				out = append(out, f)
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
