@@ -28,10 +28,11 @@ import (
 // (its cancellation, its receiver's address). So a restart costs what the
 // node did since its oldest unfinished work, not the cluster's history.
 //
-// drove.inventory and drove.settings are read whole from their starts at
-// every start: inventory is keyed by instance, so no partition is one
-// node's, and the fold keeps what any move onto or off this node may need
-// (inventory.go).
+// The executor reads no inventory: what an opcode needs to know of its
+// instance and nodes comes in its dispatch (events.InstanceFacts), and a
+// placement that leaves this node without its replica is relayed to it
+// by the executor that made it. drove.settings, one small record per
+// operator change, is read whole at every start (the last one wins).
 
 // checkpointEvery bounds how long a paid debt waits to move the
 // checkpoint when no record arrives.
@@ -51,7 +52,7 @@ func (e *Executor) read(ctx, base context.Context) error {
 		return fmt.Errorf("executor: %w", err)
 	}
 	r, err := kafka.NewReader(ctx, kc, kafka.ReadOptions{
-		Topics: []string{events.TopicOpcodes, events.TopicInventory, events.TopicSettings},
+		Topics: []string{events.TopicOpcodes, events.TopicSettings},
 		Keys:   map[string][]string{events.TopicOpcodes: {e.cfg.Node}},
 		From:   from, Follow: true, MaxWait: checkpointEvery,
 	})
@@ -94,10 +95,8 @@ func (e *Executor) read(ctx, base context.Context) error {
 				err = e.handle(rec)
 			case rec.Topic == events.TopicOpcodes:
 				ops = append(ops, rec)
-			case rec.Topic == events.TopicSettings:
-				err = e.applySettings(rec)
 			default:
-				err = e.inv.apply(rec)
+				err = e.applySettings(rec)
 			}
 			if err != nil {
 				return fmt.Errorf("executor: %s (%s %s): %w", rec, rec.Event.Type, rec.Event.ID, err)
