@@ -42,18 +42,19 @@ func (cc *countingConn) Read(p []byte) (int, error) {
 }
 
 // signalHandler is a quiet slog handler that closes ready at the first
-// record with message msg, and counts errors.
+// record with message msg (noting when in at), and counts errors.
 type signalHandler struct {
 	msg    string
 	once   *sync.Once
 	ready  chan struct{}
+	at     *atomic.Int64
 	errors *atomic.Int64
 }
 
 func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == h.msg {
-		h.once.Do(func() { close(h.ready) })
+		h.once.Do(func() { h.at.Store(time.Now().UnixNano()); close(h.ready) })
 	}
 	if r.Level >= slog.LevelError {
 		h.errors.Add(1)
@@ -65,17 +66,35 @@ func (h signalHandler) WithGroup(string) slog.Handler      { return h }
 
 // simExecutor is one simulated executor running in this process.
 type simExecutor struct {
-	node   string
-	bytes  counter
-	ready  chan struct{}
-	errors atomic.Int64
-	done   chan error
+	node    string
+	ex      *executor.Executor
+	bytes   counter
+	ready   chan struct{}
+	started time.Time
+	readyAt atomic.Int64 // unix nanoseconds of its "executor running"; 0 before
+	errors  atomic.Int64
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 // fleet is the simulated executors.
 type fleet struct {
-	execs  []*simExecutor
-	cancel context.CancelFunc
+	brokers []string
+	execs   []*simExecutor
+	cancel  context.CancelFunc
+	ctx     context.Context
+}
+
+// startTimes are the executors' times from Run to "executor running",
+// in seconds: each one's own start, under the load of the others'.
+func (f *fleet) startTimes() []float64 {
+	var out []float64
+	for _, x := range f.execs {
+		if at := x.readyAt.Load(); at > 0 {
+			out = append(out, time.Unix(0, at).Sub(x.started).Seconds())
+		}
+	}
+	return out
 }
 
 // simConfig is the demo's simulated data path on a clock 20 times faster
@@ -87,30 +106,67 @@ func simConfig() sim.Config {
 }
 
 // startExecutors starts one executor per node, each with its own Kafka
-// client (and byte counter) and its own simulated driver.
+// clients (and byte counter) and its own simulated driver.
 func startExecutors(brokers, nodes []string) (*fleet, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fleet{cancel: cancel}
+	f := &fleet{brokers: brokers, cancel: cancel, ctx: ctx}
 	for _, node := range nodes {
-		x := &simExecutor{node: node, ready: make(chan struct{}), done: make(chan error, 1)}
-		d, err := sim.New(simConfig())
-		if err != nil {
-			f.stop()
-			return nil, err
-		}
-		log := slog.New(signalHandler{msg: "executor running", once: &sync.Once{}, ready: x.ready, errors: &x.errors})
-		e, err := executor.New(executor.Config{Node: node,
-			Kafka: kafka.Config{Brokers: brokers, ClientID: "fleet-executor-" + node, Dial: x.bytes.dial,
-				FetchMaxWait: 250 * time.Millisecond, Logger: log},
-			Logger: log, Metrics: prometheus.NewRegistry(), PlainTransfer: true}, d)
+		x, err := f.launch(node)
 		if err != nil {
 			f.stop()
 			return nil, err
 		}
 		f.execs = append(f.execs, x)
-		go func() { x.done <- e.Run(ctx) }()
 	}
 	return f, nil
+}
+
+// launch runs one executor of node.
+func (f *fleet) launch(node string) (*simExecutor, error) {
+	x := &simExecutor{node: node, ready: make(chan struct{}), done: make(chan error, 1)}
+	d, err := sim.New(simConfig())
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(signalHandler{msg: "executor running", once: &sync.Once{}, ready: x.ready, at: &x.readyAt, errors: &x.errors})
+	e, err := executor.New(executor.Config{Node: node,
+		// The default FetchMaxWait (1s), as in production: an idle
+		// executor's long poll is most of what a large fleet costs the
+		// broker; work arrives as soon as it is appended whatever it is.
+		Kafka: kafka.Config{Brokers: f.brokers, ClientID: "fleet-executor-" + node, Dial: x.bytes.dial, Logger: log},
+		Logger: log, Metrics: prometheus.NewRegistry(), PlainTransfer: true}, d)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	x.ex, x.started, x.cancel = e, time.Now(), cancel
+	go func() { x.done <- e.Run(ctx) }()
+	return x, nil
+}
+
+// restart stops executor i and starts its node's executor again, which
+// resumes from its checkpoint; it returns the new one once it runs.
+func (f *fleet) restart(ctx context.Context, i int, timeout time.Duration) (*simExecutor, error) {
+	old := f.execs[i]
+	old.cancel()
+	if err := <-old.done; err != nil {
+		return nil, fmt.Errorf("executor %s: %w", old.node, err)
+	}
+	x, err := f.launch(old.node)
+	if err != nil {
+		return nil, err
+	}
+	f.execs[i] = x
+	select {
+	case <-x.ready:
+		return x, nil
+	case err := <-x.done:
+		return nil, fmt.Errorf("executor %s stopped: %v", x.node, err)
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("executor %s not running within %s", x.node, timeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // waitReady waits until every executor has recovered its state from the
@@ -137,6 +193,15 @@ func (f *fleet) stop() {
 	for _, x := range f.execs {
 		<-x.done
 	}
+}
+
+// fetched is the bytes of topic each executor's reader fetched so far.
+func (f *fleet) fetched(topic string) []int64 {
+	out := make([]int64, len(f.execs))
+	for i, x := range f.execs {
+		out[i] = x.ex.Fetched()[topic].Bytes
+	}
+	return out
 }
 
 // received is each executor's bytes received so far.

@@ -65,7 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&cfg.quick, "quick", false, "a short run: 2,000 nodes, 20,000 instances, a 200,000-event log, 4 executors")
+	fs.BoolVar(&cfg.quick, "quick", false, "a short run: 2,000 nodes, 20,000 instances, a 200,000-event log, 4 executors (flags given explicitly win)")
 	fs.IntVar(&cfg.nodes, "nodes", 10_000, "nodes in the fleet")
 	fs.IntVar(&cfg.groupNodes, "group-nodes", 500, "nodes per group")
 	fs.IntVar(&cfg.perNode, "instances-per-node", 10, "primary instances per node")
@@ -84,8 +84,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if cfg.quick {
-		cfg.nodes, cfg.logEvents, cfg.executors = 2_000, 200_000, 4
-		cfg.planTimeout, cfg.runTimeout = 2*time.Minute, time.Minute
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for _, q := range []struct {
+			flag string
+			set  func()
+		}{
+			{"nodes", func() { cfg.nodes = 2_000 }}, {"log-events", func() { cfg.logEvents = 200_000 }},
+			{"executors", func() { cfg.executors = 4 }}, {"evacuate", func() { cfg.evacuate = 4 }},
+			{"plan-timeout", func() { cfg.planTimeout = 2 * time.Minute }}, {"run-timeout", func() { cfg.runTimeout = time.Minute }},
+		} {
+			if !given[q.flag] {
+				q.set()
+			}
+		}
 	}
 	var probs []string
 	if cfg.groupNodes < 1 || cfg.nodes < 2*cfg.groupNodes || cfg.nodes%cfg.groupNodes != 0 {
@@ -94,8 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.perNode < 1 || cfg.partitions < 1 || cfg.executors < 1 || cfg.evacuate < 1 {
 		probs = append(probs, "-instances-per-node, -partitions, -executors and -evacuate must be positive")
 	}
-	if cfg.executors > cfg.groupNodes {
-		probs = append(probs, "-executors must not exceed -group-nodes (they run on the first group's nodes)")
+	if cfg.executors > cfg.nodes {
+		probs = append(probs, "-executors must not exceed -nodes (they run on the first nodes)")
 	}
 	if len(probs) > 0 {
 		return cfg, errors.New(strings.Join(probs, "; "))

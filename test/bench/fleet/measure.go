@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drovehq/drove/events"
@@ -29,7 +30,7 @@ func startWatcher(brokers []string) (*watcher, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watcher{changed: make(chan struct{}), planned: map[string]time.Time{}, ended: map[string]string{},
 		done: make(chan error, 1), cancel: cancel}
-	go func() { w.done <- follow(ctx, cfg, []string{events.TopicPlans, events.TopicRequests}, w.handle) }()
+	go func() { w.done <- follow(ctx, cfg, []string{events.TopicPlans, events.TopicRequests}, nil, w.handle) }()
 	return w, nil
 }
 
@@ -123,6 +124,7 @@ func request(p events.Payload, id string) events.Envelope {
 // the opcodes dispatched to each node.
 type reference struct {
 	bytes      counter
+	reader     atomic.Pointer[kafka.Reader]
 	mu         sync.Mutex
 	records    int64
 	dispatched map[string]int
@@ -138,7 +140,7 @@ func startReference(brokers []string) (*reference, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
-		r.done <- follow(ctx, cfg, topics, func(_ context.Context, rec kafka.Record) error {
+		r.done <- follow(ctx, cfg, topics, r.reader.Store, func(_ context.Context, rec kafka.Record) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.records++
@@ -156,6 +158,14 @@ func startReference(brokers []string) (*reference, error) {
 func (r *reference) stop() {
 	r.cancel()
 	<-r.done
+}
+
+// fetchedBytes is the bytes of topic the reference's reader fetched.
+func (r *reference) fetchedBytes(topic string) int64 {
+	if rd := r.reader.Load(); rd != nil {
+		return rd.Fetched()[topic].Bytes
+	}
+	return 0
 }
 
 func (r *reference) snapshot() (bytes, records int64, dispatched map[string]int) {
@@ -182,6 +192,8 @@ func measureEvacuation(ctx context.Context, cfg config, r *result, out io.Writer
 		return sum + b + recs<<17 // a record handled counts as reading too
 	}, 2*time.Second, 5*time.Minute)
 	before := f.received()
+	opsBefore, setBefore := f.fetched(events.TopicOpcodes), f.fetched(events.TopicSettings)
+	refOps0 := ref.fetchedBytes(events.TopicOpcodes)
 	refBytes0, refRecs0, disp0 := ref.snapshot()
 
 	var nodes []string
@@ -210,18 +222,23 @@ func measureEvacuation(ctx context.Context, cfg config, r *result, out io.Writer
 	// Let the last progress reach every reader before reading the counters.
 	settle(ctx, func() int64 { b, recs, _ := ref.snapshot(); return b + recs<<17 }, time.Second, 30*time.Second)
 	after := f.received()
+	opsAfter, setAfter := f.fetched(events.TopicOpcodes), f.fetched(events.TopicSettings)
+	refOps := ref.fetchedBytes(events.TopicOpcodes) - refOps0
 	refBytes1, refRecs1, disp1 := ref.snapshot()
 	refBytes := refBytes1 - refBytes0
-	var sum float64
+	var sum, opsSum float64
 	var n int
 	var dispatched int
-	for i, x := range f.execs[:cfg.evacuate] {
+	var settings int64
+	for i, x := range f.execs {
 		got := disp1[x.node] - disp0[x.node]
-		if got == 0 || refBytes <= 0 {
+		if got == 0 || refBytes <= 0 || refOps <= 0 {
 			continue
 		}
 		dispatched += got
 		sum += float64(after[i]-before[i]) / float64(refBytes)
+		opsSum += float64(opsAfter[i]-opsBefore[i]) / float64(refOps)
+		settings += setAfter[i] - setBefore[i]
 		n++
 	}
 	if n == 0 {
@@ -230,8 +247,10 @@ func measureEvacuation(ctx context.Context, cfg config, r *result, out io.Writer
 	}
 	r.ExecutorFetchFraction = f64(sum / float64(n))
 	r.note(out, "executor_fetch_fraction",
-		"bytes each of %d executors with opcodes received from the broker over the window, over what a reader of all of drove.opcodes, .inventory and .settings received (%d bytes, %d records, %d opcodes dispatched to these executors, mean %.1f each); 1/partitions = %.3f",
-		n, refBytes, refRecs1-refRecs0, dispatched, float64(dispatched)/float64(n), 1/float64(cfg.partitions))
+		"bytes each of the %d executors with opcodes dispatched to them in the window (the evacuated nodes, and the targets that run a job's later opcodes) received from the broker over the window, on every connection (fetches, its appends' answers, checkpoints), over what a reader of all of drove.opcodes, .inventory and .settings received (%d bytes, %d records, %d opcodes dispatched to these executors, mean %.1f each); 1/partitions = %.3f. "+
+			"Executors read no inventory (their dispatches carry the facts), so this is below 1/partitions: of drove.opcodes alone they fetched %.3f of the reference's fetch (%d bytes), their own partition's share; drove.settings, read whole at each start, cost them %d bytes in all over the window",
+		n, refBytes, refRecs1-refRecs0, dispatched, float64(dispatched)/float64(n), 1/float64(cfg.partitions),
+		opsSum/float64(n), refOps, settings)
 }
 
 // measureGroupChange asks (dry run: planned, not run) to move every
@@ -257,13 +276,17 @@ func measureGroupChange(ctx context.Context, cfg config, r *result, out io.Write
 }
 
 // follow reads topics from their start and goes on following, handing
-// every record that decodes to handle, until ctx ends.
-func follow(ctx context.Context, cfg kafka.Config, topics []string, handle func(context.Context, kafka.Record) error) error {
+// every record that decodes to handle, until ctx ends; opened, if not nil,
+// is given the reader.
+func follow(ctx context.Context, cfg kafka.Config, topics []string, opened func(*kafka.Reader), handle func(context.Context, kafka.Record) error) error {
 	r, err := kafka.NewReader(ctx, cfg, kafka.ReadOptions{Topics: topics, Follow: true})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if opened != nil {
+		opened(r)
+	}
 	for {
 		b, err := r.Next(ctx)
 		if ctx.Err() != nil {
@@ -280,4 +303,33 @@ func follow(ctx context.Context, cfg kafka.Config, topics []string, handle func(
 			}
 		}
 	}
+}
+
+// measureRestart restarts the executor of the first evacuated node, whose
+// partition now holds the evacuation's records, and notes how long it
+// took to run again and what it read: its partition from its checkpoint,
+// not the log's history.
+func measureRestart(ctx context.Context, r *result, out io.Writer, f *fleet) {
+	node := f.execs[0].node
+	r0, err := kafka.NewReader(ctx, kafka.Config{Brokers: f.brokers, ClientID: "fleet-ends"},
+		kafka.ReadOptions{Topics: []string{events.TopicOpcodes}, Keys: map[string][]string{events.TopicOpcodes: {node}}})
+	if err != nil {
+		r.note(out, "executors", "restart not measured: %v", err)
+		return
+	}
+	var holds int64
+	for _, end := range r0.Ends() {
+		holds += end
+	}
+	r0.Close()
+	x, err := f.restart(ctx, 0, 5*time.Minute)
+	if err != nil {
+		r.note(out, "executors", "restart not measured: %v", err)
+		return
+	}
+	took := time.Unix(0, x.readyAt.Load()).Sub(x.started).Seconds()
+	got := x.ex.Fetched()
+	r.note(out, "executors", "restarted in a running fleet, %s's executor ran again in %.2fs, having fetched %d records (%d bytes) of its partition of drove.opcodes (which holds %d, the evacuation's included: it resumed from its checkpoint), %d of drove.settings and none of drove.inventory (%d)",
+		node, took, got[events.TopicOpcodes].Records, got[events.TopicOpcodes].Bytes, holds,
+		got[events.TopicSettings].Records, got[events.TopicInventory].Records)
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -216,6 +218,7 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 	for _, n := range c.Nodes[:w.cfg.executors] {
 		nodes = append(nodes, n.Name)
 	}
+	heap0 := heapInUse()
 	began := time.Now()
 	f, err := startExecutors(w.brokers, nodes)
 	if err == nil {
@@ -226,10 +229,13 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 		r.note(w.out, "executor_fetch_fraction", "executors did not start: %v", err)
 		return
 	}
-	fmt.Fprintf(w.out, "%d executors running (each its own Kafka client, sim driver at 20x) in %.1fs\n",
-		len(nodes), time.Since(began).Seconds())
-	r.note(w.out, "executors", "%d executors in this process (-executors), on the first group's nodes, of %d nodes: the others have none; they started in %.0fs on this 2-core machine (10,000 were not tried)",
-		len(nodes), len(c.Nodes), time.Since(began).Seconds())
+	took := time.Since(began).Seconds()
+	perExec := (heapInUse() - heap0) / float64(len(nodes))
+	starts := f.startTimes()
+	fmt.Fprintf(w.out, "%d executors running (each its own Kafka clients, sim driver at 20x) in %.1fs; each started in %s; %.2f MiB of heap each\n",
+		len(nodes), took, spread(starts), perExec)
+	r.note(w.out, "executors", "%d executors in this process (-executors), on the first %d of %d nodes (the others have none), all started at once: all running in %.1fs on this %d-core machine, each from Run to running in %s (every one under the load of the others' starts), %.2f MiB of Go heap each (in use, after GC, over the executors' count: a figure that scales)",
+		len(nodes), len(nodes), len(c.Nodes), took, runtime.NumCPU(), spread(starts), perExec)
 	watch, err := startWatcher(w.brokers)
 	if err != nil {
 		r.note(w.out, "plan_latency_evacuate_s", "watcher: %v", err)
@@ -250,6 +256,7 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 	}
 	defer prod.Close()
 	measureEvacuation(ctx, w.cfg, r, w.out, watch, prod, f, ref)
+	measureRestart(ctx, r, w.out, f)
 	measureGroupChange(ctx, w.cfg, r, w.out, watch, prod, c)
 	var errs int64
 	for _, x := range f.execs {
@@ -329,5 +336,24 @@ func (w *world) executorRSS(ctx context.Context, r *result, c *planner.Cluster) 
 		return
 	}
 	r.ExecutorRSSMB = f64(mb)
-	r.note(w.out, "executor_rss_mb", "a `drove executor --driver sim` process of an idle node, after its start on the whole log")
+	r.note(w.out, "executor_rss_mb", "a `drove executor --driver sim` process of an idle node, after its start (it reads its own partition of drove.opcodes from its checkpoint, and drove.settings; no inventory)")
+}
+
+// heapInUse is this process's Go heap in use after a collection, in MiB.
+func heapInUse() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / (1 << 20)
+}
+
+// spread describes durations in seconds: median, 90th percentile and
+// maximum.
+func spread(s []float64) string {
+	if len(s) == 0 {
+		return "(none measured)"
+	}
+	s = slices.Sorted(slices.Values(s))
+	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return fmt.Sprintf("%.2fs median, %.2fs p90, %.2fs max", at(0.5), at(0.9), s[len(s)-1])
 }
