@@ -104,9 +104,11 @@ func New(cfg Config, d Driver) (*Executor, error) {
 // At start it ensures the topics and announces the node
 // (Config.Announce); then it reads (read.go) the partition of
 // drove.opcodes its node's name maps to, from its checkpoint, with
-// drove.settings, up to where the log stood; from what it read it learns what it owes: every opcode
-// dispatched to this node that has not ended is started again, cancelled
-// ones are ended as canceled, and so are receivers and migration phases.
+// drove.settings, up to where the log stood (no inventory: dispatches
+// carry the facts); from what it read it learns what it owes: every
+// opcode dispatched to this node that has not ended is started again,
+// cancelled ones are ended as canceled, and so are receivers and
+// migration phases.
 // Then it follows the same partitions.
 func (e *Executor) Run(ctx context.Context) error {
 	defer e.prod.Close()

@@ -42,19 +42,24 @@ func (cc *countingConn) Read(p []byte) (int, error) {
 }
 
 // signalHandler is a quiet slog handler that closes ready at the first
-// record with message msg (noting when in at), and counts errors.
+// record with message msg (noting when in at), notes when the executor
+// opened its reader (reading), and counts errors.
 type signalHandler struct {
-	msg    string
-	once   *sync.Once
-	ready  chan struct{}
-	at     *atomic.Int64
-	errors *atomic.Int64
+	msg     string
+	once    *sync.Once
+	ready   chan struct{}
+	at      *atomic.Int64
+	reading *atomic.Int64
+	errors  *atomic.Int64
 }
 
 func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == h.msg {
+	switch r.Message {
+	case h.msg:
 		h.once.Do(func() { h.at.Store(time.Now().UnixNano()); close(h.ready) })
+	case "executor reading":
+		h.reading.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	if r.Level >= slog.LevelError {
 		h.errors.Add(1)
@@ -72,9 +77,12 @@ type simExecutor struct {
 	ready   chan struct{}
 	started time.Time
 	readyAt atomic.Int64 // unix nanoseconds of its "executor running"; 0 before
-	errors  atomic.Int64
-	cancel  context.CancelFunc
-	done    chan error
+	// readingAt is when it had its reader open (topics ensured,
+	// checkpoint loaded, partition bounds listed): "executor reading".
+	readingAt atomic.Int64
+	errors    atomic.Int64
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 // fleet is the simulated executors.
@@ -91,10 +99,20 @@ func (f *fleet) startTimes() []float64 {
 	var out []float64
 	for _, x := range f.execs {
 		if at := x.readyAt.Load(); at > 0 {
-			out = append(out, time.Unix(0, at).Sub(x.started).Seconds())
+			out = append(out, x.startTime())
 		}
 	}
 	return out
+}
+
+// startTime is x's time from Run to running, in seconds.
+func (x *simExecutor) startTime() float64 {
+	return time.Unix(0, x.readyAt.Load()).Sub(x.started).Seconds()
+}
+
+// opening is x's time from Run to its reader open, in seconds.
+func (x *simExecutor) opening() float64 {
+	return time.Unix(0, x.readingAt.Load()).Sub(x.started).Seconds()
 }
 
 // simConfig is the demo's simulated data path on a clock 20 times faster
@@ -106,17 +124,26 @@ func simConfig() sim.Config {
 }
 
 // startExecutors starts one executor per node, each with its own Kafka
-// clients (and byte counter) and its own simulated driver.
-func startExecutors(brokers, nodes []string) (*fleet, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &fleet{brokers: brokers, cancel: cancel, ctx: ctx}
-	for _, node := range nodes {
-		x, err := f.launch(node)
-		if err != nil {
-			f.stop()
-			return nil, err
+// clients (and byte counter) and its own simulated driver, wave at a time
+// (as a rolling start would): each wave's executors start together, the
+// next once they all run. On an error the executors started are returned
+// too, for the caller to stop.
+func startExecutors(ctx context.Context, brokers, nodes []string, wave int, timeout time.Duration) (*fleet, error) {
+	fctx, cancel := context.WithCancel(context.Background())
+	f := &fleet{brokers: brokers, cancel: cancel, ctx: fctx}
+	for len(nodes) > 0 {
+		n := min(wave, len(nodes))
+		for _, node := range nodes[:n] {
+			x, err := f.launch(node)
+			if err != nil {
+				return f, err
+			}
+			f.execs = append(f.execs, x)
 		}
-		f.execs = append(f.execs, x)
+		if err := f.waitReady(ctx, f.execs[len(f.execs)-n:], timeout); err != nil {
+			return f, fmt.Errorf("after %d running: %w", len(f.execs)-n, err)
+		}
+		nodes = nodes[n:]
 	}
 	return f, nil
 }
@@ -128,12 +155,13 @@ func (f *fleet) launch(node string) (*simExecutor, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(signalHandler{msg: "executor running", once: &sync.Once{}, ready: x.ready, at: &x.readyAt, errors: &x.errors})
+	log := slog.New(signalHandler{msg: "executor running", once: &sync.Once{}, ready: x.ready, at: &x.readyAt,
+		reading: &x.readingAt, errors: &x.errors})
 	e, err := executor.New(executor.Config{Node: node,
 		// The default FetchMaxWait (1s), as in production: an idle
 		// executor's long poll is most of what a large fleet costs the
 		// broker; work arrives as soon as it is appended whatever it is.
-		Kafka: kafka.Config{Brokers: f.brokers, ClientID: "fleet-executor-" + node, Dial: x.bytes.dial, Logger: log},
+		Kafka:  kafka.Config{Brokers: f.brokers, ClientID: "fleet-executor-" + node, Dial: x.bytes.dial, Logger: log},
 		Logger: log, Metrics: prometheus.NewRegistry(), PlainTransfer: true}, d)
 	if err != nil {
 		return nil, err
@@ -149,7 +177,9 @@ func (f *fleet) launch(node string) (*simExecutor, error) {
 func (f *fleet) restart(ctx context.Context, i int, timeout time.Duration) (*simExecutor, error) {
 	old := f.execs[i]
 	old.cancel()
-	if err := <-old.done; err != nil {
+	err := <-old.done
+	old.done <- err // for stop, should this restart fail
+	if err != nil {
 		return nil, fmt.Errorf("executor %s: %w", old.node, err)
 	}
 	x, err := f.launch(old.node)
@@ -161,6 +191,7 @@ func (f *fleet) restart(ctx context.Context, i int, timeout time.Duration) (*sim
 	case <-x.ready:
 		return x, nil
 	case err := <-x.done:
+		x.done <- err // for stop
 		return nil, fmt.Errorf("executor %s stopped: %v", x.node, err)
 	case <-time.After(timeout):
 		return nil, fmt.Errorf("executor %s not running within %s", x.node, timeout)
@@ -169,15 +200,16 @@ func (f *fleet) restart(ctx context.Context, i int, timeout time.Duration) (*sim
 	}
 }
 
-// waitReady waits until every executor has recovered its state from the
-// log and follows it.
-func (f *fleet) waitReady(ctx context.Context, timeout time.Duration) error {
+// waitReady waits until every executor of execs has recovered its state
+// from the log and follows it.
+func (f *fleet) waitReady(ctx context.Context, execs []*simExecutor, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	for _, x := range f.execs {
+	for _, x := range execs {
 		select {
 		case <-x.ready:
 		case err := <-x.done:
+			x.done <- err // for stop
 			return fmt.Errorf("executor %s stopped: %v", x.node, err)
 		case <-deadline.C:
 			return fmt.Errorf("executor %s not running within %s", x.node, timeout)
@@ -188,11 +220,19 @@ func (f *fleet) waitReady(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-func (f *fleet) stop() {
+// stop stops every executor and waits up to a minute for them; it
+// returns how many had not stopped by then.
+func (f *fleet) stop() int {
 	f.cancel()
-	for _, x := range f.execs {
-		<-x.done
+	deadline := time.After(time.Minute)
+	for i, x := range f.execs {
+		select {
+		case <-x.done:
+		case <-deadline:
+			return len(f.execs) - i
+		}
 	}
+	return 0
 }
 
 // fetched is the bytes of topic each executor's reader fetched so far.

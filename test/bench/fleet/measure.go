@@ -327,9 +327,8 @@ func measureRestart(ctx context.Context, r *result, out io.Writer, f *fleet) {
 		r.note(out, "executors", "restart not measured: %v", err)
 		return
 	}
-	took := time.Unix(0, x.readyAt.Load()).Sub(x.started).Seconds()
 	got := x.ex.Fetched()
-	r.note(out, "executors", "restarted in a running fleet, %s's executor ran again in %.2fs, having fetched %d records (%d bytes) of its partition of drove.opcodes (which holds %d, the evacuation's included: it resumed from its checkpoint), %d of drove.settings and none of drove.inventory (%d)",
-		node, took, got[events.TopicOpcodes].Records, got[events.TopicOpcodes].Bytes, holds,
+	r.note(out, "executors", "restarted in a running fleet, %s's executor ran again in %.2fs (%.2fs to ensure the topics, load its checkpoint and open its reader, the rest reading and recovering), having fetched %d records (%d bytes, transaction markers included) of its partition of drove.opcodes (which held %d records at the restart, the evacuation's included: it resumed from its checkpoint), %d of drove.settings and %d of drove.inventory",
+		node, x.startTime(), x.opening(), got[events.TopicOpcodes].Records, got[events.TopicOpcodes].Bytes, holds,
 		got[events.TopicSettings].Records, got[events.TopicInventory].Records)
 }

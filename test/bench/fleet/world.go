@@ -220,11 +220,12 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 	}
 	heap0 := heapInUse()
 	began := time.Now()
-	f, err := startExecutors(w.brokers, nodes)
-	if err == nil {
-		defer f.stop()
-		err = f.waitReady(ctx, 10*time.Minute)
-	}
+	f, err := startExecutors(ctx, w.brokers, nodes, w.cfg.wave, 10*time.Minute)
+	defer func() {
+		if n := f.stop(); n > 0 {
+			r.note(w.out, "executors", "%d executors had not stopped a minute after they were told to", n)
+		}
+	}()
 	if err != nil {
 		r.note(w.out, "executor_fetch_fraction", "executors did not start: %v", err)
 		return
@@ -234,8 +235,8 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 	starts := f.startTimes()
 	fmt.Fprintf(w.out, "%d executors running (each its own Kafka clients, sim driver at 20x) in %.1fs; each started in %s; %.2f MiB of heap each\n",
 		len(nodes), took, spread(starts), perExec)
-	r.note(w.out, "executors", "%d executors in this process (-executors), on the first %d of %d nodes (the others have none), all started at once: all running in %.1fs on this %d-core machine, each from Run to running in %s (every one under the load of the others' starts), %.2f MiB of Go heap each (in use, after GC, over the executors' count: a figure that scales)",
-		len(nodes), len(nodes), len(c.Nodes), took, runtime.NumCPU(), spread(starts), perExec)
+	r.note(w.out, "executors", "%d executors in this process (-executors), on the first %d of %d nodes (the others have none), started %d at a time (-start-wave): all running in %.1fs on this %d-core machine, each from Run to running in %s (under the load of its wave's starts and the running fleet), %.2f MiB of Go heap each (in use, after GC, over the executors' count: a figure that scales)",
+		len(nodes), len(nodes), len(c.Nodes), w.cfg.wave, took, runtime.NumCPU(), spread(starts), perExec)
 	watch, err := startWatcher(w.brokers)
 	if err != nil {
 		r.note(w.out, "plan_latency_evacuate_s", "watcher: %v", err)
