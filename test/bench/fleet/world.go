@@ -212,23 +212,64 @@ func (w *world) rss(p *proc, r *result, key string) float64 {
 	return mb
 }
 
-// work runs the executors and the two requests against a running planner.
+// work measures the two plan latencies (dry runs, on the planner service
+// alone), then runs the executors and the evacuation among them.
 func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 	var nodes []string
 	for _, n := range c.Nodes[:w.cfg.executors] {
 		nodes = append(nodes, n.Name)
 	}
-	heap0 := heapInUse()
-	began := time.Now()
-	f, err := startExecutors(ctx, w.brokers, nodes, w.cfg.wave, 10*time.Minute)
+	watch, err := startWatcher(w.brokers)
+	if err != nil {
+		r.note(w.out, "plan_latency_evacuate_s", "watcher: %v", err)
+		return
+	}
+	defer watch.stop()
+	prod, err := kafka.NewProducer(kafka.Config{Brokers: w.brokers, ClientID: "fleet-requests",
+		TransactionalID: "fleet-requests", Logger: w.quiet})
+	if err != nil {
+		r.note(w.out, "plan_latency_evacuate_s", "producer: %v", err)
+		return
+	}
+	defer prod.Close()
+	measureDryEvacuation(ctx, w.cfg, r, w.out, watch, prod, nodes[:w.cfg.evacuate])
+	measureGroupChange(ctx, w.cfg, r, w.out, watch, prod, c)
+
+	f, ok := w.startFleet(ctx, r, c, nodes)
 	defer func() {
 		if n := f.stop(); n > 0 {
 			r.note(w.out, "executors", "%d executors had not stopped a minute after they were told to", n)
 		}
 	}()
+	if !ok {
+		return
+	}
+	ref, err := startReference(w.brokers)
+	if err != nil {
+		r.note(w.out, "executor_fetch_fraction", "reference reader: %v", err)
+		return
+	}
+	defer ref.stop()
+	measureEvacuation(ctx, w.cfg, r, w.out, watch, prod, f, ref)
+	measureRestart(ctx, r, w.out, f)
+	var errs int64
+	for _, x := range f.execs {
+		errs += x.errors.Load()
+	}
+	if errs > 0 {
+		r.note(w.out, "executors", "%d errors logged by the executors", errs)
+	}
+}
+
+// startFleet starts the executors of nodes and notes how fast they
+// started and the heap each holds.
+func (w *world) startFleet(ctx context.Context, r *result, c *planner.Cluster, nodes []string) (*fleet, bool) {
+	heap0 := heapInUse()
+	began := time.Now()
+	f, err := startExecutors(ctx, w.brokers, nodes, w.cfg.wave, 10*time.Minute)
 	if err != nil {
 		r.note(w.out, "executor_fetch_fraction", "executors did not start: %v", err)
-		return
+		return f, false
 	}
 	took := time.Since(began).Seconds()
 	perExec := (heapInUse() - heap0) / float64(len(nodes))
@@ -237,35 +278,7 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 		len(nodes), took, spread(starts), perExec)
 	r.note(w.out, "executors", "%d executors in this process (-executors), on the first %d of %d nodes (the others have none), started %d at a time (-start-wave): all running in %.1fs on this %d-core machine, each from Run to running in %s (under the load of its wave's starts and the running fleet), %.2f MiB of Go heap each (in use, after GC, over the executors' count: a figure that scales)",
 		len(nodes), len(nodes), len(c.Nodes), w.cfg.wave, took, runtime.NumCPU(), spread(starts), perExec)
-	watch, err := startWatcher(w.brokers)
-	if err != nil {
-		r.note(w.out, "plan_latency_evacuate_s", "watcher: %v", err)
-		return
-	}
-	defer watch.stop()
-	ref, err := startReference(w.brokers)
-	if err != nil {
-		r.note(w.out, "executor_fetch_fraction", "reference reader: %v", err)
-		return
-	}
-	defer ref.stop()
-	prod, err := kafka.NewProducer(kafka.Config{Brokers: w.brokers, ClientID: "fleet-requests",
-		TransactionalID: "fleet-requests", Logger: w.quiet})
-	if err != nil {
-		r.note(w.out, "plan_latency_evacuate_s", "producer: %v", err)
-		return
-	}
-	defer prod.Close()
-	measureEvacuation(ctx, w.cfg, r, w.out, watch, prod, f, ref)
-	measureRestart(ctx, r, w.out, f)
-	measureGroupChange(ctx, w.cfg, r, w.out, watch, prod, c)
-	var errs int64
-	for _, x := range f.execs {
-		errs += x.errors.Load()
-	}
-	if errs > 0 {
-		r.note(w.out, "executors", "%d errors logged by the executors", errs)
-	}
+	return f, true
 }
 
 // history appends progress events of finished moves until the log holds
