@@ -14,7 +14,7 @@ func (inv *Inventory) Facts(instance string, nodes ...string) *events.InstanceFa
 	}
 	f := &events.InstanceFacts{Size: in.Size, Storage: in.Storage, RunState: in.RunState,
 		Primary: in.PrimaryNode, Secondary: in.SecondaryNode, Groups: map[string]string{}}
-	for _, n := range append(nodes, in.PrimaryNode, in.SecondaryNode) {
+	for _, n := range append([]string{in.PrimaryNode, in.SecondaryNode}, nodes...) {
 		if nd := inv.Nodes[n]; nd != nil {
 			f.Groups[n] = nd.Group
 		}
