@@ -63,9 +63,15 @@ func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	if r.Level >= slog.LevelError {
 		h.errors.Add(1)
+		msg := r.Message
+		r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
+		firstError.CompareAndSwap(nil, msg)
 	}
 	return nil
 }
+
+// firstError is the first error any executor logged, for the notes.
+var firstError atomic.Value
 func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h signalHandler) WithGroup(string) slog.Handler      { return h }
 

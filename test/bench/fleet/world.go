@@ -257,7 +257,7 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 		errs += x.errors.Load()
 	}
 	if errs > 0 {
-		r.note(w.out, "executors", "%d errors logged by the executors", errs)
+		r.note(w.out, "executors", "%d errors logged by the executors, the first: %v", errs, firstError.Load())
 	}
 }
 
