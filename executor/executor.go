@@ -123,7 +123,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.base = base
 	e.mu.Unlock()
 
-	if err := kafka.EnsureTopics(ctx, e.cfg.Kafka, e.cfg.Partitions, events.Topics()...); err != nil {
+	if err := e.startStep(ctx, "ensuring the topics", func() error {
+		return kafka.EnsureTopics(ctx, e.cfg.Kafka, e.cfg.Partitions, events.Topics()...)
+	}); err != nil {
 		return fmt.Errorf("executor: ensure topics: %w", err)
 	}
 	if a := e.cfg.Announce; a != nil {

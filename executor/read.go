@@ -47,14 +47,18 @@ func (e *Executor) read(ctx, base context.Context) error {
 		return err
 	}
 	defer cp.Close()
-	from, err := cp.Load(ctx, events.TopicOpcodes)
-	if err != nil {
-		return fmt.Errorf("executor: %w", err)
-	}
-	r, err := kafka.NewReader(ctx, kc, kafka.ReadOptions{
-		Topics: []string{events.TopicOpcodes, events.TopicSettings},
-		Keys:   map[string][]string{events.TopicOpcodes: {e.cfg.Node}},
-		From:   from, Follow: true, MaxWait: checkpointEvery,
+	var r *kafka.Reader
+	err = e.startStep(ctx, "opening the log", func() error {
+		from, err := cp.Load(ctx, events.TopicOpcodes)
+		if err != nil {
+			return err
+		}
+		r, err = kafka.NewReader(ctx, kc, kafka.ReadOptions{
+			Topics: []string{events.TopicOpcodes, events.TopicSettings},
+			Keys:   map[string][]string{events.TopicOpcodes: {e.cfg.Node}},
+			From:   from, Follow: true, MaxWait: checkpointEvery,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
@@ -106,6 +110,19 @@ func (e *Executor) read(ctx, base context.Context) error {
 			e.owed.advance(n)
 		}
 	}
+}
+
+// startStep runs a step of the start (ensuring the topics, loading the
+// checkpoint and opening the reader) until it works, riding out failures
+// a retry may cure: a broker restarting, or too busy to answer in time
+// while a whole fleet starts.
+func (e *Executor) startStep(ctx context.Context, what string, step func() error) error {
+	pol := e.cfg.Retry.policy()
+	pol.Tries = 0
+	return pol.Do(ctx, kafka.IsRetryable, func(int) error { return step() },
+		func(next int, err error, wait time.Duration) {
+			e.log.Warn(what+" failed; retrying", "try", next, "wait", wait, "err", err)
+		})
 }
 
 // next reads the next batch, riding out failures a retry may cure (a
