@@ -72,6 +72,7 @@ func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
 
 // firstError is the first error any executor logged, for the notes.
 var firstError atomic.Value
+
 func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h signalHandler) WithGroup(string) slog.Handler      { return h }
 
