@@ -134,6 +134,9 @@ type MigrationPhaseDispatched struct {
 	Sync int `json:"sync,omitempty"`
 	// SendMbps caps the send rate; 0 means no cap.
 	SendMbps float64 `json:"send_mbps,omitempty"`
+	// Facts are the instance's facts as the coordinator's inventory held
+	// them (OpcodeDispatched.Facts): the executors read no inventory.
+	Facts *InstanceFacts `json:"facts,omitempty"`
 }
 
 // MigrationPhaseEnded is the executor's word on a phase.
@@ -171,7 +174,10 @@ type ReceiverReady struct {
 // own node's partition of drove.opcodes, so the source's executor relays,
 // in the transactions it writes anyway (the opcode's start and end, the
 // phase's end), what the target side must see. Event is the relayed event,
-// whole and unchanged.
+// whole and unchanged. A placement that leaves a node without the replica
+// it held (InstancePlaced, from drove.inventory) is relayed to that node
+// the same way, so its executor drops the replica without reading the
+// inventory.
 type TargetNotified struct {
 	Node  string   `json:"node"`
 	Event Envelope `json:"event"`
@@ -263,6 +269,7 @@ func (m MigrationPhaseDispatched) check(p *problems) {
 	p.require("source", m.Source)
 	nonNegative(p, "seq", m.Seq)
 	oneOf(p, "phase", m.Phase, "begin", "sync", "switch", "pause", "abort", "rollback", "finalize")
+	m.Facts.check(p, "facts")
 }
 
 func (m MigrationPhaseEnded) check(p *problems) {
@@ -277,7 +284,7 @@ func (m MigrationPhaseEnded) check(p *problems) {
 func (t TargetNotified) check(p *problems) {
 	p.require("node", t.Node)
 	oneOf(p, "event.type", t.Event.Type, TypeOpcodeDispatched, TypeOpcodeEnded,
-		TypeMigrationPhaseDispatched, TypeMigrationPhaseEnded)
+		TypeMigrationPhaseDispatched, TypeMigrationPhaseEnded, TypeInstancePlaced)
 	if _, err := Encode(t.Event); err != nil {
 		p.addf("event", "%v", err)
 	}

@@ -236,6 +236,24 @@ type Opcode struct {
 	To   string `json:"to,omitempty"`
 }
 
+// Leaves is where op leaves its instance when it succeeds, Ganeti's
+// meaning: migrate and failover make To the primary, and with internally
+// mirrored storage the old primary (From) becomes the secondary (the two
+// swap; To was the secondary, the only place the disks are), while any
+// other storage has no secondary; replace-disks keeps From the primary and
+// makes To the secondary. The executor records it (InstancePlaced) and
+// the planner service dispatches the next opcode of a job from it.
+func (op Opcode) Leaves(mirrored bool) (primary, secondary string) {
+	switch {
+	case op.OpID == OpInstanceReplaceDisks:
+		return op.From, op.To
+	case mirrored:
+		return op.To, op.From
+	default:
+		return op.To, ""
+	}
+}
+
 // Dependency makes a job wait for an earlier one. Job is relative, as in
 // Ganeti: -1 is the job just before. The job runs once that job has ended in
 // one of Statuses; an empty list means "ended in any status".
@@ -425,6 +443,28 @@ type OpcodeDispatched struct {
 	Index   int    `json:"index"`
 	Node    string `json:"node"`
 	Opcode  Opcode `json:"opcode"`
+	// Facts are what the executor needs to know of the instance and the
+	// nodes the opcode names, as the planner service's inventory holds
+	// them when it dispatches (the placement the job's previous opcode
+	// leaves, for the later opcodes of a job): the executor reads only its
+	// node's partition of drove.opcodes, never the inventory. Absent in
+	// dispatches older than the field; an executor ends those with an
+	// error.
+	Facts *InstanceFacts `json:"facts,omitempty"`
+}
+
+// InstanceFacts are an instance's facts as a dispatch carries them to an
+// executor: its size, storage and run state, where it is, and the groups
+// of the nodes involved.
+type InstanceFacts struct {
+	Size      Size        `json:"size"`
+	Storage   StorageKind `json:"storage"`
+	RunState  RunState    `json:"run_state"`
+	Primary   string      `json:"primary"`
+	Secondary string      `json:"secondary,omitempty"`
+	// Groups maps each node the move names (its ends, the primary and
+	// the secondary) to its group, for the placement the executor records.
+	Groups map[string]string `json:"groups,omitempty"`
 }
 
 // OpcodeStarted is the executor's word that it began an opcode.

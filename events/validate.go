@@ -230,6 +230,20 @@ func opRef(p *problems, request string, job, index int, node string) {
 func (o OpcodeDispatched) check(p *problems) {
 	opRef(p, o.Request, o.Job, o.Index, o.Node)
 	o.Opcode.check(p, "opcode")
+	o.Facts.check(p, "facts")
+}
+
+// check checks facts a dispatch carries, if any: an executor acts on
+// them as it would on the inventory.
+func (f *InstanceFacts) check(p *problems, field string) {
+	if f == nil {
+		return
+	}
+	p.require(field+".primary", f.Primary)
+	oneOf(p, field+".storage", f.Storage, StorageKinds()...)
+	oneOf(p, field+".run_state", f.RunState, RunRunning, RunStopped, RunOffline)
+	nonNegative(p, field+".size.memory_mib", f.Size.MemoryMiB)
+	nonNegative(p, field+".size.vcpus", f.Size.VCPUs)
 }
 
 func (o OpcodeStarted) check(p *problems) { opRef(p, o.Request, o.Job, o.Index, o.Node) }

@@ -33,10 +33,6 @@ type Config struct {
 	// one opcode; reports in between are folded into the next event.
 	// Default 500ms.
 	ProgressInterval time.Duration
-	// PlacementWait bounds how long an opcode waits for the inventory to
-	// show its instance where the opcode says it is (another node's
-	// executor may have just moved it). Default 10s.
-	PlacementWait time.Duration
 	// CheckpointLinger is how long the executor's checkpoint stays before
 	// the dispatch of an opcode (or phase, or receiver) that has ended, so
 	// that a restart still recognises a copy of the dispatch the planner
@@ -112,9 +108,6 @@ func (c Config) withDefaults() Config {
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = 500 * time.Millisecond
 	}
-	if c.PlacementWait == 0 {
-		c.PlacementWait = 10 * time.Second
-	}
 	if c.CheckpointLinger == 0 {
 		c.CheckpointLinger = time.Minute
 	}
@@ -162,7 +155,7 @@ func (c Config) Validate() error {
 		v    time.Duration
 	}{
 		{"Retry.Initial", c.Retry.Initial}, {"Retry.Max", c.Retry.Max},
-		{"ProgressInterval", c.ProgressInterval}, {"PlacementWait", c.PlacementWait},
+		{"ProgressInterval", c.ProgressInterval},
 		{"CheckpointLinger", c.CheckpointLinger},
 	} {
 		if d.v < 0 {

@@ -21,8 +21,8 @@
 //     status appends of the running opcode;
 //   - progress.go: the pump that turns a driver's reports into Progress
 //     events, at most one per ProgressInterval;
-//   - inventory.go, placement.go: the placement an opcode starts from and
-//     the one its success leaves;
+//   - placement.go: the placement an opcode starts from (the facts its
+//     dispatch carries) and the one its success leaves;
 //   - receive.go: the target side of a move (Receiver) and its rendezvous
 //     with the source, and dropping replicas a node no longer holds;
 //   - migration.go: the phases of per-instance migrations.
@@ -50,7 +50,8 @@
 // The executor reads (read.go) only the partition of drove.opcodes its
 // node's name maps to (kafka.PartitionOf, the producers' partitioner:
 // every event an executor acts on is keyed by the node it is for), plus
-// drove.inventory and drove.settings whole. The target side of a move
+// drove.settings whole (one small record per operator change); it reads
+// no inventory. The target side of a move
 // lies in the source's partition, so the source's executor relays the
 // dispatch (with its start) and the end to the target, keyed by it
 // (TargetNotified). Its handler never waits for an opcode: an
@@ -89,18 +90,21 @@
 //
 // # Placement
 //
-// The dispatch says From and To; the inventory fold supplies storage
-// kind, size, run state, the previous secondary and the nodes' groups. It
-// keeps those few facts of every instance and the group of every node,
-// because any instance may be moved onto this node (a group change, a
-// failover target) and its target side needs its facts, and a move may
-// name any node; it keeps nothing else (no tags, policies, resources,
-// requests). drove.inventory is keyed by instance, so no partition of it
-// is one node's: it is read whole at every start (a current-state
-// snapshot of it is the follow-up). The fold ignores records at or below
-// the last offset it applied per partition. Before running, an opcode waits (PlacementWait)
-// for the fold to show its instance on From: the InstancePlaced of the
-// previous opcode of the job may have been written by another node's
-// executor a moment ago. The placement after success follows Ganeti's
-// meaning of the opcode (placement.go), not the driver's say-so.
+// The dispatch says From and To, and carries the rest an opcode needs
+// (events.InstanceFacts): storage kind, size, run state, the placement
+// it starts from and the groups of the nodes involved, as the planner
+// service's inventory held them when it dispatched — for a job's later
+// opcodes, the placement the opcode before leaves (events.Opcode.Leaves),
+// which the planner may dispatch before it has read that opcode's
+// InstancePlaced. A migration phase carries them too, and the target side
+// of a move gets them in the relayed dispatch. So the executor reads no
+// inventory and holds no other instance's facts: drove.inventory is keyed
+// by instance, no partition of it is one node's, and reading it would
+// cost every executor the whole cluster's traffic. A dispatch without
+// facts (older than them) ends with ErrUnknownInstance. Dropping a
+// replica is the one thing an executor learned from another node's
+// placement: the executor that moves a replica away relays the
+// InstancePlaced to the old secondary (TargetNotified), whose executor
+// drops its copy (ReplicaDropper). The placement after success follows
+// Ganeti's meaning of the opcode (placement.go), not the driver's say-so.
 package executor

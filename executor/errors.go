@@ -32,11 +32,12 @@ var (
 	// validate; the message lists every problem.
 	ErrInvalidConfig = errors.New("executor: invalid config")
 
-	// ErrUnknownInstance is the error an opcode ends with when the
-	// inventory does not know its instance or nodes, even after waiting for
-	// the inventory to catch up: without storage kind and size there is
-	// nothing a driver can safely do.
-	ErrUnknownInstance = errors.New("executor: instance or node not in the inventory")
+	// ErrUnknownInstance is the error an opcode ends with when its
+	// dispatch carries no facts of its instance or of a node it names
+	// (events.InstanceFacts: the planner service's inventory did not know
+	// them, or the dispatch is older than the facts): without storage
+	// kind and size there is nothing a driver can safely do.
+	ErrUnknownInstance = errors.New("executor: instance or node unknown to the dispatch")
 )
 
 // classified wraps err under a class sentinel, keeping both reachable by

@@ -22,7 +22,6 @@ type Executor struct {
 	m      *metrics
 	actor  string // "executor/<node>", the actor and producer of every event
 	prod   *kafka.Producer
-	inv    *inventory
 	slots  *slots      // Concurrency opcodes at once, in dispatch order
 	rv     *rendezvous // target sides of moves (receive.go)
 	owed   *owed       // the checkpoint: what is owed since where (read.go)
@@ -89,7 +88,6 @@ func New(cfg Config, d Driver) (*Executor, error) {
 		m:         m,
 		actor:     "executor/" + cfg.Node,
 		prod:      prod,
-		inv:       newInventory(),
 		slots:     newSlots(cfg.Concurrency),
 		rv:        newRendezvous(),
 		owed:      newOwed(cfg.CheckpointLinger),
@@ -106,10 +104,11 @@ func New(cfg Config, d Driver) (*Executor, error) {
 // At start it ensures the topics and announces the node
 // (Config.Announce); then it reads (read.go) the partition of
 // drove.opcodes its node's name maps to, from its checkpoint, with
-// drove.inventory and drove.settings from their starts, up to where the
-// log stood; from what it read it learns what it owes: every opcode
-// dispatched to this node that has not ended is started again, cancelled
-// ones are ended as canceled, and so are receivers and migration phases.
+// drove.settings, up to where the log stood (no inventory: dispatches
+// carry the facts); from what it read it learns what it owes: every
+// opcode dispatched to this node that has not ended is started again,
+// cancelled ones are ended as canceled, and so are receivers and
+// migration phases.
 // Then it follows the same partitions.
 func (e *Executor) Run(ctx context.Context) error {
 	defer e.prod.Close()
@@ -124,7 +123,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.base = base
 	e.mu.Unlock()
 
-	if err := kafka.EnsureTopics(ctx, e.cfg.Kafka, e.cfg.Partitions, events.Topics()...); err != nil {
+	if err := e.startStep(ctx, "ensuring the topics", func() error {
+		return kafka.EnsureTopics(ctx, e.cfg.Kafka, e.cfg.Partitions, events.Topics()...)
+	}); err != nil {
 		return fmt.Errorf("executor: ensure topics: %w", err)
 	}
 	if a := e.cfg.Announce; a != nil {
@@ -187,12 +188,20 @@ func (e *Executor) recover(ops []kafka.Record) error {
 }
 
 // observe folds the rendezvous' share of a drove.opcodes record, the
-// events a source relayed to this node (TargetNotified) included.
+// events a source relayed to this node (TargetNotified) included: the
+// dispatch, start and end of a move it is the target of, and a placement
+// that leaves it without its replica.
 func (e *Executor) observe(rec kafka.Record, p events.Payload, replay bool) {
 	if n, ok := p.(events.TargetNotified); ok {
 		inner, err := n.Event.DecodePayload()
 		if err != nil || n.Node != e.cfg.Node {
 			return // validated when decoded; another node's, sharing the partition
+		}
+		if v, ok := inner.(events.InstancePlaced); ok {
+			if !replay {
+				e.observePlaced(v)
+			}
+			return
 		}
 		e.observeOpcode(n.Event, inner, replay, rec.Offset)
 		return
@@ -204,12 +213,6 @@ func (e *Executor) observe(rec kafka.Record, p events.Payload, replay bool) {
 // run: a running opcode must stay cancellable by a later record of the
 // same partition.
 func (e *Executor) handle(rec kafka.Record) error {
-	if rec.Topic == events.TopicInventory {
-		if p, err := rec.Event.DecodePayload(); err == nil {
-			e.observeInventory(p)
-		}
-		return e.inv.apply(rec)
-	}
 	if rec.Topic == events.TopicSettings {
 		return e.applySettings(rec)
 	}

@@ -118,10 +118,12 @@ func (r *running) shutdown(t *testing.T) {
 	})
 }
 
-// dispatch appends OpcodeDispatched as the planner would and returns it.
+// dispatch appends OpcodeDispatched as the planner would, with the
+// facts its inventory holds now, and returns it.
 func (w *world) dispatch(req string, job, index int, node string, op events.Opcode) events.Envelope {
 	w.t.Helper()
-	env := events.New(events.OpcodeDispatched{Request: req, Job: job, Index: index, Node: node, Opcode: op},
+	facts := testenv.Facts(w.t, w.ctx, w.kcfg, op.Instance, op.From, op.To)
+	env := events.New(events.OpcodeDispatched{Request: req, Job: job, Index: index, Node: node, Opcode: op, Facts: facts},
 		events.WithProducer("drove-planner"),
 		events.WithReason(events.Reason{Actor: "operator:alice", Why: "evacuate " + node, RequestID: req}))
 	w.append(events.TopicOpcodes, env)

@@ -63,18 +63,18 @@ func TestPumpIsMonotonicAndRateLimited(t *testing.T) {
 
 func TestPlanMoves(t *testing.T) {
 	groups := map[string]string{"n1": "g1", "n2": "g1", "n3": "g2"}
-	pl := func(storage events.StorageKind, pri, sec string) placement {
-		return placement{facts: instanceFacts{Storage: storage, Primary: pri, Secondary: sec}, groups: groups}
+	pl := func(storage events.StorageKind, pri, sec string) *events.InstanceFacts {
+		return &events.InstanceFacts{Storage: storage, Primary: pri, Secondary: sec, Groups: groups}
 	}
 	for _, c := range []struct {
 		name string
 		op   events.Opcode
-		pl   placement
+		pl   *events.InstanceFacts
 		want moves
 	}{
 		{"migrate mirrored swaps", events.Opcode{OpID: events.OpInstanceMigrate, From: "n1", To: "n2"},
 			pl(events.StorageDRBD, "n1", "n2"), moves{"n1", "n2", "g1", "n2", "n1", "g1"}},
-		{"failover mirrored swaps even with a stale fold", events.Opcode{OpID: events.OpInstanceFailover, From: "n1", To: "n2"},
+		{"failover mirrored swaps even with stale facts", events.Opcode{OpID: events.OpInstanceFailover, From: "n1", To: "n2"},
 			pl(events.StorageZFSReplicated, "n1", "n3"), moves{"n1", "n2", "g1", "n2", "n1", "g1"}},
 		{"migrate shared moves alone", events.Opcode{OpID: events.OpInstanceMigrate, From: "n1", To: "n3"},
 			pl(events.StorageRBD, "n1", ""), moves{"n1", "", "g1", "n3", "", "g2"}},

@@ -248,20 +248,13 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		// run one at a time): the send has stopped.
 		return events.JobSuccess, PhaseResult{Message: fmt.Sprintf("sync %d stopped", t.d.Sync)}, nil
 	}
-	where := t.d.Source
-	if t.d.Phase == "rollback" || t.d.Phase == "finalize" {
-		where = t.d.Target // the switch placed it there
-	}
-	pl, _, err := e.inv.await(t.ctx, t.d.Instance, where, nil, e.cfg.PlacementWait)
+	f, err := factsOf(t.d.Facts, t.d.Instance)
 	if err != nil {
-		return e.phaseInterrupted(t), PhaseResult{}, context.Cause(t.ctx)
-	}
-	if !e.inv.known(t.d.Instance) {
-		return events.JobError, PhaseResult{}, fmt.Errorf("%w: instance %q", ErrUnknownInstance, t.d.Instance)
+		return events.JobError, PhaseResult{}, err
 	}
 	mp := MigrationPhase{
 		Migration: t.d.Migration, Seq: t.d.Seq, Phase: t.d.Phase, Sync: t.d.Sync, Instance: t.d.Instance,
-		Size: pl.facts.Size, Storage: pl.facts.Storage, RunState: pl.facts.RunState,
+		Size: f.Size, Storage: f.Storage, RunState: f.RunState,
 		Source: t.d.Source, Target: t.d.Target,
 		SendBytesPerSecond: e.currentRate(t.d),
 		CurrentRate:        func() int64 { return e.currentRate(t.d) },

@@ -38,7 +38,8 @@ func (o Op) MigrationPhaseOf() (string, bool) {
 func migrationReceive(d events.MigrationPhaseDispatched) events.OpcodeDispatched {
 	return events.OpcodeDispatched{Request: d.Migration, Job: 0, Index: d.Seq, Node: d.Node,
 		Opcode: events.Opcode{OpID: events.OpInstanceMigrate, Mode: MigrationModePrefix + d.Phase,
-			Instance: d.Instance, From: d.Source, To: d.Target}}
+			Instance: d.Instance, From: d.Source, To: d.Target},
+		Facts: d.Facts}
 }
 
 // observePhase folds the target side's share of a migration record.

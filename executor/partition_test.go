@@ -3,12 +3,14 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/sim"
 )
 
 // opcodePartitions is the partition count of drove.opcodes in the world.
@@ -54,10 +56,12 @@ func (w *world) opcodeEnds() kafka.Positions {
 }
 
 // TestExecutorFetchesOnlyItsPartition: the cluster's other opcode traffic
-// never reaches an executor; it fetches its own partition only.
+// never reaches an executor, nor does the inventory (its dispatches carry
+// the facts it needs); it fetches its own partition only.
 func TestExecutorFetchesOnlyItsPartition(t *testing.T) {
 	w := newWorld(t, instance("vm1", events.StorageZFSReplicated, "n1", "n2", 512, 512))
 	other := w.nodeOutside("n1")
+	w.inventoryTraffic(200)
 	for i := range 30 { // work for another node, in another partition
 		w.dispatch(fmt.Sprintf("busy-%d", i), 0, 0, other, migrate("elsewhere", other, "n3"))
 	}
@@ -80,6 +84,35 @@ func TestExecutorFetchesOnlyItsPartition(t *testing.T) {
 	}
 	if fetched.Records+60 > all { // the 30 dispatches elsewhere and their markers
 		t.Fatalf("fetched %d of %d records: other nodes' traffic reached the executor", fetched.Records, all)
+	}
+	onlyOpcodesAndSettings(t, ex.ex)
+}
+
+// inventoryTraffic appends n events of the rest of the cluster to
+// drove.inventory (instances declared elsewhere, other nodes'
+// heartbeats): traffic an executor must not fetch.
+func (w *world) inventoryTraffic(n int) {
+	w.t.Helper()
+	var evs []events.Envelope
+	for i := range n {
+		node := fmt.Sprintf("busy%d", i)
+		if i%2 == 0 {
+			evs = append(evs, w.seedEvent(events.NodeHeartbeat{Node: node, IntervalMS: 5000, Sent: time.Now()}))
+			continue
+		}
+		evs = append(evs, w.seedEvent(instance("vm-"+node, events.StorageZFSReplicated, node, "n3", 512, 512)))
+	}
+	w.append(events.TopicInventory, evs...)
+}
+
+// onlyOpcodesAndSettings fails unless ex fetched nothing but drove.opcodes
+// and drove.settings.
+func onlyOpcodesAndSettings(t *testing.T, ex *executor.Executor) {
+	t.Helper()
+	for topic, f := range ex.Fetched() {
+		if topic != events.TopicOpcodes && topic != events.TopicSettings && f.Records > 0 {
+			t.Errorf("the executor fetched %d records (%d bytes) of %s", f.Records, f.Bytes, topic)
+		}
 	}
 }
 
@@ -106,6 +139,7 @@ func TestRestartResumesFromTheCheckpoint(t *testing.T) {
 		}
 		w.waitEnded(fmt.Sprintf("old-%d", i), 0, 0)
 	}
+	w.inventoryTraffic(200) // the cluster's inventory grows too; a restart reads none of it
 	owedDisp := w.dispatch("req-owed", 0, 0, "n1", replaceDisks("owed", "n1", "n3"))
 	w.waitFor(events.TopicOpcodes, "req-owed to start", func(evs []events.Envelope) bool {
 		return len(payloads[events.OpcodeStarted](ofRequest(evs, "req-owed"))) == 1
@@ -127,6 +161,7 @@ func TestRestartResumesFromTheCheckpoint(t *testing.T) {
 		t.Fatalf("restarted executor fetched %d records; only the %d from its checkpoint %d on were due",
 			fetched.Records, w.opcodeEnds()[at.tp]-at.off, at.off)
 	}
+	onlyOpcodesAndSettings(t, second.ex)
 	t.Logf("restart read %d records from offset %d; the partition holds %d", fetched.Records, at.off, w.opcodeEnds()[at.tp])
 }
 
@@ -284,5 +319,57 @@ func TestRestartedTargetResumesItsReceiver(t *testing.T) {
 	close(release)
 	if got := w.waitEnded("req-1", 0, 0); got.Status != events.JobSuccess {
 		t.Fatalf("OpcodeEnded = %+v, want success", got)
+	}
+}
+
+// dropping is the simulator with replicas to drop: it records which
+// instances' replicas the executor asked it to drop.
+type dropping struct {
+	*sim.Driver
+	dropped chan string
+}
+
+func (d dropping) DropReplica(_ context.Context, instance string) error {
+	d.dropped <- instance
+	return nil
+}
+
+// TestOldSecondaryHearsItsReplicaIsDropped: a replace-disks on n1 moves
+// vm1's replica from a node in another partition to n3; that node's
+// executor, which reads no inventory, learns it from the relay of the
+// placement and drops its replica.
+func TestOldSecondaryHearsItsReplicaIsDropped(t *testing.T) {
+	w := newWorld(t)
+	far := w.nodeOutside("n1")
+	w.append(events.TopicInventory, w.seedEvent(instance("vm1", events.StorageZFSReplicated, "n1", far, 512, 512)))
+	w.start("n1", newSim(t))
+	old := dropping{newSim(t), make(chan string, 4)}
+	oldEx := w.start(far, old)
+	w.dispatch("req-1", 0, 0, "n1", replaceDisks("vm1", "n1", "n3"))
+	if got := w.waitEnded("req-1", 0, 0); got.Status != events.JobSuccess {
+		t.Fatalf("OpcodeEnded = %+v, want success", got)
+	}
+	select {
+	case got := <-old.dropped:
+		if got != "vm1" {
+			t.Fatalf("dropped the replica of %s, want vm1", got)
+		}
+	case <-w.ctx.Done():
+		t.Fatalf("%s never dropped its replica of vm1", far)
+	}
+	onlyOpcodesAndSettings(t, oldEx.ex)
+}
+
+// TestDispatchWithoutFactsFails: a dispatch that carries no facts of its
+// instance (older than them) ends with an error; the executor does not
+// guess a size or storage kind.
+func TestDispatchWithoutFactsFails(t *testing.T) {
+	w := newWorld(t, instance("vm1", events.StorageZFSReplicated, "n1", "n2", 512, 512))
+	w.start("n1", newSim(t))
+	w.append(events.TopicOpcodes, events.New(events.OpcodeDispatched{Request: "req-1", Node: "n1", Opcode: migrate("vm1", "n1", "n2")},
+		events.WithProducer("drove-planner"), events.WithReason(events.Reason{Actor: "planner", Why: "old", RequestID: "req-1"})))
+	got := w.waitEnded("req-1", 0, 0)
+	if got.Status != events.JobError || !strings.Contains(got.Error, "carries no facts") {
+		t.Fatalf("OpcodeEnded = %+v, want an error naming the missing facts", got)
 	}
 }

@@ -1,6 +1,10 @@
 package executor
 
-import "github.com/drovehq/drove/events"
+import (
+	"fmt"
+
+	"github.com/drovehq/drove/events"
+)
 
 // moves is an opcode's effect on placement: where the instance was and
 // where it is after success. It is computed from the opcode, not asked of
@@ -22,24 +26,37 @@ type moves struct {
 //   - replace-disks (new secondary) keeps the primary, From, and makes To
 //     the secondary; the old replica is dropped.
 //
-// The previous primary is From, the node the opcode was dispatched to; the
-// inventory supplies the previous secondary where the opcode does not say.
-func planMoves(op events.Opcode, pl placement) moves {
-	f := pl.facts
+// (events.Opcode.Leaves, the rule the planner service dispatches a job's
+// next opcode from). The previous primary is From, the node the opcode
+// was dispatched to; the dispatch's facts supply the previous secondary
+// where the opcode does not say, and the nodes' groups.
+func planMoves(op events.Opcode, f *events.InstanceFacts) moves {
+	mirrored := f.Storage.InternallyMirrored()
 	m := moves{prevPrimary: op.From, prevSecondary: f.Secondary}
-	switch op.OpID {
-	case events.OpInstanceReplaceDisks:
-		m.primary, m.secondary = op.From, op.To
-	default:
-		m.primary = op.To
-		if f.Storage.InternallyMirrored() {
-			m.prevSecondary, m.secondary = op.To, op.From
-		} else {
-			m.prevSecondary, m.secondary = "", ""
+	m.primary, m.secondary = op.Leaves(mirrored)
+	if op.OpID != events.OpInstanceReplaceDisks {
+		m.prevSecondary = m.primary // with mirrored storage the disks were on To
+		if !mirrored {
+			m.prevSecondary = ""
 		}
 	}
-	m.prevGroup, m.group = pl.groups[m.prevPrimary], pl.groups[m.primary]
+	m.prevGroup, m.group = f.Groups[m.prevPrimary], f.Groups[m.primary]
 	return m
+}
+
+// factsOf checks that a dispatch carries what an opcode needs to know of
+// its instance and of nodes: without storage kind and size there is
+// nothing a driver can safely do.
+func factsOf(f *events.InstanceFacts, instance string, nodes ...string) (*events.InstanceFacts, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: the dispatch carries no facts of instance %q", ErrUnknownInstance, instance)
+	}
+	for _, n := range nodes {
+		if _, ok := f.Groups[n]; !ok {
+			return nil, fmt.Errorf("%w: the dispatch knows no group of node %q", ErrUnknownInstance, n)
+		}
+	}
+	return f, nil
 }
 
 // placed is the InstancePlaced event of a successful opcode.

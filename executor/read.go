@@ -28,10 +28,11 @@ import (
 // (its cancellation, its receiver's address). So a restart costs what the
 // node did since its oldest unfinished work, not the cluster's history.
 //
-// drove.inventory and drove.settings are read whole from their starts at
-// every start: inventory is keyed by instance, so no partition is one
-// node's, and the fold keeps what any move onto or off this node may need
-// (inventory.go).
+// The executor reads no inventory: what an opcode needs to know of its
+// instance and nodes comes in its dispatch (events.InstanceFacts), and a
+// placement that leaves this node without its replica is relayed to it
+// by the executor that made it. drove.settings, one small record per
+// operator change, is read whole at every start (the last one wins).
 
 // checkpointEvery bounds how long a paid debt waits to move the
 // checkpoint when no record arrives.
@@ -46,14 +47,18 @@ func (e *Executor) read(ctx, base context.Context) error {
 		return err
 	}
 	defer cp.Close()
-	from, err := cp.Load(ctx, events.TopicOpcodes)
-	if err != nil {
-		return fmt.Errorf("executor: %w", err)
-	}
-	r, err := kafka.NewReader(ctx, kc, kafka.ReadOptions{
-		Topics: []string{events.TopicOpcodes, events.TopicInventory, events.TopicSettings},
-		Keys:   map[string][]string{events.TopicOpcodes: {e.cfg.Node}},
-		From:   from, Follow: true, MaxWait: checkpointEvery,
+	var r *kafka.Reader
+	err = e.startStep(ctx, "opening the log", func() error {
+		from, err := cp.Load(ctx, events.TopicOpcodes)
+		if err != nil {
+			return err
+		}
+		r, err = kafka.NewReader(ctx, kc, kafka.ReadOptions{
+			Topics: []string{events.TopicOpcodes, events.TopicSettings},
+			Keys:   map[string][]string{events.TopicOpcodes: {e.cfg.Node}},
+			From:   from, Follow: true, MaxWait: checkpointEvery,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
@@ -94,10 +99,8 @@ func (e *Executor) read(ctx, base context.Context) error {
 				err = e.handle(rec)
 			case rec.Topic == events.TopicOpcodes:
 				ops = append(ops, rec)
-			case rec.Topic == events.TopicSettings:
-				err = e.applySettings(rec)
 			default:
-				err = e.inv.apply(rec)
+				err = e.applySettings(rec)
 			}
 			if err != nil {
 				return fmt.Errorf("executor: %s (%s %s): %w", rec, rec.Event.Type, rec.Event.ID, err)
@@ -107,6 +110,19 @@ func (e *Executor) read(ctx, base context.Context) error {
 			e.owed.advance(n)
 		}
 	}
+}
+
+// startStep runs a step of the start (ensuring the topics, loading the
+// checkpoint and opening the reader) until it works, riding out failures
+// a retry may cure: a broker restarting, or too busy to answer in time
+// while a whole fleet starts.
+func (e *Executor) startStep(ctx context.Context, what string, step func() error) error {
+	pol := e.cfg.Retry.policy()
+	pol.Tries = 0
+	return pol.Do(ctx, kafka.IsRetryable, func(int) error { return step() },
+		func(next int, err error, wait time.Duration) {
+			e.log.Warn(what+" failed; retrying", "try", next, "wait", wait, "err", err)
+		})
 }
 
 // next reads the next batch, riding out failures a retry may cure (a

@@ -220,14 +220,14 @@ func (e *Executor) runReceiver(ctx context.Context, cancel context.CancelCauseFu
 	}
 }
 
-// receiveOp is the Op the target side sees: the dispatch with what the
-// inventory knows now (the target does not wait for placement: the
-// source's executor does).
+// receiveOp is the Op the target side sees: the dispatch with the facts
+// it carries (none: a zero size and storage, which a driver refuses).
 func (e *Executor) receiveOp(d events.OpcodeDispatched) Op {
 	op := d.Opcode
-	e.inv.mu.Lock()
-	f := e.inv.instances[op.Instance]
-	e.inv.mu.Unlock()
+	var f events.InstanceFacts
+	if d.Facts != nil {
+		f = *d.Facts
+	}
 	return Op{
 		Request: d.Request, Job: d.Job, Index: d.Index,
 		Kind: op.OpID, Mode: op.Mode, AllowFailover: op.AllowFailover,
@@ -304,18 +304,20 @@ func (e *Executor) awaitReceiver(k opKey) func(ctx context.Context) (string, err
 	}
 }
 
-// observeInventory drops the replica this node held once the inventory
-// shows it is no longer needed here: an instance whose previous
-// secondary was this node and that is neither primary nor secondary here
-// now (replace-disks moved the replica elsewhere). Drivers opt in by
-// implementing ReplicaDropper.
-func (e *Executor) observeInventory(p events.Payload) {
+// dropsReplica reports whether a placement leaves its previous secondary
+// without a copy of the instance (replace-disks moved the replica
+// elsewhere): the executor that placed it relays it there (writeEnd).
+func dropsReplica(v events.InstancePlaced) bool {
+	n := v.PreviousSecondary
+	return n != "" && n != v.SecondaryNode && n != v.PrimaryNode
+}
+
+// observePlaced drops the replica this node held once a placement relayed
+// to it (dropsReplica) shows it is no longer needed here. Drivers opt in
+// by implementing ReplicaDropper.
+func (e *Executor) observePlaced(v events.InstancePlaced) {
 	dr, ok := e.driver.(ReplicaDropper)
-	if !ok {
-		return
-	}
-	v, ok := p.(events.InstancePlaced)
-	if !ok || v.PreviousSecondary != e.cfg.Node || v.SecondaryNode == e.cfg.Node || v.PrimaryNode == e.cfg.Node {
+	if !ok || v.PreviousSecondary != e.cfg.Node || !dropsReplica(v) {
 		return
 	}
 	e.mu.Lock()

@@ -163,30 +163,23 @@ func (e *Executor) requested(t *task) bool {
 	return errors.As(context.Cause(t.ctx), &cr)
 }
 
-// prepare builds the driver's Op from the dispatch and the inventory.
+// prepare builds the driver's Op from the dispatch and the facts it
+// carries.
 func (e *Executor) prepare(t *task) (Op, moves, error) {
 	op := t.d.Opcode
-	pl, consistent, err := e.inv.await(t.ctx, op.Instance, op.From, []string{op.From, op.To}, e.cfg.PlacementWait)
+	f, err := factsOf(t.d.Facts, op.Instance, op.From, op.To)
 	if err != nil {
 		return Op{}, moves{}, err
 	}
-	if !e.inv.known(op.Instance) {
-		return Op{}, moves{}, fmt.Errorf("%w: instance %q", ErrUnknownInstance, op.Instance)
+	if f.Primary != op.From {
+		e.log.Warn("the dispatch's facts disagree with the opcode on the instance's primary; trusting the opcode",
+			"opcode", t.key, "facts_primary", f.Primary, "opcode_from", op.From)
 	}
-	for _, n := range []string{op.From, op.To} {
-		if _, ok := pl.groups[n]; !ok {
-			return Op{}, moves{}, fmt.Errorf("%w: node %q", ErrUnknownInstance, n)
-		}
-	}
-	if !consistent {
-		e.log.Warn("inventory disagrees with the opcode on the instance's primary; trusting the opcode",
-			"opcode", t.key, "inventory_primary", pl.facts.Primary, "opcode_from", op.From)
-	}
-	mv := planMoves(op, pl)
+	mv := planMoves(op, f)
 	return Op{
 		Request: t.d.Request, Job: t.d.Job, Index: t.d.Index,
 		Kind: op.OpID, Mode: op.Mode, AllowFailover: op.AllowFailover,
-		Instance: op.Instance, Size: pl.facts.Size, Storage: pl.facts.Storage, RunState: pl.facts.RunState,
+		Instance: op.Instance, Size: f.Size, Storage: f.Storage, RunState: f.RunState,
 		From: op.From, To: op.To, Primary: mv.prevPrimary, Secondary: mv.prevSecondary,
 		Status:        e.reportStatus(t),
 		AwaitReceiver: e.awaitReceiver(t.key),
@@ -257,8 +250,12 @@ func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
 				Request: t.d.Request, Instance: op.Instance, Node: op.To, Status: to}, "after "+t.what())})
 	}
 	if out.status == events.JobSuccess {
-		msgs = append(msgs, kafka.Message{Topic: events.TopicInventory,
-			Event: e.effect(t, out.moves.placed(t.d.Request, op.Instance), "placed by "+t.what())})
+		placed := out.moves.placed(t.d.Request, op.Instance)
+		placedEnv := e.effect(t, placed, "placed by "+t.what())
+		msgs = append(msgs, kafka.Message{Topic: events.TopicInventory, Event: placedEnv})
+		if dropsReplica(placed) { // its old secondary reads only its own partition
+			msgs = append(msgs, e.targetNotice(placed.PreviousSecondary, placedEnv)...)
+		}
 	}
 	// The move is over whatever happens to Run now; record it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), endAppendTimeout)

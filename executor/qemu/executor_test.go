@@ -67,7 +67,8 @@ func TestLiveMigrationThroughTwoExecutors(t *testing.T) {
 
 	if err := prod.Append(ctx, events.TopicOpcodes, ev(events.OpcodeDispatched{Request: "req-q", Job: 0, Index: 0, Node: a.name,
 		Opcode: events.Opcode{OpID: events.OpInstanceMigrate, Instance: inst, Mode: events.ModeMigrateLive,
-			TargetNode: b.name, From: a.name, To: b.name}})); err != nil {
+			TargetNode: b.name, From: a.name, To: b.name},
+		Facts: testenv.Facts(t, ctx, kcfg, inst, a.name, b.name)})); err != nil {
 		t.Fatal(err)
 	}
 

@@ -68,7 +68,9 @@ func (w *world) append(topic string, envs ...events.Envelope) {
 
 func (w *world) dispatch(job int, node string, op events.Opcode) {
 	w.t.Helper()
-	w.append(events.TopicOpcodes, w.event(events.OpcodeDispatched{Request: "req-1", Job: job, Index: 0, Node: node, Opcode: op}))
+	facts := testenv.Facts(w.t, w.ctx, w.kcfg, op.Instance, op.From, op.To) // as the planner would
+	w.append(events.TopicOpcodes, w.event(events.OpcodeDispatched{Request: "req-1", Job: job, Index: 0, Node: node, Opcode: op,
+		Facts: facts}))
 }
 
 // node is one node: a pool, a driver over it, and an executor running it.

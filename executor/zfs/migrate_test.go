@@ -15,6 +15,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/zfs"
+	"github.com/drovehq/drove/test/testenv"
 	"github.com/drovehq/drove/test/zfsenv"
 )
 
@@ -40,7 +41,8 @@ func (m *migration) dispatch(phase string) int {
 	m.w.t.Helper()
 	m.seq++
 	d := events.MigrationPhaseDispatched{Migration: m.id, Instance: m.instance, Node: m.from, Seq: m.seq,
-		Phase: phase, Source: m.from, Target: m.to, SendMbps: m.mbps}
+		Phase: phase, Source: m.from, Target: m.to, SendMbps: m.mbps,
+		Facts: testenv.Facts(m.w.t, m.w.ctx, m.w.kcfg, m.instance, m.from, m.to)} // as the coordinator would
 	if phase == events.PhaseSync {
 		m.syncs++
 		d.Sync = m.syncs

@@ -45,7 +45,8 @@ func (p *pass) advance(i int) {
 			if p.lostBeforeDispatch(i, k, op, node, prev) { // lost.go
 				return
 			}
-			p.emit(events.OpcodeDispatched{Request: r.id, Job: i, Index: k, Node: node, Opcode: op},
+			p.emit(events.OpcodeDispatched{Request: r.id, Job: i, Index: k, Node: node, Opcode: op,
+				Facts: p.facts(spec.Opcodes, k)},
 				fmt.Sprintf("dispatch opcode %d of job %d (%s of %s) to %s", k, i, op.OpID, op.Instance, node), prev)
 		default: // dispatched and not ended
 			if p.lostWhileRunning(i, k, op, o) { // lost.go
@@ -65,4 +66,25 @@ func (p *pass) advance(i int) {
 
 func cancelReason(r *request) string {
 	return fmt.Sprintf("request cancelled by %s: %s", r.cancelled.Reason.Actor, r.cancelled.Reason.Why)
+}
+
+// facts are what the dispatch of ops[k] tells its executor of the
+// instance (events.InstanceFacts): the inventory's, except that a later
+// opcode of a job starts from the placement the one before it leaves.
+// That placement is in the log (the previous opcode's InstancePlaced,
+// written with its end), but the service may read the end before it, in
+// another partition; the job's opcodes say it without waiting.
+func (p *pass) facts(ops []events.Opcode, k int) *events.InstanceFacts {
+	op := ops[k]
+	f := p.env.Inv.Facts(op.Instance, op.From, op.To)
+	if f == nil || k == 0 || ops[k-1].Instance != op.Instance {
+		return f
+	}
+	f.Primary, f.Secondary = ops[k-1].Leaves(f.Storage.InternallyMirrored())
+	for _, n := range []string{f.Primary, f.Secondary} {
+		if nd := p.env.Inv.Nodes[n]; nd != nil {
+			f.Groups[n] = nd.Group
+		}
+	}
+	return f
 }

@@ -96,6 +96,10 @@ func TestBeginDispatchesToTheSourceOrRefuses(t *testing.T) {
 	if err != nil || d.Phase != events.PhaseBegin || d.Node != "n1" || d.Target != "n2" {
 		t.Fatalf("begin decided %+v (%v), want the begin phase dispatched to n1 for n2", evs[0], err)
 	}
+	// The executor reads no inventory: the phase carries the facts.
+	if f := d.Facts; f == nil || f.Primary != "n1" || f.Storage == "" || f.RunState != events.RunRunning {
+		t.Fatalf("begin carries facts %+v, want the instance's, on n1", f)
+	}
 	if r := record(t, evs); r.State != events.MigrationRunning {
 		t.Fatalf("record %+v, want running", r)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/planner/inventory"
 )
 
 // Events gives the test a Kafka cluster (see Kafka) holding every Drove
@@ -34,4 +35,26 @@ func (k *KafkaCluster) Producer(t testing.TB, cfg kafka.Config, id string) *kafk
 	}
 	t.Cleanup(p.Close)
 	return p
+}
+
+// Facts are instance's facts as the planner service puts them in a
+// dispatch (events.InstanceFacts): its inventory fold (planner/inventory)
+// of drove.inventory as it stands now, with the groups of nodes. Tests
+// that dispatch opcodes or migration phases by hand use it, so an
+// executor reads the facts a planner would give it.
+func Facts(t testing.TB, ctx context.Context, cfg kafka.Config, instance string, nodes ...string) *events.InstanceFacts {
+	t.Helper()
+	recs, err := kafka.ReadAll(ctx, cfg, events.TopicInventory)
+	if err != nil {
+		t.Fatalf("testenv: read the inventory: %v", err)
+	}
+	inv := inventory.New()
+	for _, r := range recs {
+		p, err := r.Event.DecodePayload()
+		if err != nil {
+			t.Fatalf("testenv: %s: %v", r, err)
+		}
+		inv.Apply(p, inventory.Pos{Time: r.Event.Time, Partition: r.Partition, Offset: r.Offset})
+	}
+	return inv.Facts(instance, nodes...)
 }

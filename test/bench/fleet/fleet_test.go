@@ -42,3 +42,14 @@ func TestPlannerBehind(t *testing.T) {
 		t.Error("a planner reporting no position counted as caught up")
 	}
 }
+
+// Flags given with -quick win over its sizes.
+func TestQuickKeepsGivenFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-quick", "-executors", "300", "-evacuate", "20"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.nodes != 2000 || cfg.executors != 300 || cfg.evacuate != 20 {
+		t.Errorf("quick with flags: %+v", cfg)
+	}
+}

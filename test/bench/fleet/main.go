@@ -21,6 +21,7 @@ type config struct {
 	groupNodes  int
 	perNode     int
 	executors   int
+	wave        int
 	logEvents   int
 	partitions  int
 	evacuate    int
@@ -65,13 +66,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&cfg.quick, "quick", false, "a short run: 2,000 nodes, 20,000 instances, a 200,000-event log, 4 executors")
+	fs.BoolVar(&cfg.quick, "quick", false, "a short run: 2,000 nodes, 20,000 instances, a 200,000-event log, 4 executors (flags given explicitly win)")
 	fs.IntVar(&cfg.nodes, "nodes", 10_000, "nodes in the fleet")
 	fs.IntVar(&cfg.groupNodes, "group-nodes", 500, "nodes per group")
 	fs.IntVar(&cfg.perNode, "instances-per-node", 10, "primary instances per node")
-	fs.IntVar(&cfg.executors, "executors", 24, "simulated executors run in this process (each its own Kafka client)")
+	fs.IntVar(&cfg.executors, "executors", 1000, "simulated executors run in this process (each its own Kafka clients): 1,000 is the most this 2-core machine holds with the embedded broker (see DESIGN.md)")
+	fs.IntVar(&cfg.wave, "start-wave", 100, "executors started together; the next wave starts once they run")
 	fs.IntVar(&cfg.logEvents, "log-events", 1_000_000, "events in the log for the second planner restart (history appended up to it)")
-	fs.IntVar(&cfg.partitions, "partitions", 3, "partitions of every topic")
+	fs.IntVar(&cfg.partitions, "partitions", 24, "partitions of every topic (deploy/compose.yaml's): an executor reads about 1/partitions of the opcodes")
 	fs.IntVar(&cfg.evacuate, "evacuate", 10, "nodes the evacuation empties (each with a running executor)")
 	fs.DurationVar(&cfg.planTimeout, "plan-timeout", 5*time.Minute, "how long to wait for one plan before giving it up as not measured")
 	fs.DurationVar(&cfg.runTimeout, "run-timeout", 3*time.Minute, "how long the evacuation may run for the fetch measure")
@@ -84,18 +86,30 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if cfg.quick {
-		cfg.nodes, cfg.logEvents, cfg.executors = 2_000, 200_000, 4
-		cfg.planTimeout, cfg.runTimeout = 2*time.Minute, time.Minute
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for _, q := range []struct {
+			flag string
+			set  func()
+		}{
+			{"nodes", func() { cfg.nodes = 2_000 }}, {"log-events", func() { cfg.logEvents = 200_000 }},
+			{"executors", func() { cfg.executors = 4 }}, {"evacuate", func() { cfg.evacuate = 4 }},
+			{"plan-timeout", func() { cfg.planTimeout = 2 * time.Minute }}, {"run-timeout", func() { cfg.runTimeout = time.Minute }},
+		} {
+			if !given[q.flag] {
+				q.set()
+			}
+		}
 	}
 	var probs []string
 	if cfg.groupNodes < 1 || cfg.nodes < 2*cfg.groupNodes || cfg.nodes%cfg.groupNodes != 0 {
 		probs = append(probs, "-nodes must be a multiple of -group-nodes, at least two groups")
 	}
-	if cfg.perNode < 1 || cfg.partitions < 1 || cfg.executors < 1 || cfg.evacuate < 1 {
-		probs = append(probs, "-instances-per-node, -partitions, -executors and -evacuate must be positive")
+	if cfg.perNode < 1 || cfg.partitions < 1 || cfg.executors < 1 || cfg.evacuate < 1 || cfg.wave < 1 {
+		probs = append(probs, "-instances-per-node, -partitions, -executors, -evacuate and -start-wave must be positive")
 	}
-	if cfg.executors > cfg.groupNodes {
-		probs = append(probs, "-executors must not exceed -group-nodes (they run on the first group's nodes)")
+	if cfg.executors > cfg.nodes {
+		probs = append(probs, "-executors must not exceed -nodes (they run on the first nodes)")
 	}
 	if len(probs) > 0 {
 		return cfg, errors.New(strings.Join(probs, "; "))

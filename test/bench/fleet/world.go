@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -231,38 +233,19 @@ func (w *world) rss(p *proc, r *result, key string) float64 {
 	return mb
 }
 
-// work runs the executors and the two requests against a running planner.
+// work measures the two plan latencies (dry runs, on the planner service
+// alone), then runs the executors and the evacuation among them.
 func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 	var nodes []string
 	for _, n := range c.Nodes[:w.cfg.executors] {
 		nodes = append(nodes, n.Name)
 	}
-	began := time.Now()
-	f, err := startExecutors(w.brokers, nodes)
-	if err == nil {
-		defer f.stop()
-		err = f.waitReady(ctx, 10*time.Minute)
-	}
-	if err != nil {
-		r.note(w.out, "executor_fetch_fraction", "executors did not start: %v", err)
-		return
-	}
-	fmt.Fprintf(w.out, "%d executors running (each its own Kafka client, sim driver at 20x) in %.1fs\n",
-		len(nodes), time.Since(began).Seconds())
-	r.note(w.out, "executors", "%d executors in this process (-executors), on the first group's nodes, of %d nodes: the others have none; they started in %.0fs on this 2-core machine (10,000 were not tried)",
-		len(nodes), len(c.Nodes), time.Since(began).Seconds())
 	watch, err := startWatcher(w.brokers)
 	if err != nil {
 		r.note(w.out, "plan_latency_evacuate_s", "watcher: %v", err)
 		return
 	}
 	defer watch.stop()
-	ref, err := startReference(w.brokers)
-	if err != nil {
-		r.note(w.out, "executor_fetch_fraction", "reference reader: %v", err)
-		return
-	}
-	defer ref.stop()
 	prod, err := kafka.NewProducer(kafka.Config{Brokers: w.brokers, ClientID: "fleet-requests",
 		TransactionalID: "fleet-requests", Logger: w.quiet})
 	if err != nil {
@@ -270,15 +253,53 @@ func (w *world) work(ctx context.Context, r *result, c *planner.Cluster) {
 		return
 	}
 	defer prod.Close()
-	measureEvacuation(ctx, w.cfg, r, w.out, watch, prod, f, ref)
+	measureDryEvacuation(ctx, w.cfg, r, w.out, watch, prod, nodes[:w.cfg.evacuate])
 	measureGroupChange(ctx, w.cfg, r, w.out, watch, prod, c)
+
+	f, ok := w.startFleet(ctx, r, c, nodes)
+	defer func() {
+		if n := f.stop(); n > 0 {
+			r.note(w.out, "executors", "%d executors had not stopped a minute after they were told to", n)
+		}
+	}()
+	if !ok {
+		return
+	}
+	ref, err := startReference(w.brokers)
+	if err != nil {
+		r.note(w.out, "executor_fetch_fraction", "reference reader: %v", err)
+		return
+	}
+	defer ref.stop()
+	measureEvacuation(ctx, w.cfg, r, w.out, watch, prod, f, ref)
+	measureRestart(ctx, r, w.out, f)
 	var errs int64
 	for _, x := range f.execs {
 		errs += x.errors.Load()
 	}
 	if errs > 0 {
-		r.note(w.out, "executors", "%d errors logged by the executors", errs)
+		r.note(w.out, "executors", "%d errors logged by the executors, the first: %v", errs, firstError.Load())
 	}
+}
+
+// startFleet starts the executors of nodes and notes how fast they
+// started and the heap each holds.
+func (w *world) startFleet(ctx context.Context, r *result, c *planner.Cluster, nodes []string) (*fleet, bool) {
+	heap0 := heapInUse()
+	began := time.Now()
+	f, err := startExecutors(ctx, w.brokers, nodes, w.cfg.wave, 10*time.Minute)
+	if err != nil {
+		r.note(w.out, "executor_fetch_fraction", "executors did not start: %v", err)
+		return f, false
+	}
+	took := time.Since(began).Seconds()
+	perExec := (heapInUse() - heap0) / float64(len(nodes))
+	starts := f.startTimes()
+	fmt.Fprintf(w.out, "%d executors running (each its own Kafka clients, sim driver at 20x) in %.1fs; each started in %s; %.2f MiB of heap each\n",
+		len(nodes), took, spread(starts), perExec)
+	r.note(w.out, "executors", "%d executors in this process (-executors), on the first %d of %d nodes (the others have none), started %d at a time (-start-wave): all running in %.1fs on this %d-core machine, each from Run to running in %s (under the load of its wave's starts and the running fleet), %.2f MiB of Go heap each (in use, after GC, over the executors' count: a figure that scales)",
+		len(nodes), len(nodes), len(c.Nodes), w.cfg.wave, took, runtime.NumCPU(), spread(starts), perExec)
+	return f, true
 }
 
 // history appends progress events of finished moves until the log holds
@@ -350,7 +371,26 @@ func (w *world) executorRSS(ctx context.Context, r *result, c *planner.Cluster) 
 		return
 	}
 	r.ExecutorRSSMB = f64(mb)
-	r.note(w.out, "executor_rss_mb", "a `drove executor --driver sim` process of an idle node, after its start on the whole log")
+	r.note(w.out, "executor_rss_mb", "a `drove executor --driver sim` process of an idle node, after its start (it reads its own partition of drove.opcodes from its checkpoint, and drove.settings; no inventory)")
+}
+
+// heapInUse is this process's Go heap in use after a collection, in MiB.
+func heapInUse() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / (1 << 20)
+}
+
+// spread describes durations in seconds: median, 90th percentile and
+// maximum.
+func spread(s []float64) string {
+	if len(s) == 0 {
+		return "(none measured)"
+	}
+	s = slices.Sorted(slices.Values(s))
+	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return fmt.Sprintf("%.2fs median, %.2fs p90, %.2fs max", at(0.5), at(0.9), s[len(s)-1])
 }
 
 // restartFields picks from the planner's ready line what says how it
