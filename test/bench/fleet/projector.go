@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/projector"
 )
@@ -43,7 +44,7 @@ func (w *world) projector(ctx context.Context, r *result) error {
 	done := make(chan error, 1)
 	began := time.Now()
 	go func() { done <- p.Run(rctx) }()
-	folded, last, err := waitFolded(ctx, pool, done)
+	folded, last, err := w.waitFolded(ctx, pool, done)
 	cancel()
 	if rerr := <-done; err == nil && rerr != nil {
 		err = rerr
@@ -69,21 +70,29 @@ func (w *world) projector(ctx context.Context, r *result) error {
 	return nil
 }
 
-// waitFolded polls the projector's offsets until they have not moved for
-// 3 s and returns event_log's size with the time they last moved: the live
-// projector's catch-up.
-func waitFolded(ctx context.Context, pool *pgxpool.Pool, done <-chan error) (int64, time.Time, error) {
+// waitFolded polls the projector's offsets until every partition is
+// folded up to the log's end and returns event_log's size with the time
+// they last moved: the live projector's catch-up. A partition's last
+// record may be a transaction's commit marker, which the projector need
+// not pass: one short of the end counts when the offsets stood still for
+// 3 s (a pause alone does not: a loaded machine stalls the fold).
+func (w *world) waitFolded(ctx context.Context, pool *pgxpool.Pool, done <-chan error) (int64, time.Time, error) {
+	ends, err := kafka.Ends(ctx, kafka.Config{Brokers: w.brokers}, events.Topics()...)
+	if err != nil {
+		return 0, time.Now(), err
+	}
 	var n int64
 	last := time.Now()
 	deadline := time.Now().Add(time.Hour)
 	for time.Now().Before(deadline) {
-		var m int64
-		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(next_offset), 0) FROM drove.projector_offsets`).Scan(&m); err != nil {
+		m, short, err := folded(ctx, pool, ends)
+		if err != nil {
 			return 0, last, err
 		}
 		if m != n {
 			n, last = m, time.Now()
-		} else if n > 0 && time.Since(last) > 3*time.Second {
+		}
+		if short == 0 || (short < 0 && time.Since(last) > 3*time.Second) {
 			var events int64
 			err := pool.QueryRow(ctx, `SELECT count(*) FROM drove.event_log`).Scan(&events)
 			return events, last, err
@@ -97,4 +106,38 @@ func waitFolded(ctx context.Context, pool *pgxpool.Pool, done <-chan error) (int
 		}
 	}
 	return n, last, errors.New("the live projector did not catch up within an hour")
+}
+
+// folded sums the projector's offsets and says how far they are from
+// ends: 0 at every end, -1 when each partition is at most one short,
+// else 1.
+func folded(ctx context.Context, pool *pgxpool.Pool, ends kafka.Positions) (int64, int, error) {
+	rows, err := pool.Query(ctx, `SELECT topic, partition, next_offset FROM drove.projector_offsets`)
+	if err != nil {
+		return 0, 1, err
+	}
+	at := kafka.Positions{}
+	var sum int64
+	for rows.Next() {
+		var tp kafka.TopicPartition
+		var next int64
+		if err := rows.Scan(&tp.Topic, &tp.Partition, &next); err != nil {
+			return 0, 1, err
+		}
+		at[tp], sum = next, sum+next
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 1, err
+	}
+	short := 0
+	for tp, end := range ends {
+		switch {
+		case end == 0 || at[tp] >= end:
+		case at[tp] == end-1:
+			short = -1
+		default:
+			return sum, 1, nil
+		}
+	}
+	return sum, short, nil
 }
