@@ -30,6 +30,10 @@ type Config struct {
 	Accel string
 	// Machine is the machine type. Default pc.
 	Machine string
+	// DiskBus is the bus the disk hangs on: virtio (the default) or ide
+	// (the pc machine's legacy IDE controller, which the test guest's
+	// disk writes speak: guest.go).
+	DiskBus string
 	// DefaultMemoryMiB is the RAM of a VM whose size says none. Default 64.
 	DefaultMemoryMiB int64
 	// ExtraArgs are appended to every QEMU command line.
@@ -111,6 +115,9 @@ func (c Config) Validate() error {
 	if c.DefaultMemoryMiB < 0 {
 		ps = append(ps, "default memory must not be negative")
 	}
+	if c.DiskBus != "" && c.DiskBus != "virtio" && c.DiskBus != "ide" {
+		ps = append(ps, fmt.Sprintf("disk bus %q: virtio or ide", c.DiskBus))
+	}
 	if len(ps) == 0 {
 		return nil
 	}
@@ -131,6 +138,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Machine == "" {
 		c.Machine = "pc"
+	}
+	if c.DiskBus == "" {
+		c.DiskBus = "virtio"
 	}
 	if c.DefaultMemoryMiB == 0 {
 		c.DefaultMemoryMiB = 64
