@@ -50,8 +50,28 @@ func roundCounter(t *testing.T, n *node, inst string) uint32 {
 	return uint32(v)
 }
 
+// pausedWrites reads a running writing guest's disk with its VM paused:
+// under a running guest the ring moves on while it is read.
+func pausedWrites(t *testing.T, n *node, inst, disk string) qemu.GuestWrites {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.d.HMP(ctx, inst, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := qemu.ReadGuestWrites(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.d.HMP(ctx, inst, "cont"); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // A writing guest writes its disk at about the rate asked, paced by its
-// own clock, every sector checkable; its header follows its rounds.
+// own clock, every sector checkable; its header follows its rounds; a
+// guest booted again goes on from its header.
 func TestGuestWritesItsDisk(t *testing.T) {
 	const rate = 5_000_000
 	n := newNode(t, "qw", func(c *qemu.Config) { c.DiskBus = "ide" })
@@ -63,19 +83,12 @@ func TestGuestWritesItsDisk(t *testing.T) {
 	var first qemu.GuestWrites
 	var began time.Time
 	waitFor(t, "the guest's first chunk", 30*time.Second, func() bool {
-		w, err := qemu.ReadGuestWrites(disk)
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, began = w, time.Now()
-		return w.Chunks > 0
+		first, began = pausedWrites(t, n, "vw", disk), time.Now()
+		return first.Chunks > 0
 	})
 	var w qemu.GuestWrites
 	waitFor(t, "the guest to go round its ring", time.Minute, func() bool {
-		var err error
-		if w, err = qemu.ReadGuestWrites(disk); err != nil {
-			t.Fatal(err)
-		}
+		w = pausedWrites(t, n, "vw", disk)
 		return w.Chunks > first.Chunks+60 // 48 slots in 3 MiB
 	})
 	el := time.Since(began)
@@ -83,18 +96,31 @@ func TestGuestWritesItsDisk(t *testing.T) {
 	if w.Round > round || w.Round < first.Round {
 		t.Errorf("the header's round %d; the guest's counter %d, %d at the first chunk", w.Round, round, first.Round)
 	}
-	t.Logf("%d chunks of 64 KiB in %s: %.2f MB/s (asked %.2f); round %d", w.Chunks-first.Chunks, el.Round(time.Millisecond),
+	t.Logf("%d chunks of 64 KiB in %s: %.2f MB/s (asked %.2f; each read pauses the VM); round %d", w.Chunks-first.Chunks, el.Round(time.Millisecond),
 		float64(w.Chunks-first.Chunks)*65536/el.Seconds()/1e6, float64(rate)/1e6, round)
+	stopped := stopWriting(t, n, "vw", disk, w)
+	start(t, n, "vw")
+	waitFor(t, "the guest booted again writing on", time.Minute, func() bool {
+		w = pausedWrites(t, n, "vw", disk)
+		return w.Chunks > stopped.Chunks
+	})
+	corrupt(t, disk, stopWriting(t, n, "vw", disk, w))
+}
+
+// stopWriting stops the VM and reads its disk, which holds at least the
+// chunks of w.
+func stopWriting(t *testing.T, n *node, inst, disk string, w qemu.GuestWrites) qemu.GuestWrites {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := n.d.Stop(ctx, "vw"); err != nil {
+	if err := n.d.Stop(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
 	last, err := qemu.ReadGuestWrites(disk)
 	if err != nil || last.Chunks < w.Chunks {
 		t.Fatalf("after the stop: %+v %v, before %+v", last, err, w)
 	}
-	corrupt(t, disk, last)
+	return last
 }
 
 // corrupt changes the disk a stopped writing guest left, a byte of data
