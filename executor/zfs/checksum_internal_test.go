@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -26,7 +27,7 @@ func TestChecksumTreeReusesOnlyUnchangedFiles(t *testing.T) {
 	if err := os.Symlink("still", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	ahead, err := checksumTree(ctx, root, nil)
+	ahead, err := checksumTree(ctx, root, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +50,11 @@ func TestChecksumTreeReusesOnlyUnchangedFiles(t *testing.T) {
 	}
 	write("log", "one two")
 
-	switchSum, err := checksumTree(ctx, root, ahead.files)
+	switchSum, err := checksumTree(ctx, root, ahead.files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := checksumTree(ctx, root, nil)
+	full, err := checksumTree(ctx, root, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestChecksumTreeReusesOnlyUnchangedFiles(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(root, "still")); err != nil {
 		t.Fatal(err)
 	}
-	again, err := checksumTree(ctx, root, switchSum.files)
+	again, err := checksumTree(ctx, root, switchSum.files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +88,67 @@ func TestChecksumTreeReusesOnlyUnchangedFiles(t *testing.T) {
 	}
 	if again.Sum == switchSum.Sum {
 		t.Errorf("a replaced file's new content did not change the sum")
+	}
+}
+
+// With a delta, a changed file re-reads only the blocks the delta names,
+// the ones its growth touches and, for an object created since, all of
+// it; the sum is the one read in full.
+func TestChecksumTreeReReadsOnlyTheDeltasBlocks(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	img := filepath.Join(root, "disk.img")
+	data := make([]byte, 10*sumBlock+100)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(img, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ahead, err := checksumTree(ctx, root, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := st.Sys().(*syscall.Stat_t).Ino
+	time.Sleep(10 * time.Millisecond) // a ctime the kernel can tell apart
+	f, err := os.OpenFile(img, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a write across blocks 3 and 4, and growth into block 11
+	if _, err := f.WriteAt([]byte("written across a block boundary"), 4*sumBlock-10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("grown"), 11*sumBlock+1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	full, err := checksumTree(ctx, root, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDelta()
+	d.touched[ino] = []span{{4*sumBlock - 10, 4*sumBlock + 21}, {11*sumBlock + 1, 11*sumBlock + 6}}
+	got, err := checksumTree(ctx, root, ahead.files, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// blocks 3 and 4 (the write), 10 (the old last, partial) and 11 (new)
+	if want := int64(3*sumBlock + 6); got.Sum != full.Sum || got.Read != want {
+		t.Errorf("with the delta: %s read %d; in full %s; want the same sum, %d read", got.Sum, got.Read, full.Sum, want)
+	}
+	// The delta is trusted: a block it leaves out keeps its old sum.
+	d.touched[ino] = d.touched[ino][1:]
+	if miss, err := checksumTree(ctx, root, ahead.files, d); err != nil || miss.Sum == full.Sum {
+		t.Errorf("a delta without the write: %s %v; the old block's sum should stay", miss.Sum, err)
+	}
+	// An object created since is read whole.
+	d.created[ino] = true
+	if whole, err := checksumTree(ctx, root, ahead.files, d); err != nil || whole.Sum != full.Sum || whole.Read != full.Read {
+		t.Errorf("a new object: %s read %d %v; want it read whole (%d)", whole.Sum, whole.Read, err, full.Read)
 	}
 }

@@ -132,7 +132,7 @@ func (m *move) runLive(ctx context.Context, lr LiveRuntime, res executor.Result)
 			if _, aerr := m.request(ctx, kindAbort, map[string]string{"why": "live hand-over failed; moving offline", "offline": "true"}); aerr != nil {
 				return res, true, m.fail(ctx, aerr, false, true)
 			}
-			m.verified = 0 // the target's copy is gone: the offline switch checks it all
+			m.verified, m.delta = 0, nil // the target's copy is gone: the offline switch checks it all
 			m.fellBack = err.Error()
 			return res, false, nil
 		}
