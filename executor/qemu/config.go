@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/executor/nodeid"
 )
 
 // Config is what a Driver needs. Zero fields take the defaults listed
@@ -38,6 +40,11 @@ type Config struct {
 	DefaultMemoryMiB int64
 	// ExtraArgs are appended to every QEMU command line.
 	ExtraArgs []string
+	// TLS is this node's identity (executor/nodeid, `drove ca issue`):
+	// with it the migration stream between VMs is QEMU's own TLS, both
+	// ends checked against the CA and the target's certificate against
+	// its node name (tls.go). Zero: plain TCP.
+	TLS nodeid.Files
 	// ListenHost is the address the target's incoming VM listens on and
 	// announces. Default 127.0.0.1.
 	ListenHost string
@@ -114,6 +121,9 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultMemoryMiB < 0 {
 		ps = append(ps, "default memory must not be negative")
+	}
+	if c.TLS != (nodeid.Files{}) && (c.TLS.Cert == "" || c.TLS.Key == "" || c.TLS.CA == "") {
+		ps = append(ps, "TLS needs the node's certificate, key and CA")
 	}
 	if c.DiskBus != "" && c.DiskBus != "virtio" && c.DiskBus != "ide" {
 		ps = append(ps, fmt.Sprintf("disk bus %q: virtio or ide", c.DiskBus))
