@@ -37,6 +37,7 @@ const (
 	slotsOffset   = 0x1f0 // chunks in the ring
 	hdrOffset     = 0x1f4 // LBA of the header sector
 	foreverOffset = 0x1f8 // non-zero loops forever
+	flushOffset   = 0x1fa // chunks per CACHE FLUSH (16 bits)
 )
 
 // The guest's disk layout: the program in the first sectors, the header
@@ -59,10 +60,14 @@ type Guest struct {
 	Workload  Workload
 	// DiskBytesPerSecond is how fast the guest writes its disk, in chunks
 	// of 64 KiB paced by the guest's clock (which stands still while the
-	// VM is paused); 0 writes nothing. Its writes are ATA PIO, so the
-	// disk must be on IDE (Config.DiskBus "ide"). Under software
-	// emulation each chunk costs some milliseconds of the guest's CPU.
+	// VM is paused); 0 writes nothing. It speaks to the pc machine's IDE
+	// controller (a chunk in one bus-master DMA transfer, the header by
+	// PIO), so the disk must be on IDE (Config.DiskBus "ide").
 	DiskBytesPerSecond int64
+	// FlushEvery is how many chunks go between two CACHE FLUSH commands
+	// (each an fdatasync of the image, costly on zfs-fuse); 0 means 1.
+	// The header follows every chunk either way.
+	FlushEvery int
 }
 
 // WriteGuestDisk writes a raw disk image of sizeMiB at path whose first
@@ -112,6 +117,7 @@ func (g Guest) WriteDisk(path string, sizeMiB int64) error {
 	if g.Workload == FillForever {
 		prog[foreverOffset] = 1
 	}
+	binary.LittleEndian.PutUint16(prog[flushOffset:], uint16(min(max(g.FlushEvery, 1), 1<<16-1)))
 	if _, err := f.WriteAt(prog, 0); err != nil {
 		return err
 	}

@@ -11,10 +11,12 @@
  *   - if `tpc` (HPET ticks per chunk) is not 0, reads the HPET main
  *     counter (100 MHz in QEMU, stopped while the VM is paused) and, for
  *     each `tpc` ticks elapsed, writes one chunk of `chunk` sectors to
- *     the disk with ATA PIO (WRITE MULTIPLE, LBA28, 32-bit data port):
+ *     the disk in one bus-master DMA transfer (WRITE DMA, LBA28; the
+ *     header goes by PIO, WRITE SECTORS):
  *     chunk number `seq` goes to ring slot seq mod `slots` from LBA
  *     `ring`; then it writes the header sector at LBA `hdr` naming that
- *     chunk (seq, round) and sends CACHE FLUSH. Every sector of a chunk
+ *     chunk (seq, round) and, every `flushk` chunks, sends CACHE FLUSH
+ *     (QEMU makes it an fdatasync of the image). Every sector of a chunk
  *     says what it is (magic, seq, round, its LBA) and the rest of it is
  *     a pattern of those, so a reader can check every byte;
  *   - stops after the first round unless `forever`.
@@ -22,7 +24,8 @@
  * A guest that boots on a disk a writing guest wrote goes on counting
  * chunks from its header (its rounds start again at 1).
  *
- * Interrupts stay off throughout (cli; nIEN set on the disk).
+ * Interrupts stay off throughout (cli; nIEN set on the disk); the DMA's
+ * end is polled on the bus master's status.
  */
 	.code16
 	.text
@@ -69,6 +72,8 @@ ring:	.long	0	/* 0x1ec: first LBA of the ring of chunks */
 slots:	.long	0	/* 0x1f0: chunks in the ring */
 hdr:	.long	0	/* 0x1f4: LBA of the header sector */
 forever: .byte	0	/* 0x1f8: non-zero loops forever */
+	.org	0x1fa
+flushk:	.word	1	/* 0x1fa: chunks per CACHE FLUSH, at least 1 */
 	.org	0x1fe
 	.byte	0x55, 0xaa
 
@@ -102,8 +107,8 @@ fill:
 	subl	last, %eax
 	movl	%ecx, last
 	addl	%eax, credit
-	movl	tpc, %eax		/* at most 4 chunks behind: no bursts */
-	shll	$2, %eax
+	movl	tpc, %eax		/* at most 16 chunks behind */
+	shll	$4, %eax
 	cmpl	%eax, credit
 	jbe	write
 	movl	%eax, credit
@@ -127,6 +132,22 @@ halt:
  * the chunk count from the header if there is one.
  */
 ata_init:
+	/* the IDE function (00:01.1): bus master on, its BMDMA ports (BAR4) */
+	movw	$0xcf8, %dx
+	movl	$0x80000904, %eax
+	outl	%eax, %dx
+	movw	$0xcfc, %dx
+	inl	%dx, %eax
+	andl	$0xffff, %eax
+	orl	$0x05, %eax		/* I/O space, bus master */
+	outl	%eax, %dx
+	movw	$0xcf8, %dx
+	movl	$0x80000920, %eax
+	outl	%eax, %dx
+	movw	$0xcfc, %dx
+	inl	%dx, %eax
+	andl	$0xfffc, %eax
+	movw	%ax, bmiba
 	movw	$0x3f6, %dx
 	movb	$0x02, %al		/* nIEN */
 	outb	%al, %dx
@@ -221,18 +242,37 @@ write_chunk:
 	movl	%esi, %eax
 	subl	chunk, %eax
 	movl	%eax, %esi
+	/* one DMA transfer of the chunk: a PRD of chunk*512 bytes (0: 64 KiB) */
+	movl	$0x10000, 0x9000
+	movl	chunk, %eax
+	shll	$9, %eax
+	andl	$0xffff, %eax
+	orl	$0x80000000, %eax	/* the last PRD */
+	movl	%eax, 0x9004
+	movw	bmiba, %dx
+	xorb	%al, %al
+	outb	%al, %dx		/* stopped; direction memory to disk */
+	addw	$4, %dx
+	movl	$0x9000, %eax
+	outl	%eax, %dx		/* the PRD table */
+	subw	$2, %dx
+	movb	$0x06, %al
+	outb	%al, %dx		/* clear error and interrupt */
 	movl	chunk, %ecx
-	movb	$0xc5, %al		/* WRITE MULTIPLE */
+	movb	$0xca, %al		/* WRITE DMA */
 	call	ata_cmd
-	movl	$0x10000, %esi
-	movl	chunk, %ebx
-	shrl	$4, %ebx		/* DRQ blocks of 16 sectors */
-2:	call	ata_drq
-	movw	$0x1f0, %dx
-	movl	$16*128, %ecx
-	rep outsl
-	decl	%ebx
+	movw	bmiba, %dx
+	movb	$0x01, %al
+	outb	%al, %dx		/* start */
+	addw	$2, %dx
+2:	inb	%dx, %al
+	testb	$0x02, %al		/* error */
+	jnz	halt
+	testb	$0x01, %al		/* active */
 	jnz	2b
+	movw	bmiba, %dx
+	xorb	%al, %al
+	outb	%al, %dx		/* stop */
 	call	ata_idle
 	popl	%ebx
 	/* the header: magic, seq, round, its LBA, then zeros */
@@ -258,6 +298,10 @@ write_chunk:
 	movl	$128, %ecx
 	rep outsl
 	call	ata_idle
+	decw	flushleft
+	jnz	3f
+	movw	flushk, %ax
+	movw	%ax, flushleft
 	movw	$0x1f6, %dx
 	movb	$0xe0, %al
 	outb	%al, %dx
@@ -265,7 +309,7 @@ write_chunk:
 	movb	$0xe7, %al		/* CACHE FLUSH */
 	outb	%al, %dx
 	call	ata_idle
-	incl	seq
+3:	incl	seq
 	ret
 
 /*
@@ -298,4 +342,6 @@ fill_sector:
 last:	.long	0	/* the HPET counter at the last look */
 credit:	.long	0	/* HPET ticks not yet spent on chunks */
 seq:	.long	0	/* the next chunk's number */
+flushleft: .word 1	/* chunks until the next flush */
+bmiba:	.word	0	/* the IDE bus master's ports */
 	.org	0x800	/* 4 sectors in all */

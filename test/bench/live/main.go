@@ -63,11 +63,16 @@ type result struct {
 	ChecksumMS      int64   `json:"checksum_ms_zfs"`
 	SizeMiB         int     `json:"size_mib"`
 	WriteMBps       float64 `json:"write_mbps"`
-	// GuestWriteMBps is the rate the guest reached, from its boot to the
-	// end of the move, its chunks counted on the target.
-	GuestWriteMBps float64 `json:"guest_write_mbps"`
-	GuestMemoryMiB int64   `json:"guest_memory_mib"`
-	LoadAverage    string  `json:"load_average"`
+	// GuestWriteMBps is the rate the guest reached during the move, its
+	// chunks counted on the source before and on the target after;
+	// GuestFlushEvery its chunks (64 KiB) per CACHE FLUSH.
+	GuestWriteMBps  float64 `json:"guest_write_mbps"`
+	GuestFlushEvery int     `json:"guest_flush_every"`
+	// ChecksumReadBytes is what the checksum in the pause read on each
+	// node (the blocks sent since the snapshot verified ahead).
+	ChecksumReadBytes int64  `json:"checksum_read_bytes_zfs"`
+	GuestMemoryMiB    int64  `json:"guest_memory_mib"`
+	LoadAverage       string `json:"load_average"`
 }
 
 const memMiB = 32
@@ -93,11 +98,12 @@ func main() {
 		if err != nil {
 			fail("zfs", err)
 		}
-		r.GuestWriteMBps = rate
+		r.GuestWriteMBps, r.GuestFlushEvery = rate, flushEvery
 		r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS, r.MessageZFS = downtime(m), total.Seconds(), m.Syncs, m.Message
 		if n := len(switchReport.Syncs); n > 0 {
 			r.FinalDeltaBytes, r.FinalSendMS = switchReport.FinalDelta, switchReport.Syncs[n-1].Duration.Milliseconds()
 			r.ChecksumMS = switchReport.ChecksumTime.Milliseconds()
+			r.ChecksumReadBytes = switchReport.ChecksumRead
 		}
 		fmt.Printf("zfs: %s\n", m.Message)
 	}
@@ -111,9 +117,10 @@ func main() {
 			r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS)
 	}
 	if *withZFS {
-		fmt.Printf("zfs downtime: final delta %d KiB, its send %d ms, checksums %d ms, the rest QEMU's pause, device state and resume\n",
-			r.FinalDeltaBytes>>10, r.FinalSendMS, r.ChecksumMS)
-		fmt.Printf("the guest wrote %.2f MB/s (asked %.2f), every byte checked on the target\n", r.GuestWriteMBps, *writeMBps)
+		fmt.Printf("zfs downtime: final delta %d KiB, its send %d ms, checksums %d ms (%d KiB read on each node), the rest QEMU's pause, device state and resume\n",
+			r.FinalDeltaBytes>>10, r.FinalSendMS, r.ChecksumMS, r.ChecksumReadBytes>>10)
+		fmt.Printf("the guest wrote %.2f MB/s during the move (asked %.2f; a flush every %d KiB), every byte checked on the target\n",
+			r.GuestWriteMBps, *writeMBps, flushEvery*64)
 	}
 	fmt.Printf("goal: downtime under 300 ms (KubeVirt's target is about 900 ms); load average %s\n", r.LoadAverage)
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
