@@ -132,7 +132,7 @@ func TestChecksumTreeReReadsOnlyTheDeltasBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDelta()
-	d.touched[ino] = []span{{4*sumBlock - 10, 4*sumBlock + 21}, {11*sumBlock + 1, 11*sumBlock + 6}}
+	d.touched[ino] = []span{{4*sumBlock - 10, 4*sumBlock + 21, false}, {11*sumBlock + 1, 11*sumBlock + 6, false}}
 	got, err := checksumTree(ctx, root, ahead.files, d)
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +141,12 @@ func TestChecksumTreeReReadsOnlyTheDeltasBlocks(t *testing.T) {
 	if want := int64(3*sumBlock + 6); got.Sum != full.Sum || got.Read != want {
 		t.Errorf("with the delta: %s read %d; in full %s; want the same sum, %d read", got.Sum, got.Read, full.Sum, want)
 	}
+	// A range ZFS freed is read again where it was not zeros.
+	d.touched[ino] = append(d.touched[ino], span{5 * sumBlock, 6 * sumBlock, true})
+	if freed, err := checksumTree(ctx, root, ahead.files, d); err != nil || freed.Read != got.Read+sumBlock {
+		t.Errorf("a freed block that held data: read %d %v, want %d", freed.Read, err, got.Read+sumBlock)
+	}
+	d.touched[ino] = d.touched[ino][:2]
 	// The delta is trusted: a block it leaves out keeps its old sum.
 	d.touched[ino] = d.touched[ino][1:]
 	if miss, err := checksumTree(ctx, root, ahead.files, d); err != nil || miss.Sum == full.Sum {

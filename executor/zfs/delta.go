@@ -19,13 +19,17 @@ import (
 type delta struct {
 	known   bool
 	since   uint64            // the verified snapshot's txg (createtxg) on the source
-	touched map[uint64][]span // object: ranges written or freed
+	touched map[uint64][]span // object: ranges written or freed (span.free)
 	created map[uint64]bool   // objects (re)allocated after the verified snapshot
 	freed   []span            // ranges of objects freed (and maybe reused)
 }
 
 // span is a byte range; end ^uint64(0) means to the end of the file.
-type span struct{ off, end uint64 }
+// free: ZFS freed it (it reads as zeros), not wrote it.
+type span struct {
+	off, end uint64
+	free     bool
+}
 
 func newDelta() *delta {
 	return &delta{known: true, touched: map[uint64][]span{}, created: map[uint64]bool{}}
@@ -132,20 +136,20 @@ func (s *streamReader) record() {
 			if end < first {
 				end = ^uint64(0)
 			}
-			s.d.freed = append(s.d.freed, span{first, end})
+			s.d.freed = append(s.d.freed, span{off: first, end: end})
 		}
 	case drrWrite:
 		if s.ours {
-			s.touch(s.u64(8), s.u64(24), s.u64(32))
+			s.touch(s.u64(8), s.u64(24), s.u64(32), false)
 		}
 		s.skip = s.u64(32)
 	case drrWriteRef:
 		if s.ours {
-			s.touch(s.u64(8), s.u64(16), s.u64(24))
+			s.touch(s.u64(8), s.u64(16), s.u64(24), false)
 		}
 	case drrFree:
 		if s.ours {
-			s.touch(s.u64(8), s.u64(16), s.u64(24))
+			s.touch(s.u64(8), s.u64(16), s.u64(24), true)
 		}
 	case drrEnd:
 	default:
@@ -164,12 +168,12 @@ func (s *streamReader) objectDone() {
 	s.bonus = nil
 }
 
-func (s *streamReader) touch(obj, off, length uint64) {
+func (s *streamReader) touch(obj, off, length uint64, free bool) {
 	end := off + length
 	if length == ^uint64(0) || end < off {
 		end = ^uint64(0)
 	}
-	s.d.touched[obj] = append(s.d.touched[obj], span{off, end})
+	s.d.touched[obj] = append(s.d.touched[obj], span{off, end, free})
 }
 
 // fresh says whether object ino must be read whole: created since the
@@ -188,7 +192,7 @@ func (d *delta) fresh(ino uint64) bool {
 
 // deltaWire is a delta in a checksum request to the target.
 type deltaWire struct {
-	Touched map[string][][2]uint64 `json:"touched"`
+	Touched map[string][][3]uint64 `json:"touched"` // off, end, 1 if freed
 	Created []uint64               `json:"created"`
 	Freed   [][2]uint64            `json:"freed"`
 }
@@ -198,10 +202,15 @@ func (d *delta) encode() string {
 	if d == nil || !d.known {
 		return ""
 	}
-	w := deltaWire{Touched: map[string][][2]uint64{}}
+	w := deltaWire{Touched: map[string][][3]uint64{}}
 	for o, ss := range d.touched {
+		k := strconv.FormatUint(o, 10)
 		for _, s := range ss {
-			w.Touched[strconv.FormatUint(o, 10)] = append(w.Touched[strconv.FormatUint(o, 10)], [2]uint64{s.off, s.end})
+			free := uint64(0)
+			if s.free {
+				free = 1
+			}
+			w.Touched[k] = append(w.Touched[k], [3]uint64{s.off, s.end, free})
 		}
 	}
 	for o := range d.created {
@@ -231,14 +240,14 @@ func decodeDelta(s string) (*delta, error) {
 			return nil, fmt.Errorf("zfs: the checksum request's delta: object %q", k)
 		}
 		for _, s := range ss {
-			d.touched[o] = append(d.touched[o], span{s[0], s[1]})
+			d.touched[o] = append(d.touched[o], span{s[0], s[1], s[2] != 0})
 		}
 	}
 	for _, o := range w.Created {
 		d.created[o] = true
 	}
 	for _, f := range w.Freed {
-		d.freed = append(d.freed, span{f[0], f[1]})
+		d.freed = append(d.freed, span{off: f[0], end: f[1]})
 	}
 	return d, nil
 }

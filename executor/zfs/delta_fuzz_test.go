@@ -8,12 +8,12 @@ import (
 // decodeDelta reads what encode wrote, and anything else without panic.
 func FuzzDecodeDelta(f *testing.F) {
 	d := newDelta()
-	d.touched[7] = []span{{0, 131072}, {5, ^uint64(0)}}
+	d.touched[7] = []span{{0, 131072, false}, {5, ^uint64(0), true}}
 	d.created[9] = true
-	d.freed = []span{{100, 200}}
+	d.freed = []span{{off: 100, end: 200}}
 	f.Add(d.encode())
 	f.Add(`{"touched":{"x":[[1,2]]}}`)
-	f.Add(`{"touched":{"3":[[1]]},"created":[1,2],"freed":[[0,1]]}`)
+	f.Add(`{"touched":{"3":[[1,2,1]]},"created":[1,2],"freed":[[0,1]]}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := decodeDelta(s)
 		if err != nil || d == nil {

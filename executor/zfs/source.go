@@ -36,6 +36,10 @@ type move struct {
 	// delta is what the streams sent since verified (delta.go); nil: none
 	// followed.
 	delta *delta
+	// writing says the guest writes the dataset here although the
+	// runtime does not call it running (a VM in its outgoing pre-copy):
+	// a checksum then reads a clone of the snapshot, not the dataset.
+	writing bool
 	// fellBack is why a live hand-over failed before this offline switch
 	// (allow_failover); the end says so, as progress reports may be dropped.
 	fellBack string
@@ -366,12 +370,31 @@ func (m *move) verifyAheadOf(ctx context.Context, last int) error {
 		return err
 	}
 	m.rep.AheadTime = time.Since(began)
-	m.verified = last
-	m.delta = newDelta()
-	txg, terr := propInt(ctx, m.ds+"@"+snapName(last), "createtxg")
-	m.delta.since, m.delta.known = uint64(txg), terr == nil && txg > 0
+	m.verifiedAt(ctx, last)
 	_, err := m.send(ctx, false)
 	return err
+}
+
+// verifiedAt makes snapshot n the verified one, from which the streams
+// sent next are followed (delta.go).
+func (m *move) verifiedAt(ctx context.Context, n int) {
+	m.verified = n
+	m.delta = newDelta()
+	txg, err := propInt(ctx, m.ds+"@"+snapName(n), "createtxg")
+	m.delta.since, m.delta.known = uint64(txg), err == nil && txg > 0
+}
+
+// reverify verifies snapshot n, which both sides hold, re-reading the
+// blocks sent since the verified snapshot, and makes it the verified one;
+// the guest runs here meanwhile (a live hand-over's catch-up).
+func (m *move) reverify(ctx context.Context, n int) error {
+	m.writing = true
+	defer func() { m.writing = false }()
+	if _, err := m.verify(ctx, n, m.verified); err != nil {
+		return err
+	}
+	m.verifiedAt(ctx, n)
+	return nil
 }
 
 // verify compares the content sums of snapshot n on both sides; with
@@ -395,7 +418,7 @@ func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
 	}
 	local := make(chan res, 1)
 	go func() {
-		ts, err := m.d.contentSum(ctx, m.op, n, prev, dl)
+		ts, err := m.d.contentSum(ctx, m.op, n, prev, dl, m.writing)
 		local <- res{ts, err}
 	}()
 	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n), "prev": strconv.Itoa(prev),
