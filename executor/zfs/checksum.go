@@ -52,6 +52,7 @@ type treeSum struct {
 	// Read and Reused count the bytes of regular files read for this sum
 	// and taken from the earlier verified snapshot.
 	Read, Reused int64
+	read         []string // the files read (in part or whole) for it
 }
 
 // checksumSnapshot sums snapshot n of the instance's dataset. When live,
@@ -144,6 +145,7 @@ func checksumTree(ctx context.Context, root string, prev map[string]fileSum, dl 
 				}
 				ts.Read += read
 				ts.Reused += fsum.size - read
+				ts.read = append(ts.read, rel)
 			}
 			ts.files[rel] = fsum
 			fmt.Fprintf(h, "%x\x00%d\x00", fsum.sum, fsum.size)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -156,5 +157,40 @@ func TestChecksumTreeReReadsOnlyTheDeltasBlocks(t *testing.T) {
 	d.created[ino] = true
 	if whole, err := checksumTree(ctx, root, ahead.files, d); err != nil || whole.Sum != full.Sum || whole.Read != full.Read {
 		t.Errorf("a new object: %s read %d %v; want it read whole (%d)", whole.Sum, whole.Read, err, full.Read)
+	}
+}
+
+// A mismatch names the files and blocks that differ, and the files one
+// side read again while the other took its earlier sums.
+func TestSumDiffNamesTheBlocks(t *testing.T) {
+	ctx := context.Background()
+	a, b := t.TempDir(), t.TempDir()
+	data := make([]byte, 3*sumBlock)
+	for _, d := range []string{a, b} {
+		if err := os.WriteFile(filepath.Join(d, "disk"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "log"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data[2*sumBlock+5] = 1
+	if err := os.WriteFile(filepath.Join(b, "disk"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := checksumTree(ctx, a, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := checksumTree(ctx, b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.read = sb.read[:1] // as if "log" was taken from earlier sums there
+	got := sa.sumDiff(sb.readSums())
+	for _, want := range []string{"disk (blocks 2)", "log (read again here"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q does not say %q", got, want)
+		}
 	}
 }

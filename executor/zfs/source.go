@@ -432,7 +432,8 @@ func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
 		return "", rerr
 	}
 	if remote["sum"] != l.ts.Sum {
-		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s", ErrChecksum, l.ts.Sum, m.op.From, remote["sum"], m.op.To))
+		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s; %s", ErrChecksum, l.ts.Sum, m.op.From, remote["sum"], m.op.To,
+			l.ts.sumDiff(remote["blocks"])))
 	}
 	if m.phase == events.PhaseSwitch {
 		m.rep.ChecksumRead, m.rep.ChecksumReused = l.ts.Read, l.ts.Reused

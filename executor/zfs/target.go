@@ -155,7 +155,7 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 			break
 		}
 		ts, err := d.contentSum(ctx, op, n, prev, dl, false)
-		reply(map[string]string{"sum": ts.Sum}, err)
+		reply(map[string]string{"sum": ts.Sum, "blocks": ts.readSums()}, err)
 	case kindCommit:
 		tidy, err := d.commitTarget(ctx, op, ds, s.Meta)
 		if err == nil {
