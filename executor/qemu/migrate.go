@@ -422,7 +422,16 @@ func (r *outgoing) release(ctx context.Context, info migrationInfo) {
 	catchUp := r.catchUp
 	r.catchUp = nil
 	r.s.progress(info, events.PhaseSwitch, "first pre-copy pass done: catching up the storage while the pre-copy holds")
-	err := catchUp(ctx)
+	// The send trickles while catchUp runs: with the downtime limit
+	// alone, a guest that dirties little memory (a starved one) reaches
+	// the pause during a long catch-up, and its rest is downtime.
+	err := r.d.setRate(r.v, holdRate)
+	if err == nil {
+		err = catchUp(ctx)
+	}
+	if err == nil {
+		err = r.d.setRate(r.v, r.op.SendBytesPerSecond)
+	}
 	if err == nil {
 		err = r.d.exec(r.v, "migrate-set-parameters", map[string]any{"downtime-limit": r.d.cfg.DowntimeLimit.Milliseconds()}, nil)
 	}
