@@ -151,10 +151,11 @@ type verifiedSums struct {
 // verified prev in the same move, and of those only the blocks dl says
 // were sent since (nil: whole); the sums are kept for a later call.
 // The dataset itself is read instead of a clone of n when the instance
-// does not run on this node, nothing writes it (writing: the caller knows
-// a guest does) and n is the newest snapshot (a target before the
-// commit; a source after the stop or in the pause).
-func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int, dl *delta, writing bool) (treeSum, error) {
+// does not run on this node and n is the newest snapshot (a target
+// before the commit; a source after the stop or in the pause). A source
+// VM in its outgoing pre-copy writes although it is not "up": do not
+// checksum the source then.
+func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int, dl *delta) (treeSum, error) {
 	ds := d.Dataset(op.Instance)
 	d.mu.Lock()
 	var files map[string]fileSum
@@ -169,7 +170,7 @@ func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int, dl
 	if files == nil {
 		dl = nil // no sums of prev here to start from
 	}
-	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files, dl, !running && !writing)
+	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files, dl, !running)
 	if err == nil {
 		d.mu.Lock()
 		d.verified[ds] = verifiedSums{key: op.Key(), snap: n, files: ts.files}

@@ -36,10 +36,6 @@ type move struct {
 	// delta is what the streams sent since verified (delta.go); nil: none
 	// followed.
 	delta *delta
-	// writing says the guest writes the dataset here although the
-	// runtime does not call it running (a VM in its outgoing pre-copy):
-	// a checksum then reads a clone of the snapshot, not the dataset.
-	writing bool
 	// fellBack is why a live hand-over failed before this offline switch
 	// (allow_failover); the end says so, as progress reports may be dropped.
 	fellBack string
@@ -384,19 +380,6 @@ func (m *move) verifiedAt(ctx context.Context, n int) {
 	m.delta.since, m.delta.known = uint64(txg), err == nil && txg > 0
 }
 
-// reverify verifies snapshot n, which both sides hold, re-reading the
-// blocks sent since the verified snapshot, and makes it the verified one;
-// the guest runs here meanwhile (a live hand-over's catch-up).
-func (m *move) reverify(ctx context.Context, n int) error {
-	m.writing = true
-	defer func() { m.writing = false }()
-	if _, err := m.verify(ctx, n, m.verified); err != nil {
-		return err
-	}
-	m.verifiedAt(ctx, n)
-	return nil
-}
-
 // verify compares the content sums of snapshot n on both sides; with
 // prev > 0 each side re-reads only the files changed since it verified
 // snapshot prev.
@@ -418,7 +401,7 @@ func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
 	}
 	local := make(chan res, 1)
 	go func() {
-		ts, err := m.d.contentSum(ctx, m.op, n, prev, dl, m.writing)
+		ts, err := m.d.contentSum(ctx, m.op, n, prev, dl)
 		local <- res{ts, err}
 	}()
 	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n), "prev": strconv.Itoa(prev),

@@ -154,7 +154,7 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 			reply(nil, executor.Fatal(err))
 			break
 		}
-		ts, err := d.contentSum(ctx, op, n, prev, dl, false)
+		ts, err := d.contentSum(ctx, op, n, prev, dl)
 		reply(map[string]string{"sum": ts.Sum, "blocks": ts.readSums()}, err)
 	case kindCommit:
 		tidy, err := d.commitTarget(ctx, op, ds, s.Meta)

@@ -100,7 +100,7 @@ func benchZFS(sizeMiB int, writeMBps float64) (*client.Migration, time.Duration,
 
 // diskMiB is the guest's disk, part of the dataset: its writes go round
 // a ring over all of it but the first MiB.
-const diskMiB = 64
+const diskMiB = 8
 
 // flushEvery is the guest's chunks per CACHE FLUSH: one flush per MiB.
 // A flush is an fdatasync of the image, which on zfs-fuse costs enough
