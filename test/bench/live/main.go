@@ -7,7 +7,7 @@
 //     reach), moved by the QEMU driver's live phases;
 //   - zfs: a VM on zfs-local whose dataset holds -size-mib of data and its
 //     disk, moved by the ZFS driver's live hand-over, its guest writing
-//     its own disk at -write-mbps (qemu.Guest: ATA PIO paced by its own
+//     its own disk at -write-mbps (qemu.Guest: IDE DMA paced by its own
 //     clock, so its writes stop when QEMU pauses it); after the move the
 //     bench checks every byte the guest wrote on the target
 //     (qemu.ReadGuestWrites) and reports the rate it reached.
