@@ -68,6 +68,14 @@ func (t *tlsFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.plain, "plain-transfer", os.Getenv("DROVE_PLAIN_TRANSFER") == "true", "send moves in plain TCP, unencrypted and unauthenticated (trusted networks and tests only; env DROVE_PLAIN_TRANSFER=true)")
 }
 
+// files are the identity's files; zero when none is given.
+func (t *tlsFlags) files() nodeid.Files {
+	if t.cert == "" {
+		return nodeid.Files{}
+	}
+	return nodeid.Files{Cert: t.cert, Key: t.key, CA: t.ca, Secret: t.secret}
+}
+
 // identity loads the node's identity; nil when none is given (the
 // executor then refuses to run a networked driver unless plain is set).
 func (t *tlsFlags) identity(node string) (transfer.Identity, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/nodeid"
 	"github.com/drovehq/drove/executor/process"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/executor/sim"
@@ -82,7 +83,7 @@ Drivers:
 	ctx, stop := signalContext()
 	defer stop()
 	log := sf.logger(stderr)
-	d, closeDriver, err := buildDriver(ctx, *node, df, log)
+	d, closeDriver, err := buildDriver(ctx, *node, df, tf.files(), log)
 	if err != nil {
 		return fail(stderr, "executor", err)
 	}
@@ -104,8 +105,9 @@ Drivers:
 	return exitOK
 }
 
-// buildDriver makes the driver the flags ask for.
-func buildDriver(ctx context.Context, node string, df driverFlags, log *slog.Logger) (executor.Driver, func(), error) {
+// buildDriver makes the driver the flags ask for; QEMU's migration
+// streams go over TLS with the node's identity in tlsFiles (zero: plain).
+func buildDriver(ctx context.Context, node string, df driverFlags, tlsFiles nodeid.Files, log *slog.Logger) (executor.Driver, func(), error) {
 	none := func() {}
 	sendBps := int64(df.sendMbps * 1e6 / 8)
 	switch df.driver {
@@ -125,7 +127,7 @@ func buildDriver(ctx context.Context, node string, df driverFlags, log *slog.Log
 		switch df.runtime {
 		case "none":
 		case "qemu":
-			vm, err := qemu.New(qemu.Config{Node: node, Dir: filepath.Join(df.stateDir, "qemu"), Logger: log,
+			vm, err := qemu.New(qemu.Config{Node: node, Dir: filepath.Join(df.stateDir, "qemu"), Logger: log, TLS: tlsFiles,
 				Disk: func(string) (string, error) { return "", fmt.Errorf("the zfs runtime gives each VM its disk") }})
 			if err != nil {
 				return nil, none, err
@@ -142,7 +144,7 @@ func buildDriver(ctx context.Context, node string, df driverFlags, log *slog.Log
 		}
 		return d, closeRuntime, nil
 	case "qemu":
-		vm, err := qemu.New(qemu.Config{Node: node, Dir: filepath.Join(df.stateDir, "qemu"), Logger: log,
+		vm, err := qemu.New(qemu.Config{Node: node, Dir: filepath.Join(df.stateDir, "qemu"), Logger: log, TLS: tlsFiles,
 			Disk: func(instance string) (string, error) {
 				return filepath.Join(df.stateDir, "disks", instance+".raw"), nil
 			}})

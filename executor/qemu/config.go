@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drovehq/drove/executor/nodeid"
 )
 
 // Config is what a Driver needs. Zero fields take the defaults listed
@@ -30,10 +32,19 @@ type Config struct {
 	Accel string
 	// Machine is the machine type. Default pc.
 	Machine string
+	// DiskBus is the bus the disk hangs on: virtio (the default) or ide
+	// (the pc machine's legacy IDE controller, which the test guest's
+	// disk writes speak: guest.go).
+	DiskBus string
 	// DefaultMemoryMiB is the RAM of a VM whose size says none. Default 64.
 	DefaultMemoryMiB int64
 	// ExtraArgs are appended to every QEMU command line.
 	ExtraArgs []string
+	// TLS is this node's identity (executor/nodeid, `drove ca issue`):
+	// with it the migration stream between VMs is QEMU's own TLS, both
+	// ends checked against the CA and the target's certificate against
+	// its node name (tls.go). Zero: plain TCP.
+	TLS nodeid.Files
 	// ListenHost is the address the target's incoming VM listens on and
 	// announces. Default 127.0.0.1.
 	ListenHost string
@@ -111,6 +122,12 @@ func (c Config) Validate() error {
 	if c.DefaultMemoryMiB < 0 {
 		ps = append(ps, "default memory must not be negative")
 	}
+	if c.TLS != (nodeid.Files{}) && (c.TLS.Cert == "" || c.TLS.Key == "" || c.TLS.CA == "") {
+		ps = append(ps, "TLS needs the node's certificate, key and CA")
+	}
+	if c.DiskBus != "" && c.DiskBus != "virtio" && c.DiskBus != "ide" {
+		ps = append(ps, fmt.Sprintf("disk bus %q: virtio or ide", c.DiskBus))
+	}
 	if len(ps) == 0 {
 		return nil
 	}
@@ -131,6 +148,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Machine == "" {
 		c.Machine = "pc"
+	}
+	if c.DiskBus == "" {
+		c.DiskBus = "virtio"
 	}
 	if c.DefaultMemoryMiB == 0 {
 		c.DefaultMemoryMiB = 64

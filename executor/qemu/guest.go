@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	_ "embed"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -21,43 +22,78 @@ const (
 	FillForever
 )
 
-// bootSector is a 512-byte x86 boot sector, assembled from this source
-// (GNU as, .code16 then .code32):
+// bootProgram is guestboot/boot.S assembled (guestboot/build.sh): the
+// test guest, 4 sectors from the first one, which SeaBIOS boots.
 //
-//	cli; xor ax,ax; mov ds,ax; lgdt [gdtr]      ; flat 4 GiB segments
-//	mov eax,cr0; or eax,1; mov cr0,eax; ljmp 0x08:pm
-//	pm: mov ax,0x10; mov ds/es/ss,ax; mov ebx,1
-//	again: mov edi,0x100000
-//	fill: mov [edi],ebx; add edi,4096; cmp edi,[end]; jb fill
-//	      inc ebx; cmp byte [forever],0; jne again
-//	halt: hlt; jmp halt
-//	gdt: null, code 0x00cf9a000000ffff, data 0x00cf92000000ffff
-//	gdtr: dw 23, dd gdt;  end: dd <patched>;  forever: db <patched>
-//
-// SeaBIOS loads it at 0x7c00 with A20 enabled.
-var bootSector = [...]byte{
-	0xfa, 0x31, 0xc0, 0x8e, 0xd8, 0x66, 0x0f, 0x01, 0x16, 0x68, 0x7c, 0x0f, 0x20, 0xc0, 0x66, 0x83,
-	0xc8, 0x01, 0x0f, 0x22, 0xc0, 0x66, 0xea, 0x1d, 0x7c, 0x00, 0x00, 0x08, 0x00, 0x66, 0xb8, 0x10,
-	0x00, 0x8e, 0xd8, 0x8e, 0xc0, 0x8e, 0xd0, 0xbb, 0x01, 0x00, 0x00, 0x00, 0xbf, 0x00, 0x00, 0x10,
-	0x00, 0x89, 0x1f, 0x81, 0xc7, 0x00, 0x10, 0x00, 0x00, 0x3b, 0x3d, 0x6e, 0x7c, 0x00, 0x00, 0x72,
-	0xf0, 0x43, 0x80, 0x3d, 0x72, 0x7c, 0x00, 0x00, 0x00, 0x75, 0xe1, 0xf4, 0xeb, 0xfd, 0x66, 0x90,
-	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x9a, 0xcf, 0x00,
-	0xff, 0xff, 0x00, 0x00, 0x00, 0x92, 0xcf, 0x00, 0x17, 0x00, 0x50, 0x7c, 0x00, 0x00,
-}
+//go:embed guestboot/boot.bin
+var bootProgram []byte
 
+// Where guest.go patches the program's parameters (see boot.S).
 const (
-	endOffset     = 0x6e // dd: first address not written
-	foreverOffset = 0x72 // db: non-zero loops forever
+	endOffset     = 0x1e0 // first address the rounds do not write
+	tpcOffset     = 0x1e4 // HPET ticks per disk chunk; 0: no disk writes
+	chunkOffset   = 0x1e8 // sectors per chunk
+	ringOffset    = 0x1ec // first LBA of the chunks' ring
+	slotsOffset   = 0x1f0 // chunks in the ring
+	hdrOffset     = 0x1f4 // LBA of the header sector
+	foreverOffset = 0x1f8 // non-zero loops forever
+	flushOffset   = 0x1fa // chunks per CACHE FLUSH (16 bits)
 )
 
+// The guest's disk layout: the program in the first sectors, the header
+// in the last sector of the first MiB, the ring of chunks after it.
+const (
+	hpetHz       = 100_000_000 // QEMU's HPET counts 10 ns ticks
+	chunkSectors = 128         // 64 KiB per chunk
+	chunkBytes   = chunkSectors * 512
+	headerLBA    = 2047
+	ringLBA      = 2048
+)
+
+// Guest is the stand-in for an OS in tests and benchmarks: a VM needs
+// none to run, and this one makes its memory real and, if asked, writes
+// its disk itself.
+type Guest struct {
+	// MemoryMiB is the VM's RAM; the rounds write all but its first and
+	// last 8 MiB (where the firmware keeps its tables). At least 16.
+	MemoryMiB int64
+	Workload  Workload
+	// DiskBytesPerSecond is how fast the guest writes its disk, in chunks
+	// of 64 KiB paced by the guest's clock (which stands still while the
+	// VM is paused); 0 writes nothing. It speaks to the pc machine's IDE
+	// controller (a chunk in one bus-master DMA transfer, the header by
+	// PIO), so the disk must be on IDE (Config.DiskBus "ide").
+	DiskBytesPerSecond int64
+	// FlushEvery is how many chunks go between two CACHE FLUSH commands
+	// (each an fdatasync of the image, costly on zfs-fuse); 0 means 1.
+	// The header follows every chunk either way.
+	FlushEvery int
+}
+
 // WriteGuestDisk writes a raw disk image of sizeMiB at path whose first
-// sector boots a guest doing w over the RAM of a memoryMiB VM (all but
-// the first and the last 8 MiB, where the firmware keeps its tables). It
-// is the stand-in for an OS in tests and benchmarks: a VM needs none to
-// run, and this one makes its memory real.
+// sectors boot a guest doing w over the RAM of a memoryMiB VM, writing
+// nothing to its disk.
 func WriteGuestDisk(path string, sizeMiB int64, memoryMiB int64, w Workload) error {
-	if memoryMiB < 16 {
-		return fmt.Errorf("qemu: guest needs at least 16 MiB, got %d", memoryMiB)
+	return Guest{MemoryMiB: memoryMiB, Workload: w}.WriteDisk(path, sizeMiB)
+}
+
+// WriteDisk writes a raw disk image of sizeMiB at path that boots g.
+// The guest's disk writes go round a ring over the image past its first
+// MiB (ReadGuestWrites checks them).
+func (g Guest) WriteDisk(path string, sizeMiB int64) error {
+	if g.MemoryMiB < 16 {
+		return fmt.Errorf("qemu: guest needs at least 16 MiB, got %d", g.MemoryMiB)
+	}
+	slots := (sizeMiB<<20 - ringLBA*512) / chunkBytes
+	var tpc int64
+	if g.DiskBytesPerSecond > 0 {
+		if slots < 2 {
+			return fmt.Errorf("qemu: a writing guest needs a disk of at least 2 MiB, got %d", sizeMiB)
+		}
+		tpc = hpetHz * chunkBytes / g.DiskBytesPerSecond
+		if tpc < 1 || tpc > 1<<32-1 {
+			return fmt.Errorf("qemu: the guest writes between 2 KB/s and 6 TB/s, not %d B/s", g.DiskBytesPerSecond)
+		}
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -67,17 +103,22 @@ func WriteGuestDisk(path string, sizeMiB int64, memoryMiB int64, w Workload) err
 	if err := f.Truncate(sizeMiB << 20); err != nil {
 		return err
 	}
-	if w == Idle {
+	if g.Workload == Idle {
 		return f.Close()
 	}
-	var sec [512]byte
-	copy(sec[:], bootSector[:])
-	binary.LittleEndian.PutUint32(sec[endOffset:], uint32((memoryMiB-8)<<20))
-	if w == FillForever {
-		sec[foreverOffset] = 1
+	prog := append([]byte(nil), bootProgram...)
+	put := func(off int, v int64) { binary.LittleEndian.PutUint32(prog[off:], uint32(v)) }
+	put(endOffset, (g.MemoryMiB-8)<<20)
+	put(tpcOffset, tpc)
+	put(chunkOffset, chunkSectors)
+	put(ringOffset, ringLBA)
+	put(slotsOffset, slots)
+	put(hdrOffset, headerLBA)
+	if g.Workload == FillForever {
+		prog[foreverOffset] = 1
 	}
-	sec[510], sec[511] = 0x55, 0xaa
-	if _, err := f.WriteAt(sec[:], 0); err != nil {
+	binary.LittleEndian.PutUint16(prog[flushOffset:], uint16(min(max(g.FlushEvery, 1), 1<<16-1)))
+	if _, err := f.WriteAt(prog, 0); err != nil {
 		return err
 	}
 	return f.Close()

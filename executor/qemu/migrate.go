@@ -287,8 +287,9 @@ func (d *Driver) awaitReceiver(ctx context.Context, op executor.Op) (string, err
 	return addr, nil
 }
 
-// setMigrationParameters sets the capabilities, the rate cap (the
-// opcode's, else the driver's, else none) and the downtime limit.
+// setMigrationParameters sets the capabilities, TLS to op.To (tls.go),
+// the rate cap (the opcode's, else the driver's, else none) and the
+// downtime limit.
 func (d *Driver) setMigrationParameters(op executor.Op, v *vm) (rate int64, capText string, err error) {
 	rate = op.SendBytesPerSecond
 	if rate <= 0 {
@@ -301,6 +302,9 @@ func (d *Driver) setMigrationParameters(op executor.Op, v *vm) (rate int64, capT
 		capText = fmt.Sprintf("capped at %s/s", mib(rate))
 	}
 	if err := d.setCapabilities(v); err != nil {
+		return 0, "", err
+	}
+	if err := d.sourceTLS(v, op.To); err != nil {
 		return 0, "", err
 	}
 	err = d.exec(v, "migrate-set-parameters", map[string]any{
@@ -418,7 +422,16 @@ func (r *outgoing) release(ctx context.Context, info migrationInfo) {
 	catchUp := r.catchUp
 	r.catchUp = nil
 	r.s.progress(info, events.PhaseSwitch, "first pre-copy pass done: catching up the storage while the pre-copy holds")
-	err := catchUp(ctx)
+	// The send trickles while catchUp runs: with the downtime limit
+	// alone, a guest that dirties little memory (a starved one) reaches
+	// the pause during a long catch-up, and its rest is downtime.
+	err := r.d.setRate(r.v, holdRate)
+	if err == nil {
+		err = catchUp(ctx)
+	}
+	if err == nil {
+		err = r.d.setRate(r.v, r.op.SendBytesPerSecond)
+	}
 	if err == nil {
 		err = r.d.exec(r.v, "migrate-set-parameters", map[string]any{"downtime-limit": r.d.cfg.DowntimeLimit.Milliseconds()}, nil)
 	}

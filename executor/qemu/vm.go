@@ -60,7 +60,10 @@ func (d *Driver) paths(instance string) (sock, pidfile, logfile string) {
 }
 
 // args is QEMU's command line for spec: TCG or KVM as configured, no
-// default devices, no display, QMP on a unix socket, the disk on virtio.
+// default devices, no display, QMP on a unix socket, the disk on
+// DiskBus. The disk uses QEMU's default cache (writeback): a write the
+// guest completed is in the host file (on the dataset) and its flushes
+// are fdatasyncs; pausing the VM flushes what QEMU still holds.
 func (d *Driver) args(spec Spec, sock, pidfile string) []string {
 	mem := spec.MemoryMiB
 	if mem <= 0 {
@@ -79,7 +82,7 @@ func (d *Driver) args(spec Spec, sock, pidfile string) []string {
 		"-pidfile", pidfile,
 	}
 	if spec.Disk != "" {
-		a = append(a, "-drive", "file="+spec.Disk+",format=raw,if=virtio")
+		a = append(a, "-drive", "file="+spec.Disk+",format=raw,if="+d.cfg.DiskBus+",cache=writeback")
 	}
 	if spec.Incoming {
 		a = append(a, "-incoming", "defer")

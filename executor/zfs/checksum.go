@@ -21,14 +21,28 @@ import (
 // at the switch on the final snapshot, where a regular file whose inode,
 // size, mtime and ctime are unchanged since the verified snapshot keeps
 // the sum read then. Any file written in between has a new mtime and
-// ctime (ctime cannot be set from user space), so every changed byte is
+// ctime (ctime cannot be set from user space), so every changed file is
 // read again on both nodes; an unchanged file was already compared. The
 // same rule is rsync's quick check, here with both sides verified first.
+//
+// A file's sum is the sha256 of the sha256s of its 128 KiB blocks, so a
+// changed file need not be read whole: when the source knows, from the
+// send streams since the verified snapshot (delta.go), which byte ranges
+// ZFS sent of it, both nodes re-read only the blocks those ranges cover
+// and keep the other blocks' sums, the same on both sides. A file whose
+// object ZFS created since, or any file when a stream was not understood,
+// is read whole. What this trusts beyond the file rule: that ZFS's
+// incremental send carries every block written since its base (what the
+// replication itself relies on).
+
+// sumBlock is the unit of a file's sum.
+const sumBlock = 128 << 10
 
 // fileSum is what a checksum learned of one regular file.
 type fileSum struct {
 	ino, size, mtime, ctime int64
 	sum                     [sha256.Size]byte
+	blocks                  [][sha256.Size]byte // of each sumBlock
 }
 
 // treeSum is a checksum of one snapshot's content.
@@ -38,6 +52,7 @@ type treeSum struct {
 	// Read and Reused count the bytes of regular files read for this sum
 	// and taken from the earlier verified snapshot.
 	Read, Reused int64
+	read         []string // the files read (in part or whole) for it
 }
 
 // checksumSnapshot sums snapshot n of the instance's dataset. When live,
@@ -49,11 +64,11 @@ type treeSum struct {
 // zfs-fuse is slow at and, with other work going on, can deadlock in;
 // a move needs only one. prev (nil: none) holds the file sums of an
 // earlier verified snapshot of the same move.
-func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev map[string]fileSum, live bool) (treeSum, error) {
+func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev map[string]fileSum, d *delta, live bool) (treeSum, error) {
 	ds := parent + "/" + instance
 	if live {
 		if mp, ok := atSnapshot(ctx, ds, n); ok {
-			return checksumTree(ctx, mp, prev)
+			return checksumTree(ctx, mp, prev, d)
 		}
 	}
 	clone := fmt.Sprintf("%s/drove-sum--%s--%d", parent, instance, n)
@@ -66,7 +81,7 @@ func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev 
 	if err != nil {
 		return treeSum{}, err
 	}
-	return checksumTree(ctx, mp, prev)
+	return checksumTree(ctx, mp, prev, d)
 }
 
 // atSnapshot returns ds's mountpoint if ds is mounted and n is its newest
@@ -89,11 +104,12 @@ func atSnapshot(ctx context.Context, ds string, n int) (string, bool) {
 // checksumTree walks root in lexical order and hashes each entry's path,
 // type and mode, a symlink's target, and a regular file's size and the
 // sha256 of its content. Source and target compute it the same way;
-// equal sums mean equal content, whatever the on-disk layout.
-func checksumTree(ctx context.Context, root string, prev map[string]fileSum) (treeSum, error) {
+// equal sums mean equal content, whatever the on-disk layout. A changed
+// file of prev re-reads only the blocks d says were sent of it.
+func checksumTree(ctx context.Context, root string, prev map[string]fileSum, dl *delta) (treeSum, error) {
 	h := sha256.New()
 	ts := treeSum{files: map[string]fileSum{}}
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, sumBlock)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -122,10 +138,14 @@ func checksumTree(ctx context.Context, root string, prev map[string]fileSum) (tr
 			if ok {
 				ts.Reused += fsum.size
 			} else {
-				if fsum, err = sumFile(path, info, buf); err != nil {
+				base, spans := partial(prev, rel, info, dl)
+				var read int64
+				if fsum, read, err = sumFile(path, info, buf, base, spans); err != nil {
 					return err
 				}
-				ts.Read += fsum.size
+				ts.Read += read
+				ts.Reused += fsum.size - read
+				ts.read = append(ts.read, rel)
 			}
 			ts.files[rel] = fsum
 			fmt.Fprintf(h, "%x\x00%d\x00", fsum.sum, fsum.size)
@@ -135,7 +155,7 @@ func checksumTree(ctx context.Context, root string, prev map[string]fileSum) (tr
 	if err != nil {
 		return treeSum{}, fmt.Errorf("zfs: checksum of %s: %w", root, err)
 	}
-	ts.Sum = "sha256-tree:" + hex.EncodeToString(h.Sum(nil))
+	ts.Sum = "sha256-blocktree:" + hex.EncodeToString(h.Sum(nil))
 	return ts, nil
 }
 
@@ -162,22 +182,103 @@ func unchanged(prev map[string]fileSum, rel string, info fs.FileInfo) (fileSum, 
 	return p, true
 }
 
-func sumFile(path string, info fs.FileInfo, buf []byte) (fileSum, error) {
+// partial returns prev's sum of rel as the base of a partial re-read,
+// and the ranges d says were sent of it; nil when it is read whole.
+func partial(prev map[string]fileSum, rel string, info fs.FileInfo, d *delta) (*fileSum, []span) {
+	p, ok := prev[rel]
+	s, sok := stamp(info)
+	if !ok || !sok || p.ino != s.ino || d.fresh(uint64(s.ino)) {
+		return nil, nil
+	}
+	return &p, d.touched[uint64(s.ino)]
+}
+
+// sumFile sums a file: whole when base is nil, else from base's block
+// sums with the blocks that spans cover, that the size change touches or
+// that are new read again. It returns how many bytes it read.
+func sumFile(path string, info fs.FileInfo, buf []byte, base *fileSum, spans []span) (fileSum, int64, error) {
 	fsum, _ := stamp(info)
 	f, err := os.Open(path)
 	if err != nil {
-		return fileSum{}, err
+		return fileSum{}, 0, err
 	}
 	defer f.Close()
 	if err := dropCache(f); err != nil {
-		return fileSum{}, fmt.Errorf("dropping the cached pages of %s: %w", path, err)
+		return fileSum{}, 0, fmt.Errorf("dropping the cached pages of %s: %w", path, err)
 	}
+	if base == nil {
+		fsum.size = 0
+		for {
+			n, err := io.ReadFull(f, buf)
+			if n > 0 {
+				fsum.blocks = append(fsum.blocks, sha256.Sum256(buf[:n]))
+				fsum.size += int64(n)
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			if err != nil {
+				return fileSum{}, 0, err
+			}
+		}
+		if len(fsum.blocks) == 0 {
+			fsum.blocks = append(fsum.blocks, sha256.Sum256(nil))
+		}
+		fsum.sum = blocksSum(fsum.blocks)
+		return fsum, fsum.size, nil
+	}
+	nb := max((fsum.size+sumBlock-1)/sumBlock, 1)
+	fsum.blocks = make([][sha256.Size]byte, nb)
+	copy(fsum.blocks, base.blocks)
+	redo := make([]bool, nb)
+	for i := range redo {
+		redo[i] = int64(i) >= int64(len(base.blocks))
+	}
+	if fsum.size != base.size { // the old and the new last block
+		redo[min(max(base.size-1, 0)/sumBlock, nb-1)] = true
+		redo[max(fsum.size-1, 0)/sumBlock] = true
+	}
+	for _, s := range spans {
+		for i := int64(s.off / sumBlock); i < nb && uint64(i)*sumBlock < s.end; i++ {
+			// A block freed (zero now) that was zeros when verified
+			// is still what was read then.
+			redo[i] = redo[i] || !s.free || int64(i) >= int64(len(base.blocks)) ||
+				base.blocks[i] != zeroSum(min(sumBlock, base.size-int64(i)*sumBlock))
+		}
+	}
+	var read int64
+	for i, r := range redo {
+		if !r {
+			continue
+		}
+		n, err := f.ReadAt(buf, int64(i)*sumBlock)
+		if err != nil && err != io.EOF {
+			return fileSum{}, 0, err
+		}
+		fsum.blocks[i] = sha256.Sum256(buf[:n])
+		read += int64(n)
+	}
+	fsum.sum = blocksSum(fsum.blocks)
+	return fsum, read, nil
+}
+
+// zeroSum is the sha256 of n zero bytes.
+func zeroSum(n int64) [sha256.Size]byte {
+	if n == sumBlock {
+		return zeroBlockSum
+	}
+	return sha256.Sum256(make([]byte, max(n, 0)))
+}
+
+var zeroBlockSum = sha256.Sum256(make([]byte, sumBlock))
+
+// blocksSum is a file's sum: the sha256 of its blocks' sha256s.
+func blocksSum(blocks [][sha256.Size]byte) [sha256.Size]byte {
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, f, buf)
-	if err != nil {
-		return fileSum{}, err
+	for _, b := range blocks {
+		h.Write(b[:])
 	}
-	fsum.size = n
-	copy(fsum.sum[:], h.Sum(nil))
-	return fsum, nil
+	var s [sha256.Size]byte
+	copy(s[:], h.Sum(nil))
+	return s
 }

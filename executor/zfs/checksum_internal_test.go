@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -26,7 +28,7 @@ func TestChecksumTreeReusesOnlyUnchangedFiles(t *testing.T) {
 	if err := os.Symlink("still", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	ahead, err := checksumTree(ctx, root, nil)
+	ahead, err := checksumTree(ctx, root, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +51,11 @@ func TestChecksumTreeReusesOnlyUnchangedFiles(t *testing.T) {
 	}
 	write("log", "one two")
 
-	switchSum, err := checksumTree(ctx, root, ahead.files)
+	switchSum, err := checksumTree(ctx, root, ahead.files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := checksumTree(ctx, root, nil)
+	full, err := checksumTree(ctx, root, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestChecksumTreeReusesOnlyUnchangedFiles(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(root, "still")); err != nil {
 		t.Fatal(err)
 	}
-	again, err := checksumTree(ctx, root, switchSum.files)
+	again, err := checksumTree(ctx, root, switchSum.files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +89,108 @@ func TestChecksumTreeReusesOnlyUnchangedFiles(t *testing.T) {
 	}
 	if again.Sum == switchSum.Sum {
 		t.Errorf("a replaced file's new content did not change the sum")
+	}
+}
+
+// With a delta, a changed file re-reads only the blocks the delta names,
+// the ones its growth touches and, for an object created since, all of
+// it; the sum is the one read in full.
+func TestChecksumTreeReReadsOnlyTheDeltasBlocks(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	img := filepath.Join(root, "disk.img")
+	data := make([]byte, 10*sumBlock+100)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(img, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ahead, err := checksumTree(ctx, root, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := st.Sys().(*syscall.Stat_t).Ino
+	time.Sleep(10 * time.Millisecond) // a ctime the kernel can tell apart
+	f, err := os.OpenFile(img, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a write across blocks 3 and 4, and growth into block 11
+	if _, err := f.WriteAt([]byte("written across a block boundary"), 4*sumBlock-10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("grown"), 11*sumBlock+1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	full, err := checksumTree(ctx, root, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDelta()
+	d.touched[ino] = []span{{4*sumBlock - 10, 4*sumBlock + 21, false}, {11*sumBlock + 1, 11*sumBlock + 6, false}}
+	got, err := checksumTree(ctx, root, ahead.files, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// blocks 3 and 4 (the write), 10 (the old last, partial) and 11 (new)
+	if want := int64(3*sumBlock + 6); got.Sum != full.Sum || got.Read != want {
+		t.Errorf("with the delta: %s read %d; in full %s; want the same sum, %d read", got.Sum, got.Read, full.Sum, want)
+	}
+	// A range ZFS freed is read again where it was not zeros.
+	d.touched[ino] = append(d.touched[ino], span{5 * sumBlock, 6 * sumBlock, true})
+	if freed, err := checksumTree(ctx, root, ahead.files, d); err != nil || freed.Read != got.Read+sumBlock {
+		t.Errorf("a freed block that held data: read %d %v, want %d", freed.Read, err, got.Read+sumBlock)
+	}
+	d.touched[ino] = d.touched[ino][:2]
+	// The delta is trusted: a block it leaves out keeps its old sum.
+	d.touched[ino] = d.touched[ino][1:]
+	if miss, err := checksumTree(ctx, root, ahead.files, d); err != nil || miss.Sum == full.Sum {
+		t.Errorf("a delta without the write: %s %v; the old block's sum should stay", miss.Sum, err)
+	}
+	// An object created since is read whole.
+	d.created[ino] = true
+	if whole, err := checksumTree(ctx, root, ahead.files, d); err != nil || whole.Sum != full.Sum || whole.Read != full.Read {
+		t.Errorf("a new object: %s read %d %v; want it read whole (%d)", whole.Sum, whole.Read, err, full.Read)
+	}
+}
+
+// A mismatch names the files and blocks that differ, and the files one
+// side read again while the other took its earlier sums.
+func TestSumDiffNamesTheBlocks(t *testing.T) {
+	ctx := context.Background()
+	a, b := t.TempDir(), t.TempDir()
+	data := make([]byte, 3*sumBlock)
+	for _, d := range []string{a, b} {
+		if err := os.WriteFile(filepath.Join(d, "disk"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "log"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data[2*sumBlock+5] = 1
+	if err := os.WriteFile(filepath.Join(b, "disk"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := checksumTree(ctx, a, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := checksumTree(ctx, b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.read = sb.read[:1] // as if "log" was taken from earlier sums there
+	got := sa.sumDiff(sb.readSums())
+	for _, want := range []string{"disk (blocks 2)", "log (read again here"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q does not say %q", got, want)
+		}
 	}
 }

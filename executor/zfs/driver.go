@@ -148,11 +148,14 @@ type verifiedSums struct {
 
 // contentSum checksums snapshot n of the move's dataset. With prev > 0 it
 // re-reads only the files changed since snapshot prev, if this node
-// verified prev in the same move; the sums are kept for a later call.
+// verified prev in the same move, and of those only the blocks dl says
+// were sent since (nil: whole); the sums are kept for a later call.
 // The dataset itself is read instead of a clone of n when the instance
 // does not run on this node and n is the newest snapshot (a target
-// before the commit; a source after the stop).
-func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int) (treeSum, error) {
+// before the commit; a source after the stop or in the pause). A source
+// VM in its outgoing pre-copy writes although it is not "up": do not
+// checksum the source then.
+func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int, dl *delta) (treeSum, error) {
 	ds := d.Dataset(op.Instance)
 	d.mu.Lock()
 	var files map[string]fileSum
@@ -164,7 +167,10 @@ func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int) (t
 	if err != nil {
 		return treeSum{}, err
 	}
-	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files, !running)
+	if files == nil {
+		dl = nil // no sums of prev here to start from
+	}
+	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files, dl, !running)
 	if err == nil {
 		d.mu.Lock()
 		d.verified[ds] = verifiedSums{key: op.Key(), snap: n, files: ts.files}

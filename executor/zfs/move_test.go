@@ -64,7 +64,7 @@ func TestMigrateWhileWriting(t *testing.T) {
 	if rep.FinalDelta <= 0 || rep.FinalDelta > 16<<20 {
 		t.Errorf("final delta %d bytes, want small (under 16 MiB)", rep.FinalDelta)
 	}
-	if !strings.HasPrefix(rep.Checksum, "sha256-tree:") {
+	if !strings.HasPrefix(rep.Checksum, "sha256-blocktree:") {
 		t.Errorf("checksum %q", rep.Checksum)
 	}
 	// The switch's checksum reads what changed since the checksum ahead

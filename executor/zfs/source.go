@@ -33,6 +33,9 @@ type move struct {
 	current, total, sent int64
 	phase                string
 	verified             int // the snapshot verified ahead of the switch; 0: none
+	// delta is what the streams sent since verified (delta.go); nil: none
+	// followed.
+	delta *delta
 	// fellBack is why a live hand-over failed before this offline switch
 	// (allow_failover); the end says so, as progress reports may be dropped.
 	fellBack string
@@ -282,6 +285,14 @@ func (m *move) stream(ctx context.Context, args []string, meta map[string]string
 		return 0, err
 	}
 	defer snd.Close()
+	var out io.Writer = snd
+	if m.delta != nil && m.delta.known {
+		if meta["base"] == "" {
+			m.delta.known = false // a full send: everything may have changed
+		} else {
+			out = io.MultiWriter(snd, &streamReader{d: m.delta, ds: m.ds})
+		}
+	}
 	start := m.current
 	stopReport := make(chan struct{})
 	reported := make(chan struct{})
@@ -300,7 +311,7 @@ func (m *move) stream(ctx context.Context, args []string, meta map[string]string
 			}
 		}
 	}()
-	err = send(ctx, snd, args...)
+	err = send(ctx, out, args...)
 	close(stopReport)
 	<-reported
 	st := snd.Meter().Stats()
@@ -355,9 +366,18 @@ func (m *move) verifyAheadOf(ctx context.Context, last int) error {
 		return err
 	}
 	m.rep.AheadTime = time.Since(began)
-	m.verified = last
+	m.verifiedAt(ctx, last)
 	_, err := m.send(ctx, false)
 	return err
+}
+
+// verifiedAt makes snapshot n the verified one, from which the streams
+// sent next are followed (delta.go).
+func (m *move) verifiedAt(ctx context.Context, n int) {
+	m.verified = n
+	m.delta = newDelta()
+	txg, err := propInt(ctx, m.ds+"@"+snapName(n), "createtxg")
+	m.delta.since, m.delta.known = uint64(txg), err == nil && txg > 0
 }
 
 // verify compares the content sums of snapshot n on both sides; with
@@ -370,6 +390,10 @@ func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
 	} else if m.phase == events.PhaseSync {
 		what += " ahead of the switch, while " + m.op.Instance + " runs"
 	}
+	var dl *delta // the blocks sent since prev, which both sides re-read
+	if prev > 0 && prev == m.verified {
+		dl = m.delta
+	}
 	m.progress(what, 0, 0)
 	type res struct {
 		ts  treeSum
@@ -377,10 +401,11 @@ func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
 	}
 	local := make(chan res, 1)
 	go func() {
-		ts, err := m.d.contentSum(ctx, m.op, n, prev)
+		ts, err := m.d.contentSum(ctx, m.op, n, prev, dl)
 		local <- res{ts, err}
 	}()
-	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n), "prev": strconv.Itoa(prev)})
+	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n), "prev": strconv.Itoa(prev),
+		"delta": dl.encode()})
 	l := <-local
 	if l.err != nil {
 		return "", executor.Transient(l.err)
@@ -390,7 +415,8 @@ func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
 		return "", rerr
 	}
 	if remote["sum"] != l.ts.Sum {
-		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s", ErrChecksum, l.ts.Sum, m.op.From, remote["sum"], m.op.To))
+		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s; %s", ErrChecksum, l.ts.Sum, m.op.From, remote["sum"], m.op.To,
+			l.ts.sumDiff(remote["blocks"])))
 	}
 	if m.phase == events.PhaseSwitch {
 		m.rep.ChecksumRead, m.rep.ChecksumReused = l.ts.Read, l.ts.Reused

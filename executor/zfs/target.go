@@ -149,8 +149,13 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 	case kindChecksum:
 		n, _ := strconv.Atoi(s.Meta["snap"])
 		prev, _ := strconv.Atoi(s.Meta["prev"])
-		ts, err := d.contentSum(ctx, op, n, prev)
-		reply(map[string]string{"sum": ts.Sum}, err)
+		dl, err := decodeDelta(s.Meta["delta"])
+		if err != nil {
+			reply(nil, executor.Fatal(err))
+			break
+		}
+		ts, err := d.contentSum(ctx, op, n, prev, dl)
+		reply(map[string]string{"sum": ts.Sum, "blocks": ts.readSums()}, err)
 	case kindCommit:
 		tidy, err := d.commitTarget(ctx, op, ds, s.Meta)
 		if err == nil {

@@ -228,15 +228,24 @@ func (z *zenv) snapshots(node, instance string) []string {
 // treeHash, and destroys it.
 func (z *zenv) snapshotHash(node, instance, snap string) string {
 	z.t.Helper()
+	var sum string
+	z.inSnapshot(node, instance, snap, func(mp string) {
+		var err error
+		if sum, err = treeHash(mp); err != nil {
+			z.t.Fatalf("hashing %s@%s on %s: %v", instance, snap, node, err)
+		}
+	})
+	return sum
+}
+
+// inSnapshot clones node's snapshot of instance, calls read with the
+// clone's mountpoint, and destroys the clone.
+func (z *zenv) inSnapshot(node, instance, snap string, read func(mp string)) {
+	z.t.Helper()
 	clone := z.demo.Parent(node) + "/e2e-check-" + instance
 	z.zfsOut("clone", z.demo.Dataset(node, instance)+"@"+snap, clone)
 	defer z.destroyBusy(clone)
-	mp := strings.TrimSpace(z.zfsOut("get", "-H", "-o", "value", "mountpoint", clone))
-	sum, err := treeHash(mp)
-	if err != nil {
-		z.t.Fatalf("hashing %s: %v", clone, err)
-	}
-	return sum
+	read(strings.TrimSpace(z.zfsOut("get", "-H", "-o", "value", "mountpoint", clone)))
 }
 
 // destroyBusy destroys a dataset that zfs-fuse may call busy for a

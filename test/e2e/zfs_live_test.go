@@ -20,9 +20,14 @@ import (
 // The live hand-over of a QEMU VM on zfs-local (zfs migrate_live.go),
 // through the whole system on real ZFS: the instance local-1's dataset
 // holds the guest's disk, its VM runs the counting guest
-// (qemu.FillForever), and every node's ZFS driver has the QEMU runtime.
+// (qemu.FillForever) which also writes its disk (zfsLiveWriteRate, ring
+// chunks and a header naming the last, qemu.ReadGuestWrites), and every
+// node's ZFS driver has the QEMU runtime.
 
-const zfsLiveMemMiB = 32
+const (
+	zfsLiveMemMiB    = 32
+	zfsLiveWriteRate = 1 << 20 // bytes per second of the guest's clock
+)
 
 // zlive is zenv with the nodes' QEMU drivers and the VM's instance.
 type zlive struct {
@@ -45,7 +50,7 @@ func startZfsLiveWith(t *testing.T, tune func(*zfs.Config)) *zlive {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
-		d, err := qemu.New(qemu.Config{Node: n.Name, Dir: filepath.Join(dir, "run"), DefaultMemoryMiB: zfsLiveMemMiB,
+		d, err := qemu.New(qemu.Config{Node: n.Name, Dir: filepath.Join(dir, "run"), DefaultMemoryMiB: zfsLiveMemMiB, DiskBus: "ide",
 			PollInterval: 50 * time.Millisecond, QMPTimeout: 30 * time.Second, Logger: testLogger()})
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +82,8 @@ func startZfsLiveWith(t *testing.T, tune func(*zfs.Config)) *zlive {
 		t.Fatal(err)
 	}
 	mp := z.mountpoint(src, zl.name)
-	if err := qemu.WriteGuestDisk(filepath.Join(mp, "disk.raw"), 8, zfsLiveMemMiB, qemu.FillForever); err != nil {
+	g := qemu.Guest{MemoryMiB: zfsLiveMemMiB, Workload: qemu.FillForever, DiskBytesPerSecond: zfsLiveWriteRate}
+	if err := g.WriteDisk(filepath.Join(mp, "disk.raw"), 8); err != nil {
 		t.Fatal(err)
 	}
 	rt := qemu.ZFSRuntime{Driver: drivers[src], Size: size}
@@ -85,6 +91,7 @@ func startZfsLiveWith(t *testing.T, tune func(*zfs.Config)) *zlive {
 		t.Fatal(err)
 	}
 	zl.counting(src)
+	zl.writing(src, qemu.GuestWrites{})
 	return zl
 }
 
@@ -97,6 +104,55 @@ func (zl *zlive) counting(node string) {
 	zl.t.Helper()
 	first := zl.counter(node)
 	zl.waitFor("the guest counting on "+node, time.Minute, func() bool { return zl.counter(node) > first })
+}
+
+// writes reads what the guest wrote to its disk in node's dataset: the
+// VM there is paused for the read (a running guest's ring moves on under
+// the reader) and resumed after it.
+func (zl *zlive) writes(node string) qemu.GuestWrites {
+	zl.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := zl.drivers[node]
+	if _, err := d.HMP(ctx, zl.name, "stop"); err != nil {
+		zl.t.Fatalf("pausing the guest on %s: %v", node, err)
+	}
+	defer func() {
+		if _, err := d.HMP(ctx, zl.name, "cont"); err != nil {
+			zl.t.Errorf("resuming the guest on %s: %v", node, err)
+		}
+	}()
+	w, err := qemu.ReadGuestWrites(filepath.Join(zl.z.mountpoint(node, zl.name), "disk.raw"))
+	if err != nil {
+		zl.t.Fatalf("the guest's disk on %s: %v", node, err)
+	}
+	return w
+}
+
+// writing waits until the guest has written more chunks on node than
+// it had in from, checking every byte of its disk each time.
+func (zl *zlive) writing(node string, from qemu.GuestWrites) qemu.GuestWrites {
+	zl.t.Helper()
+	var w qemu.GuestWrites
+	zl.waitFor("the guest writing its disk on "+node, time.Minute, func() bool {
+		w = zl.writes(node)
+		return w.Chunks > from.Chunks
+	})
+	return w
+}
+
+// snapshotWrites reads what the guest wrote to its disk in node's
+// snapshot snap.
+func (zl *zlive) snapshotWrites(node, snap string) qemu.GuestWrites {
+	zl.t.Helper()
+	var w qemu.GuestWrites
+	zl.z.inSnapshot(node, zl.name, snap, func(mp string) {
+		var err error
+		if w, err = qemu.ReadGuestWrites(filepath.Join(mp, "disk.raw")); err != nil {
+			zl.t.Fatalf("the guest's disk in %s on %s: %v", snap, node, err)
+		}
+	})
+	return w
 }
 
 func (zl *zlive) vmOn(node string) bool {
@@ -154,6 +210,18 @@ func TestZfsLiveHandOver(t *testing.T) {
 	if a, b := zl.z.snapshotHash(zl.src, zl.name, srcSnaps[0]), zl.z.snapshotHash(zl.dst, zl.name, dstSnaps[0]); a != b {
 		t.Errorf("the final snapshot's content: %s on %s, %s on %s", a, zl.src, b, zl.dst)
 	}
+	// What the guest wrote up to the pause is in the final snapshot, on
+	// both nodes: its last chunk is from a round between the one read
+	// before the switch and the one read after it, and it goes on writing
+	// on the target from there.
+	srcW, dstW := zl.snapshotWrites(zl.src, srcSnaps[0]), zl.snapshotWrites(zl.dst, dstSnaps[0])
+	if srcW != dstW || uint64(dstW.Round) < before || uint64(dstW.Round) > after {
+		t.Fatalf("the guest's writes in %s: %+v on %s, %+v on %s; its counter %d before the switch, %d after",
+			srcSnaps[0], srcW, zl.src, dstW, zl.dst, before, after)
+	}
+	now := zl.writing(zl.dst, dstW)
+	t.Logf("the guest's disk at the pause: %d chunks, the last in round %d; on %s since: %d chunks, round %d",
+		dstW.Chunks, dstW.Round, zl.dst, now.Chunks, now.Round)
 	zl.awaitView(id, string(events.StatusDown), string(events.StatusUp))
 	zl.statusPairs(id, beginPair, movedPair)
 	zl.act(zl.name, "finalize", client.MigrateOptions{})
@@ -187,6 +255,7 @@ func TestZfsLiveHandOverTargetKilled(t *testing.T) {
 		t.Fatalf("the guest's counter went from %d to %d on %s", before, after, zl.src)
 	}
 	zl.counting(zl.src)
+	zl.writing(zl.src, zl.writes(zl.src))
 	zl.waitFor("the target's copy gone", zfsMigrationWait, func() bool { return len(zl.z.datasets(zl.dst, zl.name)) == 0 })
 	if zl.vmOn(zl.dst) {
 		t.Errorf("a VM of %s still runs on %s", zl.name, zl.dst)
@@ -224,6 +293,7 @@ func TestZfsLiveEvacuation(t *testing.T) {
 	if after := guestCounter(t, zl.drivers[to], zl.name); after < before {
 		t.Fatalf("the guest's counter is %d on %s after the move, %d before: it restarted", after, to, before)
 	}
+	zl.writing(to, zl.writes(to))
 	if zl.vmOn(zl.src) {
 		t.Errorf("the source VM still runs on %s", zl.src)
 	}
@@ -277,6 +347,7 @@ func TestZfsLiveEvacuationFallsBackOffline(t *testing.T) {
 		t.Fatalf("%s still on %s", zl.name, zl.src)
 	}
 	zl.counting(to)
+	zl.writing(to, zl.writes(to))
 	if zl.vmOn(zl.src) {
 		t.Errorf("the source VM still runs on %s", zl.src)
 	}

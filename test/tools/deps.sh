@@ -20,6 +20,8 @@ packages=()
 [ -x /usr/lib/ganeti/iallocators/hail ] && command -v hbal >/dev/null || packages+=(ganeti-htools)
 command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || packages+=(docker-compose)
 command -v qemu-system-x86_64 >/dev/null || packages+=(qemu-system-x86)
+# executor/qemu/guestboot/build.sh assembles the test guest (TestGuestBootBuilt).
+{ command -v as && command -v ld; } >/dev/null || packages+=(binutils)
 command -v tmux >/dev/null || packages+=(tmux)
 # test/partition: network namespaces, veth pairs, a bridge and a firewall rule.
 command -v ip >/dev/null || packages+=(iproute2)

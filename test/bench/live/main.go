@@ -6,12 +6,11 @@
 //   - shared: a VM on shared storage (rbd: one disk directory both nodes
 //     reach), moved by the QEMU driver's live phases;
 //   - zfs: a VM on zfs-local whose dataset holds -size-mib of data and its
-//     disk, moved by the ZFS driver's live hand-over, with -write-mbps
-//     written into the dataset while it runs. The test guest has no disk
-//     driver (executor/qemu/guest.go), so a writer in this process stands
-//     in for its disk writes: it writes while the guest runs and stops
-//     the moment QEMU pauses the guest before the switchover, as the
-//     guest's own writes would.
+//     disk, moved by the ZFS driver's live hand-over, its guest writing
+//     its own disk at -write-mbps (qemu.Guest: IDE DMA paced by its own
+//     clock, so its writes stop when QEMU pauses it); after the move the
+//     bench checks every byte the guest wrote on the target
+//     (qemu.ReadGuestWrites) and reports the rate it reached.
 //
 // The guests rewrite their memory all the time (qemu.FillForever), so the
 // pre-copy has real dirty pages to chase. Figures go to stdout as a table
@@ -64,15 +63,23 @@ type result struct {
 	ChecksumMS      int64   `json:"checksum_ms_zfs"`
 	SizeMiB         int     `json:"size_mib"`
 	WriteMBps       float64 `json:"write_mbps"`
-	GuestMemoryMiB  int64   `json:"guest_memory_mib"`
-	LoadAverage     string  `json:"load_average"`
+	// GuestWriteMBps is the rate the guest reached during the move, its
+	// chunks counted on the source before and on the target after;
+	// GuestFlushEvery its chunks (64 KiB) per CACHE FLUSH.
+	GuestWriteMBps  float64 `json:"guest_write_mbps"`
+	GuestFlushEvery int     `json:"guest_flush_every"`
+	// ChecksumReadBytes is what the checksum in the pause read on each
+	// node (the blocks sent since the snapshot verified ahead).
+	ChecksumReadBytes int64  `json:"checksum_read_bytes_zfs"`
+	GuestMemoryMiB    int64  `json:"guest_memory_mib"`
+	LoadAverage       string `json:"load_average"`
 }
 
 const memMiB = 32
 
 func main() {
 	sizeMiB := flag.Int("size-mib", 1024, "the zfs-local dataset's data, MiB")
-	writeMBps := flag.Float64("write-mbps", 5, "writes into the dataset while the guest runs, MB/s")
+	writeMBps := flag.Float64("write-mbps", 5, "the guest's writes to its disk on the dataset, MB/s")
 	withZFS := flag.Bool("zfs", true, "also measure the zfs-local hand-over (root, zfs-fuse)")
 	withShared := flag.Bool("shared", true, "measure the migration on shared storage")
 	out := flag.String("out", "test/bench/results/live.json", "where the figures go, as JSON")
@@ -87,14 +94,16 @@ func main() {
 		fmt.Printf("shared: %s\n", m.Message)
 	}
 	if *withZFS {
-		m, total, err := benchZFS(*sizeMiB, *writeMBps)
+		m, total, rate, err := benchZFS(*sizeMiB, *writeMBps)
 		if err != nil {
 			fail("zfs", err)
 		}
+		r.GuestWriteMBps, r.GuestFlushEvery = rate, flushEvery
 		r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS, r.MessageZFS = downtime(m), total.Seconds(), m.Syncs, m.Message
 		if n := len(switchReport.Syncs); n > 0 {
 			r.FinalDeltaBytes, r.FinalSendMS = switchReport.FinalDelta, switchReport.Syncs[n-1].Duration.Milliseconds()
 			r.ChecksumMS = switchReport.ChecksumTime.Milliseconds()
+			r.ChecksumReadBytes = switchReport.ChecksumRead
 		}
 		fmt.Printf("zfs: %s\n", m.Message)
 	}
@@ -108,8 +117,10 @@ func main() {
 			r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS)
 	}
 	if *withZFS {
-		fmt.Printf("zfs downtime: final delta %d KiB, its send %d ms, checksums %d ms, the rest QEMU's pause, device state and resume\n",
-			r.FinalDeltaBytes>>10, r.FinalSendMS, r.ChecksumMS)
+		fmt.Printf("zfs downtime: final delta %d KiB, its send %d ms, checksums %d ms (%d KiB read on each node), the rest QEMU's pause, device state and resume\n",
+			r.FinalDeltaBytes>>10, r.FinalSendMS, r.ChecksumMS, r.ChecksumReadBytes>>10)
+		fmt.Printf("the guest wrote %.2f MB/s during the move (asked %.2f; a flush every %d KiB), every byte checked on the target\n",
+			r.GuestWriteMBps, *writeMBps, flushEvery*64)
 	}
 	fmt.Printf("goal: downtime under 300 ms (KubeVirt's target is about 900 ms); load average %s\n", r.LoadAverage)
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
@@ -240,7 +251,7 @@ func qemuDrivers(nodes []string, disk func(string) (string, error)) (drivers map
 			return nil, nil, err
 		}
 		dirs = append(dirs, dir)
-		d, err := qemu.New(qemu.Config{Node: n, Dir: dir, Disk: disk, DefaultMemoryMiB: memMiB,
+		d, err := qemu.New(qemu.Config{Node: n, Dir: dir, Disk: disk, DefaultMemoryMiB: memMiB, DiskBus: "ide",
 			PollInterval: 20 * time.Millisecond, QMPTimeout: 30 * time.Second,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
