@@ -576,7 +576,10 @@ func (d *Driver) completed(op executor.Op, s *sourceState, info migrationInfo, d
 		msg += "; the cancel came past the point of no return"
 	}
 	s.total = max(s.total, s.cur)
-	s.report(executor.Progress{Phase: events.PhaseSwitch, Current: s.total, Total: s.total, Message: msg})
+	// The last report says the average rate too: a small guest can move
+	// between two polls, leaving no other report with one.
+	rate := int64(float64(s.cur) / max(time.Since(s.began).Seconds(), 1e-3))
+	s.report(executor.Progress{Phase: events.PhaseSwitch, Current: s.total, Total: s.total, BytesPerSecond: rate, Message: msg})
 	log.Info(msg)
 	return executor.Result{Syncs: int(passes), Bytes: s.cur, Downtime: downtime, Message: msg}, nil
 }
