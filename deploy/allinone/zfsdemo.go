@@ -99,15 +99,25 @@ func (w Workload) withDefaults() Workload {
 
 // Command is the workload's command line; the process runtime runs it in
 // its dataset's mountpoint, also given in DROVE_DATA.
+//
+// It must start again over whatever a stop at any moment left, as a move
+// stops it anywhere: a stop between the truncation of "pos" and its
+// write leaves it empty, so a "pos" that is not a block number counts as
+// 0 (an empty one made the first write fail, and the workload die right
+// after a move had called its start good); a failed write says so in
+// its log.
 func (w Workload) Command() []string {
 	w = w.withDefaults()
 	script := fmt.Sprintf(`cd "$DROVE_DATA" || exit 1
-i=$(cat pos 2>/dev/null || echo 0)
+i=$(cat pos 2>/dev/null)
+case $i in ''|*[!0-9]*|0?*) i=0 ;; esac
+i=$(( i %% %[2]d ))
 while :; do
-  dd if=/dev/urandom of=ring bs=%d count=1 seek=$i conv=notrunc 2>/dev/null || exit 1
-  i=$(( (i + 1) %% %d ))
+  dd if=/dev/urandom of=ring bs=%[1]d count=1 seek=$i conv=notrunc 2>/dev/null ||
+    { echo "drove-workload: writing block $i of ring in $DROVE_DATA failed" >&2; exit 1; }
+  i=$(( (i + 1) %% %[2]d ))
   echo $i > pos
-  sleep %.3f
+  sleep %.3[3]f
 done`, w.Block, w.Blocks, w.Interval.Seconds())
 	return []string{"/bin/sh", "-c", script, "drove-workload"}
 }

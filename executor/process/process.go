@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -97,6 +98,8 @@ type Driver struct {
 type proc struct {
 	pid    int
 	exited chan struct{}
+	// stopping is set by Stop and kill: an exit after it is asked for.
+	stopping atomic.Bool
 }
 
 var (
@@ -173,8 +176,13 @@ func (d *Driver) start(ctx context.Context, instance, data string) error {
 	}
 	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
 	go func() {
-		cmd.Wait()
+		err := cmd.Wait()
 		close(p.exited)
+		if !p.stopping.Load() {
+			// Nobody asked it to end: say so, with how it ended, rather
+			// than let a running instance vanish without a word.
+			d.log.Warn("process exited unexpectedly", "instance", instance, "pid", p.pid, "status", cmd.ProcessState.String(), "err", err, "log", base+".log")
+		}
 	}()
 	select {
 	case <-p.exited:
@@ -199,6 +207,7 @@ func (d *Driver) Stop(_ context.Context, instance string) error {
 	if p == nil {
 		return nil
 	}
+	p.stopping.Store(true)
 	syscall.Kill(-p.pid, syscall.SIGTERM)
 	select {
 	case <-p.exited:
@@ -240,6 +249,7 @@ func (d *Driver) Destroy() {
 }
 
 func (d *Driver) kill(p *proc) {
+	p.stopping.Store(true)
 	syscall.Kill(-p.pid, syscall.SIGKILL)
 	select {
 	case <-p.exited:

@@ -3,9 +3,11 @@ package process_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,5 +138,74 @@ func TestCancelBeforeHandoffLeavesTheSourceAlone(t *testing.T) {
 	}
 	if st, _ := a.Status(context.Background(), "c3"); st.Pid != before.Pid {
 		t.Errorf("source: %+v, want the same process up", st)
+	}
+}
+
+// lockedBuffer is a log sink the driver's goroutines may write to while
+// the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A process that ends on its own after its start was called good is
+// reported, with how it ended; one that Stop ends is not.
+func TestUnexpectedExitIsReported(t *testing.T) {
+	dir := t.TempDir()
+	trigger := filepath.Join(dir, "exit-now")
+	var logs lockedBuffer
+	d, err := process.New(process.Config{Node: "pa", Dir: dir, StopTimeout: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Command: func(inst string) ([]string, error) {
+			if inst == "dies" {
+				return []string{"sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done; exit 3`, "dies", trigger}, nil
+			}
+			return []string{"sleep", "600"}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Destroy)
+	ctx := context.Background()
+	for _, inst := range []string{"dies", "stopped"} {
+		if err := d.Start(ctx, inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Stop(ctx, "stopped"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(trigger, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "process exited unexpectedly") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no report of the exit within 30s; logs:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling the log
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(l, "exited unexpectedly") {
+			continue
+		}
+		if !strings.Contains(l, "instance=dies") || !strings.Contains(l, "exit status 3") {
+			t.Errorf("report %q, want instance dies with exit status 3", l)
+		}
+	}
+	if st, _ := d.Status(ctx, "dies"); st.Running {
+		t.Errorf("status %+v after the exit, want down", st)
 	}
 }

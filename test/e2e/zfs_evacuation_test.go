@@ -87,7 +87,7 @@ func (z *zenv) checkPlaced(was instance, nodes []string, evacuated string) {
 		return
 	}
 	if !z.running(primary, was.Name) {
-		z.t.Errorf("%s: its workload does not run on %s", was.Name, primary)
+		z.t.Errorf("%s: its workload does not run on %s; %s", was.Name, primary, z.whyNotRunning(primary, was.Name))
 	}
 	if primary != was.Primary {
 		z.switchedIntact(was.Name, was.Primary, primary)

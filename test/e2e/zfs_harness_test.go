@@ -285,6 +285,33 @@ func (z *zenv) running(node, instance string) bool {
 	return run
 }
 
+// whyNotRunning gathers what tells why instance's workload does not run
+// on node: the workload's own log (the process runtime's, in its state
+// directory; the runtime also logs the exit itself, as a warning),
+// whether its dataset is mounted, its place in the ring, and its stops
+// and starts with the test's hashes.
+func (z *zenv) whyNotRunning(node, instance string) string {
+	z.t.Helper()
+	var b strings.Builder
+	logf := filepath.Join(z.demo.StateDir, node, "_"+instance+".log")
+	out, err := os.ReadFile(logf)
+	fmt.Fprintf(&b, "its log %s: %q (%v); ", logf, out, err)
+	ds := z.demo.Dataset(node, instance)
+	fmt.Fprintf(&b, "mounted: %s; ", strings.TrimSpace(z.zfsOut("get", "-H", "-o", "value", "mounted", ds)))
+	pos, err := os.ReadFile(filepath.Join(z.mountpoint(node, instance), "pos"))
+	fmt.Fprintf(&b, "pos: %q (%v); ", pos, err)
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, l := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(l, ds) { // as the source and in the mountpoint
+			fmt.Fprintf(&b, "mountinfo: %s; ", l)
+		}
+	}
+	for _, e := range z.switches.of(instance) {
+		fmt.Fprintf(&b, "%s %s %s at %s; ", e.what, e.node, e.sum[:min(12, len(e.sum))], e.at.Format("15:04:05.000"))
+	}
+	return b.String()
+}
+
 // baseIntact checks that the generated file "base" of instance on node is
 // byte for byte what was generated at the start.
 func (z *zenv) baseIntact(node, instance string) {
