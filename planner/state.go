@@ -32,6 +32,9 @@ type state struct {
 	shared []bool
 	// scratch states do not record instance moves (scratchClone).
 	scratch bool
+	// exhaustiveGroups searches every target group of a change-group,
+	// without the bounds of groupbound.go (tests compare the two).
+	exhaustiveGroups bool
 
 	// Location and migration tags (location.go).
 	locActive, migActive bool
