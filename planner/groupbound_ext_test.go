@@ -50,3 +50,29 @@ func TestChangeGroupBoundsKeepThePlan(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkChangeGroupFleet plans the fleet benchmark's group change
+// (test/bench/fleet): 5,000 instances of a 500-node group of 10,000 nodes
+// to any other group.
+func BenchmarkChangeGroupFleet(b *testing.B) {
+	spec := clustergen.DefaultSpec()
+	spec.Groups, spec.NodesPerGroup, spec.InstancesPerNode = 20, 500, 10
+	spec.Fill, spec.Seed = 0.5, 2026
+	c, err := clustergen.Generate(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var names []string
+	for _, in := range c.Instances {
+		if c.Nodes[in.Primary].Group == 1 {
+			names = append(names, in.Name)
+		}
+	}
+	r := planner.Request{Kind: planner.ChangeGroup, Instances: names}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := planner.Compute(c, r, planner.DefaultOptions()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -121,9 +121,10 @@ func (x *search) pairs(targets []int32, prefix []move) {
 		k = DefaultOptions().PairCandidates
 	}
 	build := func(tp, ts int32) candidate {
-		ms := append(append([]move{}, prefix...),
-			move{mvReplaceSecondary, tp}, move{mvFailover, 0}, move{mvReplaceSecondary, ts})
-		return mk(ms...)
+		var c candidate
+		c.n = copy(c.moves[:], prefix)
+		c.n += copy(c.moves[c.n:], []move{{mvReplaceSecondary, tp}, {mvFailover, 0}, {mvReplaceSecondary, ts}})
+		return c
 	}
 	if len(targets) <= 2*k {
 		for _, tp := range targets {
@@ -140,8 +141,9 @@ func (x *search) pairs(targets []int32, prefix []move) {
 		// Rank the new primary as if the instance moved there alone, and
 		// the new secondary as a replaced secondary: exact for each role
 		// on its own, and one node's books per target.
-		pri = x.rankFast(mvFailoverToAny, targets, k)
-		sec = x.rankFast(mvReplaceSecondary, targets, k)
+		pri = x.rankFast(mvFailoverToAny, targets, k, x.s.priBuf)
+		sec = x.rankFast(mvReplaceSecondary, targets, k, x.s.secBuf)
+		x.s.priBuf, x.s.secBuf = pri, sec
 	} else {
 		pri = x.rank(targets, func(t int32) candidate {
 			return mk(append(append([]move{}, prefix...), move{mvReplaceSecondary, t}, move{mvFailover, 0})...)
@@ -264,33 +266,39 @@ func usage(n *nodeState) [2]int64 {
 // exactly what single would (same order, same tie rule); on a group of
 // thousands of nodes it is what keeps an evacuation under a second.
 func (x *search) fast(kind moveKind, targets []int32) {
-	x.eachFast(kind, targets, func(t int32, score float64, in instState) {
+	after := x.eachFast(kind, targets, func(t int32, score float64) {
 		if x.best.ok && x.best.score < score {
 			return
 		}
 		x.best = mk(move{kind, t})
 		x.best.score, x.best.ok = score, true
-		x.result = in
 	})
+	if x.best.ok {
+		x.result = after(x.best.moves[0].node)
+	}
 }
 
 // eachFast calls fn with the score of every target that accepts the move;
-// refusals become reasons.
-func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score float64, in instState)) {
+// refusals become reasons. It returns what the instance is after the move
+// to a target that accepted it.
+func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score float64)) func(t int32) instState {
 	s := x.s
 	if s.locActive {
 		// A new node changes the instance's location score on its
 		// primary, which the split below does not see: try each target
 		// whole.
 		for _, t := range targets {
-			score, in, f := x.eval(mk(move{kind, t}))
+			score, _, f := x.eval(mk(move{kind, t}))
 			if !f.ok() {
 				x.why.add(f)
 				continue
 			}
-			fn(t, score, in)
+			fn(t, score)
 		}
-		return
+		return func(t int32) instState {
+			_, in, _ := x.eval(mk(move{kind, t}))
+			return in
+		}
 	}
 	x.ov.reset()
 	in := x.in
@@ -316,7 +324,7 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 	case mvFailoverAndReplace:
 		if f := s.migrationRefusal(P, S); !f.ok() {
 			x.why.add(f)
-			return
+			return nil
 		}
 		p, q := x.ov.node(s, P), x.ov.node(s, S)
 		*p = removePri(*p, &in)
@@ -324,7 +332,7 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 		var f failure
 		if *q, f = addPri(intS, &in, strictP); !f.ok() {
 			x.why.add(f)
-			return // the failover half fails whatever the new secondary
+			return nil // the failover half fails whatever the new secondary
 		}
 		target = func(n nodeState) (nodeState, failure) { return addSec(n, &in, S, strictP, false) }
 		after.pri = S
@@ -346,11 +354,16 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 			x.why.add(f)
 			continue
 		}
-		gt := g
+		var score float64
 		if x.scores(base.group) {
-			gt.addContrib(&s.contribs[t], -1)
-			gt.add(&n, 1)
+			c := contribOf(&n)
+			score = g.swapScore(&s.contribs[t], &c)
+		} else {
+			score = g.score()
 		}
+		fn(t, score)
+	}
+	return func(t int32) instState {
 		res := after
 		switch kind {
 		case mvFailoverToAny:
@@ -358,30 +371,28 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 		default:
 			res.sec = t
 		}
-		fn(t, gt.score(), res)
+		return res
 	}
 }
 
 // rankFast ranks targets for one role of a pair move by the matching
 // one-target family, best first. Only the first limit are sorted (the
 // rest follow in target order): pairs look past them only when none of the
-// best fit, and then sort them too.
-func (x *search) rankFast(kind moveKind, targets []int32, limit int) []int32 {
-	type scored struct {
-		node  int32
-		score float64
-	}
-	var ok []scored
-	x.eachFast(kind, targets, func(t int32, score float64, _ instState) {
+// best fit, and then sort them too. The ranking is written to out's
+// storage and returned.
+func (x *search) rankFast(kind moveKind, targets []int32, limit int, out []int32) []int32 {
+	ok := x.s.scoredBuf[:0]
+	x.eachFast(kind, targets, func(t int32, score float64) {
 		ok = append(ok, scored{t, score})
 	})
+	x.s.scoredBuf = ok
 	less := func(a, b scored) int { return cmp.Compare(a.score, b.score) }
 	if limit >= len(ok) {
 		slices.SortStableFunc(ok, less)
 	} else {
 		// Select the limit best in one pass, keeping ties in target order.
-		best := make([]scored, 0, limit)
-		rest := make([]scored, 0, len(ok))
+		best := x.s.bestBuf[:0]
+		rest := x.s.restBuf[:0]
 		for _, v := range ok {
 			i := len(best)
 			for i > 0 && best[i-1].score > v.score {
@@ -397,11 +408,19 @@ func (x *search) rankFast(kind moveKind, targets []int32, limit int) []int32 {
 			}
 			best = slices.Insert(best, i, v)
 		}
-		ok = append(best, rest...)
+		x.s.bestBuf, x.s.restBuf = best, rest
+		ok = append(ok[:0], best...)
+		ok = append(ok, rest...)
 	}
-	out := make([]int32, len(ok))
-	for i, v := range ok {
-		out[i] = v.node
+	out = out[:0]
+	for _, v := range ok {
+		out = append(out, v.node)
 	}
 	return out
+}
+
+// scored is a target and its score.
+type scored struct {
+	node  int32
+	score float64
 }

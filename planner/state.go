@@ -32,6 +32,9 @@ type state struct {
 	shared []bool
 	// scratch states do not record instance moves (scratchClone).
 	scratch bool
+	// Buffers the searches reuse (search.go): one search runs at a time.
+	scoredBuf, bestBuf, restBuf []scored
+	priBuf, secBuf              []int32
 	// exhaustiveGroups searches every target group of a change-group,
 	// without the bounds of groupbound.go (tests compare the two).
 	exhaustiveGroups bool
@@ -261,7 +264,7 @@ func (s *state) placeLoaded(in *instState) {
 	_, sn.instSp = sn.spindleDelta(in, true)
 	sn.nSec++
 	if in.usesSecMem {
-		sn.peers[in.pri] += in.mem
+		sn.setPeer(in.pri, sn.peers[in.pri]+in.mem)
 	}
 }
 
