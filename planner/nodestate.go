@@ -98,7 +98,7 @@ type nodeState struct {
 	// lookups of a peer the node does not have end on it, without the
 	// map (a search asks every node of a group).
 	peerBits uint64
-	tags  map[string]int32
+	tags     map[string]int32
 
 	// padj holds changes to peers made on this copy and not yet written to
 	// the shared map: a tried move may add and then remove a secondary on
