@@ -95,7 +95,7 @@ func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*sear
 			if best != nil && bounds[k] > best.best.score {
 				break // sorted: no group left can beat it
 			}
-			x, reason := s.searchGroup(in, targets[i])
+			x, reason := s.searchGroup(in, targets[i], b.rangeOf(targets[i]))
 			if x == nil {
 				why[i] = reason
 				continue
@@ -120,12 +120,17 @@ func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*sear
 
 // searchGroup finds the best way for in to move whole to group g, or why
 // there is none.
-func (s *state) searchGroup(in *instState, g int32) (*search, string) {
+func (s *state) searchGroup(in *instState, g int32, r *groupRange) (*search, string) {
 	gname := s.c.Groups[g].Name
 	if reason := s.policyViolation(in, g); reason != "" {
 		return nil, fmt.Sprintf("group %q: %s", gname, reason)
 	}
 	x := newSearch(s, *in, g)
+	if s.nodes[in.pri].group != g && (in.sec == NoNode || s.nodes[in.sec].group != g) {
+		// The instance's nodes are outside the group's score: the
+		// bounds of nodebound.go hold.
+		x.lin = s.newLinear(g, r, &x.in)
+	}
 	nodes := s.targets(g, nil)
 	switch in.mirror {
 	case MirroredInternally:

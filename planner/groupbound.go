@@ -265,3 +265,12 @@ func (b *groupBounds) order(s *state, in *instState, targets []int32, lo, hi int
 	}
 	return at, bounds
 }
+
+// rangeOf is group g's range as order last measured it; nil without
+// bounds.
+func (b *groupBounds) rangeOf(g int32) *groupRange {
+	if b == nil || !b.fresh[g] {
+		return nil
+	}
+	return &b.ranges[g]
+}

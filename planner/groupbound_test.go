@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -14,7 +15,7 @@ import (
 // ranges kept between instances equal ranges measured afresh); and the
 // plan equals the exhaustive search's.
 func TestGroupBoundIsBelowTheSearch(t *testing.T) {
-	checked, pruned := 0, 0
+	checked, pruned, nodes := 0, 0, 0
 	for seed := 0; seed < 1000; seed++ {
 		rng := rand.New(rand.NewPCG(uint64(seed), 13))
 		c := randomClusterOf(rng, 7)
@@ -37,8 +38,8 @@ func TestGroupBoundIsBelowTheSearch(t *testing.T) {
 		if seed%3 == 0 {
 			o.IgnoreSoftErrors = true
 		}
-		n, p := checkBounds(t, c, r, o, seed)
-		checked, pruned = checked+n, pruned+p
+		n, p, nc := checkBounds(t, c, r, o, seed)
+		checked, pruned, nodes = checked+n, pruned+p, nodes+nc
 		got, err := Compute(c, r, o)
 		if err != nil {
 			t.Fatal(err)
@@ -48,23 +49,23 @@ func TestGroupBoundIsBelowTheSearch(t *testing.T) {
 			t.Fatalf("seed %d: the bounded search planned otherwise than the exhaustive one", seed)
 		}
 	}
-	if checked == 0 || pruned == 0 {
-		t.Fatalf("checked %d bounds, %d of them above the best: the test exercises nothing", checked, pruned)
+	if checked == 0 || pruned == 0 || nodes == 0 {
+		t.Fatalf("checked %d group bounds, %d of them above the best, and %d node bounds: the test exercises nothing", checked, pruned, nodes)
 	}
-	t.Logf("%d bounds checked, %d would skip their group", checked, pruned)
+	t.Logf("%d group bounds checked, %d would skip their group; %d node and pair bounds checked", checked, pruned, nodes)
 }
 
 // checkBounds replays changeGroup's loop, checking every bound against
 // every group's search; it returns how many bounds it checked and how many
 // were above the instance's best score.
-func checkBounds(t *testing.T, c *Cluster, r Request, o Options, seed int) (checked, pruned int) {
+func checkBounds(t *testing.T, c *Cluster, r Request, o Options, seed int) (checked, pruned, nodeChecks int) {
 	t.Helper()
 	s, err := newState(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.locActive {
-		return 0, 0
+		return 0, 0, 0
 	}
 	from := map[int32]bool{}
 	for _, name := range r.Instances {
@@ -95,7 +96,8 @@ func checkBounds(t *testing.T, c *Cluster, r Request, o Options, seed int) (chec
 			rg := s.rangeOf(g)
 			bound := s.lowerBound(g, &rg, &in)
 			bounds = append(bounds, bound)
-			x, _ := s.searchGroup(&in, g)
+			nodeChecks += checkNodeBounds(t, s, &in, g, &rg, seed)
+			x, _ := s.searchGroup(&in, g, nil)
 			if x == nil {
 				continue
 			}
@@ -117,5 +119,80 @@ func checkBounds(t *testing.T, c *Cluster, r Request, o Options, seed int) (chec
 		out.move(s, &in, x.best)
 		b.moved(s, &in)
 	}
-	return checked, pruned
+	return checked, pruned, nodeChecks
+}
+
+// checkNodeBounds checks nodebound.go's bounds of in's moves into group g
+// against the scores of every node in each role and of every pair, and
+// returns how many it checked.
+func checkNodeBounds(t *testing.T, s *state, in *instState, g int32, r *groupRange, seed int) int {
+	t.Helper()
+	if s.nodes[in.pri].group == g || (in.sec != NoNode && s.nodes[in.sec].group == g) {
+		return 0
+	}
+	x := newSearch(s, *in, g)
+	x.lin = s.newLinear(g, r, &x.in)
+	if !x.lin.ok {
+		return 0
+	}
+	targets := s.targets(g, nil)
+	checked := 0
+	// Each bound on the group's chord, and on the chord of the moves
+	// weighed together (a role's nodes, the pairs), as the searches do.
+	check := func(what string, tm *nodeTerms, tight *chord, score float64) {
+		for _, c := range []*chord{&x.lin.group, tight} {
+			if b := x.lin.one(c, tm); b > score {
+				t.Fatalf("seed %d: %s of group %d: bound %v above its score %v", seed, what, g, b, score)
+			}
+		}
+		checked++
+	}
+	for _, role := range []struct {
+		kind moveKind
+		role nodeRole
+	}{{mvFailoverToAny, roleAddPri}, {mvReplaceSecondary, roleAddSec}} {
+		if role.kind == mvReplaceSecondary && in.mirror != MirroredInternally {
+			continue
+		}
+		var low, high [sdCount]float64
+		terms := map[int32]nodeTerms{}
+		for k, tg := range targets {
+			tm := x.lin.terms(s, tg, role.role)
+			tm.span(&low, &high, k == 0)
+			terms[tg] = tm
+		}
+		tight := x.lin.chord(&low, &high)
+		x.eachFast(role.kind, targets, nil, func(k int, score float64) {
+			tm := terms[targets[k]]
+			check(fmt.Sprintf("node %d in role %d", targets[k], role.role), &tm, &tight, score)
+		})
+	}
+	if in.mirror != MirroredInternally {
+		return checked
+	}
+	var low, high [sdCount]float64
+	pairs := map[[2]int32]nodeTerms{}
+	for _, tp := range targets {
+		for _, ts := range targets {
+			p, q := x.lin.terms(s, tp, rolePairPri), x.lin.terms(s, ts, roleAddSec)
+			pt := x.lin.pairTerms(&p, &q)
+			pt.span(&low, &high, len(pairs) == 0)
+			pairs[[2]int32{tp, ts}] = pt
+		}
+	}
+	tight := x.lin.chord(&low, &high)
+	for _, tp := range targets {
+		for _, ts := range targets {
+			if tp == ts {
+				continue
+			}
+			score, _, f := x.eval(mk(move{mvReplaceSecondary, tp}, move{mvFailover, 0}, move{mvReplaceSecondary, ts}))
+			if !f.ok() {
+				continue
+			}
+			pt := pairs[[2]int32{tp, ts}]
+			check(fmt.Sprintf("pair %d, %d", tp, ts), &pt, &tight, score)
+		}
+	}
+	return checked
 }

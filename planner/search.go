@@ -35,6 +35,10 @@ type search struct {
 	why    reasons
 	tried  int
 	result instState // the instance after the best candidate
+	// lin, when ok, bounds the score of the instance's moves into the
+	// search's group from below (nodebound.go): a change-group's
+	// searches skip the nodes and pairs that cannot win.
+	lin linear
 }
 
 // wholeCluster, as a search's group, scores moves with the cluster score
@@ -136,6 +140,9 @@ func (x *search) pairs(targets []int32, prefix []move) {
 		}
 		return
 	}
+	if x.lin.ok && len(prefix) == 0 && x.topPairs(targets, k, build) {
+		return
+	}
 	var pri, sec []int32
 	if len(prefix) == 0 {
 		// Rank the new primary as if the instance moved there alone, and
@@ -159,6 +166,9 @@ func (x *search) pairs(targets []int32, prefix []move) {
 			for b := 0; b < ns; b++ {
 				if a < done && b < done || pri[a] == sec[b] {
 					continue
+				}
+				if x.lin.ok && x.best.ok && x.pairBound(pri, sec, a, b) > x.best.score {
+					continue // cannot beat the best pair found
 				}
 				x.consider(build(pri[a], sec[b]))
 			}
@@ -266,11 +276,22 @@ func usage(n *nodeState) [2]int64 {
 // exactly what single would (same order, same tie rule); on a group of
 // thousands of nodes it is what keeps an evacuation under a second.
 func (x *search) fast(kind moveKind, targets []int32) {
-	after := x.eachFast(kind, targets, func(t int32, score float64) {
+	var skip func(k int) bool
+	if x.lin.ok && kind == mvFailoverToAny {
+		// A target whose bound is above the best found cannot win.
+		skip = func(k int) bool {
+			if !x.best.ok {
+				return false
+			}
+			tm := x.lin.terms(x.s, targets[k], roleAddPri)
+			return x.lin.one(&x.lin.group, &tm) > x.best.score
+		}
+	}
+	after := x.eachFast(kind, targets, skip, func(k int, score float64) {
 		if x.best.ok && x.best.score < score {
 			return
 		}
-		x.best = mk(move{kind, t})
+		x.best = mk(move{kind, targets[k]})
 		x.best.score, x.best.ok = score, true
 	})
 	if x.best.ok {
@@ -278,22 +299,26 @@ func (x *search) fast(kind moveKind, targets []int32) {
 	}
 }
 
-// eachFast calls fn with the score of every target that accepts the move;
+// eachFast calls fn with the position in targets and the score of every
+// target that accepts the move, but those skip (if not nil) skips;
 // refusals become reasons. It returns what the instance is after the move
 // to a target that accepted it.
-func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score float64)) func(t int32) instState {
+func (x *search) eachFast(kind moveKind, targets []int32, skip func(k int) bool, fn func(k int, score float64)) func(t int32) instState {
 	s := x.s
 	if s.locActive {
 		// A new node changes the instance's location score on its
 		// primary, which the split below does not see: try each target
 		// whole.
-		for _, t := range targets {
+		for k, t := range targets {
+			if skip != nil && skip(k) {
+				continue
+			}
 			score, _, f := x.eval(mk(move{kind, t}))
 			if !f.ok() {
 				x.why.add(f)
 				continue
 			}
-			fn(t, score)
+			fn(k, score)
 		}
 		return func(t int32) instState {
 			_, in, _ := x.eval(mk(move{kind, t}))
@@ -346,7 +371,10 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 			g.add(&x.ov.ns[k], 1)
 		}
 	}
-	for _, t := range targets {
+	for k, t := range targets {
+		if skip != nil && skip(k) {
+			continue
+		}
 		x.tried++
 		base := &s.nodes[t]
 		n, f := target(*base)
@@ -361,7 +389,7 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 		} else {
 			score = g.score()
 		}
-		fn(t, score)
+		fn(k, score)
 	}
 	return func(t int32) instState {
 		res := after
@@ -382,8 +410,8 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 // storage and returned.
 func (x *search) rankFast(kind moveKind, targets []int32, limit int, out []int32) []int32 {
 	ok := x.s.scoredBuf[:0]
-	x.eachFast(kind, targets, func(t int32, score float64) {
-		ok = append(ok, scored{t, score})
+	x.eachFast(kind, targets, nil, func(k int, score float64) {
+		ok = append(ok, scored{targets[k], score})
 	})
 	x.s.scoredBuf = ok
 	less := func(a, b scored) int { return cmp.Compare(a.score, b.score) }

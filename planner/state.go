@@ -33,8 +33,13 @@ type state struct {
 	// scratch states do not record instance moves (scratchClone).
 	scratch bool
 	// Buffers the searches reuse (search.go): one search runs at a time.
-	scoredBuf, bestBuf, restBuf []scored
-	priBuf, secBuf              []int32
+	scoredBuf, bestBuf, restBuf  []scored
+	priBuf, secBuf, subBuf       []int32
+	lbBuf                        []float64
+	seedBuf                      []int
+	seededBuf                    []bool
+	topBuf                       []ranked
+	priTerms, secTerms, termsBuf []nodeTerms
 	// exhaustiveGroups searches every target group of a change-group,
 	// without the bounds of groupbound.go (tests compare the two).
 	exhaustiveGroups bool
