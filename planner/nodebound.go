@@ -119,32 +119,46 @@ type nodeTerms struct {
 	n1    float64
 }
 
+// inverses are a node's totals inverted once (a bound multiplies by
+// them for every node of a group for every instance); 0 for a total of 0,
+// where the component does not change.
+type inverses struct {
+	mem, cpu, dsk, sp, hi float64
+}
+
+func inverseOf(n *nodeState) inverses {
+	v := inverses{mem: inv(n.tMem), cpu: inv(n.tCpu), dsk: inv(n.tDsk), hi: inv(n.hiSp)}
+	if n.excl {
+		v.sp = inv(float64(n.tSp))
+	}
+	return v
+}
+
 // terms computes node t's terms in role.
 func (l *linear) terms(s *state, t int32, role nodeRole) nodeTerms {
-	n, c, in := &s.nodes[t], &s.contribs[t], l.in
+	n, c, in, iv := &s.nodes[t], &s.contribs[t], l.in, &s.inverses[t]
 	var a [sdCount]float64
 	primary := role != roleAddSec
 	switch {
-	case n.excl && n.tSp != 0:
-		a[sdFreeDisk] = -float64(in.spindles) / float64(n.tSp)
-	case n.excl, n.tDsk == 0:
+	case n.excl:
+		a[sdFreeDisk] = -float64(in.spindles) * iv.sp
 	case !primary || role == rolePairPri || in.localDisk:
-		a[sdFreeDisk] = -float64(in.dsk) / n.tDsk
+		a[sdFreeDisk] = -float64(in.dsk) * iv.dsk
 	}
 	if in.localDisk && !n.excl {
-		a[sdSpindles] = float64(in.spindleUse) / n.hiSp
+		a[sdSpindles] = float64(in.spindleUse) * iv.hi
 	}
 	a[sdDiskLoad] = 1
 	var t0 nodeTerms
 	if primary {
 		if in.usesMem {
-			a[sdFreeMem] = -float64(in.mem) / n.tMem
+			a[sdFreeMem] = -float64(in.mem) * iv.mem
 		}
 		if in.online {
-			a[sdVCPURatio] = float64(in.vcpus) / n.tCpu
+			a[sdVCPURatio] = float64(in.vcpus) * iv.cpu
 		}
 		a[sdPrimaryLoad] = 1
-		a[sdFreeMemForth] = -float64(in.mem) / n.tMem
+		a[sdFreeMemForth] = -float64(in.mem) * iv.mem
 		free := n.unallocated()
 		if in.usesMem {
 			free -= in.mem
@@ -166,7 +180,7 @@ func (l *linear) terms(s *state, t int32, role nodeRole) nodeTerms {
 		// The reservation grows by 0 to the instance's memory: the least
 		// and the most change over that range.
 		d := c.v[sdReservedMem] - l.mean[sdReservedMem]
-		top := float64(in.mem) / n.tMem
+		top := float64(in.mem) * iv.mem
 		r := min(max(-d/l.c, 0), top)
 		t0.raw[sdReservedMem] = 2*r*d + r*r*l.c
 		t0.resHi = max(0, 2*top*d+top*top*l.c)
@@ -218,19 +232,19 @@ func (l *linear) pairTerms(p, q *nodeTerms) nodeTerms {
 // goes on as without bounds (the nodes skipped here may fit).
 func (x *search) topPairs(targets []int32, k int, build func(tp, ts int32) candidate) bool {
 	s := x.s
-	pri := x.rankTop(mvFailoverToAny, roleAddPri, targets, k, s.priBuf)
-	s.priBuf = pri
-	sec := x.rankTop(mvReplaceSecondary, roleAddSec, targets, k, s.secBuf)
-	s.secBuf = sec
-	ps, qs := s.priTerms[:0], s.secTerms[:0]
+	pri := x.rankTop(mvFailoverToAny, roleAddPri, targets, k, s.buf.pri)
+	s.buf.pri = pri
+	sec := x.rankTop(mvReplaceSecondary, roleAddSec, targets, k, s.buf.sec)
+	s.buf.sec = sec
+	ps, qs := s.buf.priTerms[:0], s.buf.secTerms[:0]
 	for _, t := range pri {
 		ps = append(ps, x.lin.terms(s, t, rolePairPri))
 	}
 	for _, t := range sec {
 		qs = append(qs, x.lin.terms(s, t, roleAddSec))
 	}
-	s.priTerms, s.secTerms = ps, qs
-	pairs := s.termsBuf[:0]
+	s.buf.priTerms, s.buf.secTerms = ps, qs
+	pairs := s.buf.terms[:0]
 	var low, high [sdCount]float64
 	for a := range pri {
 		for b := range sec {
@@ -239,7 +253,7 @@ func (x *search) topPairs(targets []int32, k int, build func(tp, ts int32) candi
 			pairs = append(pairs, t)
 		}
 	}
-	s.termsBuf = pairs
+	s.buf.terms = pairs
 	ch := x.lin.chord(&low, &high)
 	for a := range pri {
 		for b := range sec {
@@ -272,22 +286,22 @@ func (x *search) pairBound(pri, sec []int32, a, b int) float64 {
 // score found so far.
 func (x *search) rankTop(kind moveKind, role nodeRole, targets []int32, limit int, out []int32) []int32 {
 	s := x.s
-	terms := s.termsBuf[:0]
+	terms := s.buf.terms[:0]
 	var low, high [sdCount]float64
 	for k, t := range targets {
 		tm := x.lin.terms(s, t, role)
 		tm.span(&low, &high, k == 0)
 		terms = append(terms, tm)
 	}
-	s.termsBuf = terms
+	s.buf.terms = terms
 	ch := x.lin.chord(&low, &high)
-	lbs := s.lbBuf[:0]
+	lbs := s.buf.lb[:0]
 	for k := range terms {
 		lbs = append(lbs, x.lin.one(&ch, &terms[k]))
 	}
-	s.lbBuf = lbs
+	s.buf.lb = lbs
 	// The positions of the 2·limit lowest bounds, lowest first.
-	seeds := s.seedBuf[:0]
+	seeds := s.buf.seeds[:0]
 	for k, v := range lbs {
 		i := len(seeds)
 		for i > 0 && lbs[seeds[i-1]] > v {
@@ -301,8 +315,8 @@ func (x *search) rankTop(kind moveKind, role nodeRole, targets []int32, limit in
 		}
 		seeds = slices.Insert(seeds, i, k)
 	}
-	s.seedBuf = seeds
-	top := s.topBuf[:0]
+	s.buf.seeds = seeds
+	top := s.buf.top[:0]
 	add := func(k int, score float64) {
 		i := len(top)
 		for i > 0 && (top[i-1].score > score || top[i-1].score == score && top[i-1].pos > k) {
@@ -316,24 +330,24 @@ func (x *search) rankTop(kind moveKind, role nodeRole, targets []int32, limit in
 		}
 		top = slices.Insert(top, i, ranked{k, score})
 	}
-	sub := s.subBuf[:0]
+	sub := s.buf.sub[:0]
 	for _, k := range seeds {
 		sub = append(sub, targets[k])
 	}
-	s.subBuf = sub
+	s.buf.sub = sub
 	x.eachFast(kind, sub, nil, func(j int, score float64) { add(seeds[j], score) })
-	seeded := s.seededBuf[:0]
+	seeded := s.buf.seeded[:0]
 	for range targets {
 		seeded = append(seeded, false)
 	}
 	for _, k := range seeds {
 		seeded[k] = true
 	}
-	s.seededBuf = seeded
+	s.buf.seeded = seeded
 	x.eachFast(kind, targets, func(k int) bool {
 		return seeded[k] || len(top) == limit && lbs[k] > top[limit-1].score
 	}, add)
-	s.topBuf = top
+	s.buf.top = top
 	out = out[:0]
 	for _, r := range top {
 		out = append(out, targets[r.pos])

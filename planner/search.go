@@ -148,9 +148,9 @@ func (x *search) pairs(targets []int32, prefix []move) {
 		// Rank the new primary as if the instance moved there alone, and
 		// the new secondary as a replaced secondary: exact for each role
 		// on its own, and one node's books per target.
-		pri = x.rankFast(mvFailoverToAny, targets, k, x.s.priBuf)
-		sec = x.rankFast(mvReplaceSecondary, targets, k, x.s.secBuf)
-		x.s.priBuf, x.s.secBuf = pri, sec
+		pri = x.rankFast(mvFailoverToAny, targets, k, x.s.buf.pri)
+		sec = x.rankFast(mvReplaceSecondary, targets, k, x.s.buf.sec)
+		x.s.buf.pri, x.s.buf.sec = pri, sec
 	} else {
 		pri = x.rank(targets, func(t int32) candidate {
 			return mk(append(append([]move{}, prefix...), move{mvReplaceSecondary, t}, move{mvFailover, 0})...)
@@ -409,18 +409,18 @@ func (x *search) eachFast(kind moveKind, targets []int32, skip func(k int) bool,
 // best fit, and then sort them too. The ranking is written to out's
 // storage and returned.
 func (x *search) rankFast(kind moveKind, targets []int32, limit int, out []int32) []int32 {
-	ok := x.s.scoredBuf[:0]
+	ok := x.s.buf.scored[:0]
 	x.eachFast(kind, targets, nil, func(k int, score float64) {
 		ok = append(ok, scored{targets[k], score})
 	})
-	x.s.scoredBuf = ok
+	x.s.buf.scored = ok
 	less := func(a, b scored) int { return cmp.Compare(a.score, b.score) }
 	if limit >= len(ok) {
 		slices.SortStableFunc(ok, less)
 	} else {
 		// Select the limit best in one pass, keeping ties in target order.
-		best := x.s.bestBuf[:0]
-		rest := x.s.restBuf[:0]
+		best := x.s.buf.best[:0]
+		rest := x.s.buf.rest[:0]
 		for _, v := range ok {
 			i := len(best)
 			for i > 0 && best[i-1].score > v.score {
@@ -436,7 +436,7 @@ func (x *search) rankFast(kind moveKind, targets []int32, limit int, out []int32
 			}
 			best = slices.Insert(best, i, v)
 		}
-		x.s.bestBuf, x.s.restBuf = best, rest
+		x.s.buf.best, x.s.buf.rest = best, rest
 		ok = append(ok[:0], best...)
 		ok = append(ok, rest...)
 	}
