@@ -273,13 +273,6 @@ func (x *search) topPairs(targets []int32, k int, build func(tp, ts int32) candi
 	return false
 }
 
-// pairBound bounds the pair of pri[a] and sec[b] on the group's chord.
-func (x *search) pairBound(pri, sec []int32, a, b int) float64 {
-	p, q := x.lin.terms(x.s, pri[a], rolePairPri), x.lin.terms(x.s, sec[b], roleAddSec)
-	t := x.lin.pairTerms(&p, &q)
-	return x.lin.one(&x.lin.group, &t)
-}
-
 // rankTop is rankFast's first limit nodes, best first, ties in target
 // order. The nodes with the 2·limit lowest bounds are tried first; then,
 // in target order, every node whose bound is not above the limit-th best

@@ -167,9 +167,6 @@ func (x *search) pairs(targets []int32, prefix []move) {
 				if a < done && b < done || pri[a] == sec[b] {
 					continue
 				}
-				if x.lin.ok && x.best.ok && x.pairBound(pri, sec, a, b) > x.best.score {
-					continue // cannot beat the best pair found
-				}
 				x.consider(build(pri[a], sec[b]))
 			}
 		}
