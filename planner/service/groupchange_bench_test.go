@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -57,6 +58,46 @@ func BenchmarkGroupChange(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// BenchmarkEvacuate is the fleet bench's evacuation (measureEvacuation)
+// without Kafka: ten nodes of the first group emptied, all modes.
+func BenchmarkEvacuate(b *testing.B) {
+	l, _ := fleetLoop(b, 10_000)
+	var nodes []string
+	for _, n := range l.st.inv.Nodes {
+		if n.Group == "g1" && len(nodes) < 10 {
+			nodes = append(nodes, n.Name)
+		}
+	}
+	slices.Sort(nodes)
+	cpu := cpuTime()
+	b.ResetTimer()
+	defer func() { b.ReportMetric((cpuTime()-cpu).Seconds()/float64(b.N), "cpu-s/op") }()
+	for range b.N {
+		b.StopTimer()
+		id := events.NewID()
+		env := events.New(events.EvacuationRequested{Request: id, Nodes: nodes, Mode: events.EvacAll, DryRun: true},
+			events.WithReason(events.Reason{Actor: "operator:bench", Why: "bench", RequestID: id}))
+		b.StartTimer()
+		p, _ := env.DecodePayload()
+		l.st.applyDecision(env, p)
+		d := decideOne(l, id)
+		if len(d.Events) == 0 {
+			b.Fatal("nothing decided")
+		}
+		for _, e := range d.Events {
+			if _, err := events.Encode(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		cancel := events.New(events.RequestCancelled{Request: id})
+		cp, _ := cancel.DecodePayload()
+		l.st.applyDecision(cancel, cp)
+		decideOne(l, id)
+		b.StartTimer()
 	}
 }
 
