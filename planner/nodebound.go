@@ -337,6 +337,27 @@ func (x *search) rankTop(kind moveKind, role nodeRole, targets []int32, limit in
 		seeded[k] = true
 	}
 	s.buf.seeded = seeded
+	if len(top) == limit {
+		// The nodes left to try are those whose bound is not above the
+		// limit-th best: a chord over their changes alone is closer to
+		// the square root, and their bounds on it tighter.
+		var low, high [sdCount]float64
+		first := true
+		for k := range terms {
+			if !seeded[k] && lbs[k] <= top[limit-1].score {
+				terms[k].span(&low, &high, first)
+				first = false
+			}
+		}
+		if !first {
+			tight := x.lin.chord(&low, &high)
+			for k := range terms {
+				if !seeded[k] && lbs[k] <= top[limit-1].score {
+					lbs[k] = max(lbs[k], x.lin.one(&tight, &terms[k]))
+				}
+			}
+		}
+	}
 	x.eachFast(kind, targets, func(k int) bool {
 		return seeded[k] || len(top) == limit && lbs[k] > top[limit-1].score
 	}, add)
