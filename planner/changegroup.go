@@ -95,7 +95,7 @@ func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*sear
 			if best != nil && bounds[k] > best.best.score {
 				break // sorted: no group left can beat it
 			}
-			x, reason := s.searchGroup(in, targets[i], b.rangeOf(targets[i]))
+			x, reason := s.searchGroup(in, targets[i], b)
 			if x == nil {
 				why[i] = reason
 				continue
@@ -120,18 +120,20 @@ func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*sear
 
 // searchGroup finds the best way for in to move whole to group g, or why
 // there is none.
-func (s *state) searchGroup(in *instState, g int32, r *groupRange) (*search, string) {
+func (s *state) searchGroup(in *instState, g int32, b *groupBounds) (*search, string) {
 	gname := s.c.Groups[g].Name
 	if reason := s.policyViolation(in, g); reason != "" {
 		return nil, fmt.Sprintf("group %q: %s", gname, reason)
 	}
 	x := newSearch(s, *in, g)
-	if s.nodes[in.pri].group != g && (in.sec == NoNode || s.nodes[in.sec].group != g) {
-		// The instance's nodes are outside the group's score: the
-		// bounds of nodebound.go hold.
-		x.lin = s.newLinear(g, r, &x.in)
-	}
 	nodes := s.targets(g, nil)
+	if b != nil && len(nodes) > 2*s.pairCandidates() && s.nodes[in.pri].group != g &&
+		(in.sec == NoNode || s.nodes[in.sec].group != g) {
+		// A group large enough for pairs to be ranked, and the
+		// instance's nodes outside its score: the bounds of
+		// nodebound.go hold and pay.
+		x.lin = s.newLinear(g, b.rangeOf(s, g), &x.in)
+	}
 	switch in.mirror {
 	case MirroredInternally:
 		var prefix []move

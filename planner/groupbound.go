@@ -250,11 +250,8 @@ func (b *groupBounds) order(s *state, in *instState, targets []int32, lo, hi int
 	es := make([]entry, 0, hi-lo)
 	for i := lo; i < hi; i++ {
 		e := entry{i, math.Inf(-1)}
-		if g := targets[i]; b != nil {
-			if !b.fresh[g] {
-				b.ranges[g], b.fresh[g] = s.rangeOf(g), true
-			}
-			e.bound = s.lowerBound(g, &b.ranges[g], in)
+		if g := targets[i]; b != nil && hi-lo > 1 {
+			e.bound = s.lowerBound(g, b.rangeOf(s, g), in)
 		}
 		es = append(es, e)
 	}
@@ -266,11 +263,14 @@ func (b *groupBounds) order(s *state, in *instState, targets []int32, lo, hi int
 	return at, bounds
 }
 
-// rangeOf is group g's range as order last measured it; nil without
-// bounds.
-func (b *groupBounds) rangeOf(g int32) *groupRange {
-	if b == nil || !b.fresh[g] {
+// rangeOf is group g's range, measured again if a move landed there
+// since; nil without bounds.
+func (b *groupBounds) rangeOf(s *state, g int32) *groupRange {
+	if b == nil {
 		return nil
+	}
+	if !b.fresh[g] {
+		b.ranges[g], b.fresh[g] = s.rangeOf(g), true
 	}
 	return &b.ranges[g]
 }

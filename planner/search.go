@@ -120,10 +120,7 @@ func (x *search) single(targets []int32, build func(t int32) candidate) {
 // on its own and scores only the k best of each together, widening while
 // no pair fits; a group of n nodes thus costs O(n + k²) trials, not O(n²).
 func (x *search) pairs(targets []int32, prefix []move) {
-	k := x.s.opts.PairCandidates
-	if k <= 0 {
-		k = DefaultOptions().PairCandidates
-	}
+	k := x.s.pairCandidates()
 	build := func(tp, ts int32) candidate {
 		var c candidate
 		c.n = copy(c.moves[:], prefix)
@@ -175,6 +172,14 @@ func (x *search) pairs(targets []int32, prefix []move) {
 			return
 		}
 	}
+}
+
+// pairCandidates is Options.PairCandidates or its default.
+func (s *state) pairCandidates() int {
+	if s.opts.PairCandidates > 0 {
+		return s.opts.PairCandidates
+	}
+	return DefaultOptions().PairCandidates
 }
 
 // rank scores each target in one role and returns the feasible ones, best
