@@ -47,6 +47,7 @@ func (s *state) changeGroup(r *Request, out *outcome) error {
 	sort.SliceStable(targets, func(a, b int) bool {
 		return s.c.Groups[targets[a]].AllocPolicy.rank() < s.c.Groups[targets[b]].AllocPolicy.rank()
 	})
+	b := s.newGroupBounds()
 	for _, name := range r.Instances {
 		idx := s.instance(name)
 		in := s.insts[idx]
@@ -54,7 +55,7 @@ func (s *state) changeGroup(r *Request, out *outcome) error {
 			out.fail(name, fmt.Sprintf("storage kind %q is not mirrored: its disks exist only on %s, so it cannot change group", in.kind, s.nodeName(in.pri)))
 			continue
 		}
-		best, why := s.bestGroup(&in, targets)
+		best, why := s.bestGroup(&in, targets, b)
 		if best == nil {
 			msg := "no target group can receive it"
 			if len(targets) == 0 {
@@ -68,47 +69,85 @@ func (s *state) changeGroup(r *Request, out *outcome) error {
 			continue
 		}
 		out.move(s, &in, best.best)
+		b.moved(s, &in)
 	}
 	return nil
 }
 
-// bestGroup searches each target group in policy order and returns the
-// best search of the first policy level that has a fit, or the reasons
-// each group refused.
-func (s *state) bestGroup(in *instState, targets []int32) (*search, []string) {
+// bestGroup searches the target groups of the first policy level that
+// has a fit and returns the best search (the lowest score, ties to the
+// later group), or the reasons each group refused. Within a level the
+// groups are searched in the order of their lower bounds, and a group
+// whose bound is above the best score found is not searched (see
+// groupbound.go): it could not win.
+func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*search, []string) {
+	why := make([]string, len(targets))
 	var best *search
-	var why []string
-	for i, g := range targets {
-		if best != nil && s.c.Groups[g].AllocPolicy.rank() > s.c.Groups[best.group].AllocPolicy.rank() {
-			break // a better policy level already fits
+	for lo := 0; lo < len(targets) && best == nil; {
+		hi := lo + 1
+		rank := s.c.Groups[targets[lo]].AllocPolicy.rank()
+		for hi < len(targets) && s.c.Groups[targets[hi]].AllocPolicy.rank() == rank {
+			hi++
 		}
-		_ = i
-		gname := s.c.Groups[g].Name
-		if reason := s.policyViolation(in, g); reason != "" {
-			why = append(why, fmt.Sprintf("group %q: %s", gname, reason))
-			continue
-		}
-		x := newSearch(s, *in, g)
-		nodes := s.targets(g, nil)
-		switch in.mirror {
-		case MirroredInternally:
-			var prefix []move
-			if s.c.Nodes[in.pri].Offline && s.usable(in.sec) {
-				prefix = []move{{mvFailover, 0}}
+		order, bounds := b.order(s, in, targets, lo, hi)
+		bestAt := -1
+		for k, i := range order {
+			if best != nil && bounds[k] > best.best.score {
+				break // sorted: no group left can beat it
 			}
-			x.pairs(nodes, prefix)
-		default:
-			x.fast(mvFailoverToAny, nodes)
+			x, reason := s.searchGroup(in, targets[i], b)
+			if x == nil {
+				why[i] = reason
+				continue
+			}
+			if best == nil || x.best.score < best.best.score || (x.best.score == best.best.score && i > bestAt) {
+				best, bestAt = x, i
+			}
 		}
-		if !x.best.ok {
-			why = append(why, fmt.Sprintf("group %q: %s", gname, s.noPlaceReason(x, g, nodes)))
-			continue
-		}
-		if best == nil || x.best.score <= best.best.score {
-			best = x
+		lo = hi
+	}
+	if best != nil {
+		return best, nil
+	}
+	var out []string
+	for _, w := range why {
+		if w != "" {
+			out = append(out, w)
 		}
 	}
-	return best, why
+	return nil, out
+}
+
+// searchGroup finds the best way for in to move whole to group g, or why
+// there is none.
+func (s *state) searchGroup(in *instState, g int32, b *groupBounds) (*search, string) {
+	gname := s.c.Groups[g].Name
+	if reason := s.policyViolation(in, g); reason != "" {
+		return nil, fmt.Sprintf("group %q: %s", gname, reason)
+	}
+	x := newSearch(s, *in, g)
+	nodes := s.targets(g, nil)
+	if b != nil && len(nodes) > 2*s.pairCandidates() && s.nodes[in.pri].group != g &&
+		(in.sec == NoNode || s.nodes[in.sec].group != g) {
+		// A group large enough for pairs to be ranked, and the
+		// instance's nodes outside its score: the bounds of
+		// nodebound.go hold and pay.
+		x.lin = s.newLinear(g, b.rangeOf(s, g), &x.in)
+	}
+	switch in.mirror {
+	case MirroredInternally:
+		var prefix []move
+		if s.c.Nodes[in.pri].Offline && s.usable(in.sec) {
+			prefix = []move{{mvFailover, 0}}
+		}
+		x.pairs(nodes, prefix)
+	default:
+		x.fast(mvFailoverToAny, nodes)
+	}
+	if !x.best.ok {
+		return nil, fmt.Sprintf("group %q: %s", gname, s.noPlaceReason(x, g, nodes))
+	}
+	return x, ""
 }
 
 // policyViolation checks an instance against a group's instance policy:

@@ -94,7 +94,11 @@ type nodeState struct {
 	locScore  int32    // sum over primaries of location and desired-location scores
 
 	peers map[int32]int64 // memory reserved per primary peer
-	tags  map[string]int32
+	// peerBits has bit p%64 set for every primary peer p in peers: most
+	// lookups of a peer the node does not have end on it, without the
+	// map (a search asks every node of a group).
+	peerBits uint64
+	tags     map[string]int32
 
 	// padj holds changes to peers made on this copy and not yet written to
 	// the shared map: a tried move may add and then remove a secondary on
@@ -110,7 +114,10 @@ type peerAdj struct {
 
 // peer is the memory reserved on n for instances whose primary is pdx.
 func (n *nodeState) peer(pdx int32) int64 {
-	v := n.peers[pdx]
+	var v int64
+	if n.peerBits&peerBit(pdx) != 0 {
+		v = n.peers[pdx]
+	}
 	for i := int8(0); i < n.npadj; i++ {
 		if n.padj[i].pdx == pdx {
 			v += n.padj[i].d
@@ -154,16 +161,28 @@ func (n *nodeState) maxPeer() int64 {
 	return m
 }
 
+// peerBit is pdx's bit in peerBits.
+func peerBit(pdx int32) uint64 { return 1 << (uint32(pdx) % 64) }
+
+// setPeer writes the reservation for primary pdx to the shared map.
+func (n *nodeState) setPeer(pdx int32, v int64) {
+	if v > 0 {
+		n.peers[pdx] = v
+		n.peerBits |= peerBit(pdx)
+		return
+	}
+	delete(n.peers, pdx)
+	n.peerBits = 0
+	for p := range n.peers {
+		n.peerBits |= peerBit(p)
+	}
+}
+
 // flushPeers writes the copy's peer changes to the shared map.
 func (n *nodeState) flushPeers() {
 	for i := int8(0); i < n.npadj; i++ {
 		a := n.padj[i]
-		v := n.peers[a.pdx] + a.d
-		if v > 0 {
-			n.peers[a.pdx] = v
-		} else {
-			delete(n.peers, a.pdx)
-		}
+		n.setPeer(a.pdx, n.peers[a.pdx]+a.d)
 	}
 	n.npadj = 0
 }

@@ -35,12 +35,20 @@ func (o *outcome) move(s *state, in *instState, c candidate) {
 // request or the snapshot is unusable; instances that cannot move are
 // listed in the plan's Failed with a reason.
 func Compute(c *Cluster, r Request, o Options) (*Plan, error) {
+	return compute(c, r, o, nil)
+}
+
+// compute is Compute with the state tweaked first (tests).
+func compute(c *Cluster, r Request, o Options, tweak func(*state)) (*Plan, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	s, err := newState(c, o)
 	if err != nil {
 		return nil, err
+	}
+	if tweak != nil {
+		tweak(s)
 	}
 	if err := s.checkRequest(&r); err != nil {
 		return nil, err

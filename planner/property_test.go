@@ -11,11 +11,14 @@ import (
 // mixed policies, nodes of different sizes, some offline or drained,
 // instances of every storage kind packed until nodes are nearly full, and
 // exclusion tags. Small and tight is where planners go wrong.
-func randomCluster(rng *rand.Rand) *Cluster {
+func randomCluster(rng *rand.Rand) *Cluster { return randomClusterOf(rng, 3) }
+
+// randomClusterOf is randomCluster with up to maxGroups groups.
+func randomClusterOf(rng *rand.Rand, maxGroups int) *Cluster {
 	b := newBuilder()
 	b.c.Tags = []string{ExclusionTagPrefix + "svc"}
 	policies := []AllocPolicy{Preferred, Preferred, LastResort, Unallocable}
-	groups := 1 + rng.IntN(3)
+	groups := 1 + rng.IntN(maxGroups)
 	for g := 2; g <= groups; g++ {
 		b.group(fmt.Sprintf("g%d", g), policies[rng.IntN(len(policies))])
 	}

@@ -137,6 +137,38 @@ func (g *groupStats) add(n *nodeState, sign float64) {
 	g.addContrib(&c, sign)
 }
 
+// swapScore is the score of g with one node's contribution old replaced
+// by new: what a copy of g with addContrib(old, -1) and addContrib(new, 1)
+// scores, to the same bits, without the copy.
+func (g *groupStats) swapScore(old, new *contrib) float64 {
+	if old.offline || new.offline {
+		t := *g
+		t.addContrib(old, -1)
+		t.addContrib(new, 1)
+		return t.score()
+	}
+	n := g.n - 1 + 1
+	var s float64
+	if n > 0 {
+		for i := 0; i < sdCount; i++ {
+			sum := g.sum[i] + -1*old.v[i] + new.v[i]
+			sq := g.sq[i] + -1*old.v[i]*old.v[i] + new.v[i]*new.v[i]
+			mean := sum / n
+			v := sq/n - mean*mean
+			if v > 0 {
+				s += sdWeights[i] * math.Sqrt(v)
+			}
+		}
+	}
+	for i := 0; i < onCount; i++ {
+		s += onWeights[i] * (g.on[i] + -1*old.on[i] + new.on[i])
+	}
+	for i := 0; i < offCount; i++ {
+		s += offWeights[i] * g.off[i]
+	}
+	return s + g.locExcl
+}
+
 func (g *groupStats) score() float64 {
 	var s float64
 	if g.n > 0 {

@@ -35,6 +35,10 @@ type search struct {
 	why    reasons
 	tried  int
 	result instState // the instance after the best candidate
+	// lin, when ok, bounds the score of the instance's moves into the
+	// search's group from below (nodebound.go): a change-group's
+	// searches skip the nodes and pairs that cannot win.
+	lin linear
 }
 
 // wholeCluster, as a search's group, scores moves with the cluster score
@@ -116,14 +120,12 @@ func (x *search) single(targets []int32, build func(t int32) candidate) {
 // on its own and scores only the k best of each together, widening while
 // no pair fits; a group of n nodes thus costs O(n + k²) trials, not O(n²).
 func (x *search) pairs(targets []int32, prefix []move) {
-	k := x.s.opts.PairCandidates
-	if k <= 0 {
-		k = DefaultOptions().PairCandidates
-	}
+	k := x.s.pairCandidates()
 	build := func(tp, ts int32) candidate {
-		ms := append(append([]move{}, prefix...),
-			move{mvReplaceSecondary, tp}, move{mvFailover, 0}, move{mvReplaceSecondary, ts})
-		return mk(ms...)
+		var c candidate
+		c.n = copy(c.moves[:], prefix)
+		c.n += copy(c.moves[c.n:], []move{{mvReplaceSecondary, tp}, {mvFailover, 0}, {mvReplaceSecondary, ts}})
+		return c
 	}
 	if len(targets) <= 2*k {
 		for _, tp := range targets {
@@ -135,13 +137,17 @@ func (x *search) pairs(targets []int32, prefix []move) {
 		}
 		return
 	}
+	if x.lin.ok && len(prefix) == 0 && x.topPairs(targets, k, build) {
+		return
+	}
 	var pri, sec []int32
 	if len(prefix) == 0 {
 		// Rank the new primary as if the instance moved there alone, and
 		// the new secondary as a replaced secondary: exact for each role
 		// on its own, and one node's books per target.
-		pri = x.rankFast(mvFailoverToAny, targets, k)
-		sec = x.rankFast(mvReplaceSecondary, targets, k)
+		pri = x.rankFast(mvFailoverToAny, targets, k, x.s.buf.pri)
+		sec = x.rankFast(mvReplaceSecondary, targets, k, x.s.buf.sec)
+		x.s.buf.pri, x.s.buf.sec = pri, sec
 	} else {
 		pri = x.rank(targets, func(t int32) candidate {
 			return mk(append(append([]move{}, prefix...), move{mvReplaceSecondary, t}, move{mvFailover, 0})...)
@@ -166,6 +172,14 @@ func (x *search) pairs(targets []int32, prefix []move) {
 			return
 		}
 	}
+}
+
+// pairCandidates is Options.PairCandidates or its default.
+func (s *state) pairCandidates() int {
+	if s.opts.PairCandidates > 0 {
+		return s.opts.PairCandidates
+	}
+	return DefaultOptions().PairCandidates
 }
 
 // rank scores each target in one role and returns the feasible ones, best
@@ -264,33 +278,54 @@ func usage(n *nodeState) [2]int64 {
 // exactly what single would (same order, same tie rule); on a group of
 // thousands of nodes it is what keeps an evacuation under a second.
 func (x *search) fast(kind moveKind, targets []int32) {
-	x.eachFast(kind, targets, func(t int32, score float64, in instState) {
+	var skip func(k int) bool
+	if x.lin.ok && kind == mvFailoverToAny {
+		// A target whose bound is above the best found cannot win.
+		skip = func(k int) bool {
+			if !x.best.ok {
+				return false
+			}
+			tm := x.lin.terms(x.s, targets[k], roleAddPri)
+			return x.lin.one(&x.lin.group, &tm) > x.best.score
+		}
+	}
+	after := x.eachFast(kind, targets, skip, func(k int, score float64) {
 		if x.best.ok && x.best.score < score {
 			return
 		}
-		x.best = mk(move{kind, t})
+		x.best = mk(move{kind, targets[k]})
 		x.best.score, x.best.ok = score, true
-		x.result = in
 	})
+	if x.best.ok {
+		x.result = after(x.best.moves[0].node)
+	}
 }
 
-// eachFast calls fn with the score of every target that accepts the move;
-// refusals become reasons.
-func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score float64, in instState)) {
+// eachFast calls fn with the position in targets and the score of every
+// target that accepts the move, but those skip (if not nil) skips;
+// refusals become reasons. It returns what the instance is after the move
+// to a target that accepted it.
+func (x *search) eachFast(kind moveKind, targets []int32, skip func(k int) bool, fn func(k int, score float64)) func(t int32) instState {
 	s := x.s
 	if s.locActive {
 		// A new node changes the instance's location score on its
 		// primary, which the split below does not see: try each target
 		// whole.
-		for _, t := range targets {
-			score, in, f := x.eval(mk(move{kind, t}))
+		for k, t := range targets {
+			if skip != nil && skip(k) {
+				continue
+			}
+			score, _, f := x.eval(mk(move{kind, t}))
 			if !f.ok() {
 				x.why.add(f)
 				continue
 			}
-			fn(t, score, in)
+			fn(k, score)
 		}
-		return
+		return func(t int32) instState {
+			_, in, _ := x.eval(mk(move{kind, t}))
+			return in
+		}
 	}
 	x.ov.reset()
 	in := x.in
@@ -316,7 +351,7 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 	case mvFailoverAndReplace:
 		if f := s.migrationRefusal(P, S); !f.ok() {
 			x.why.add(f)
-			return
+			return nil
 		}
 		p, q := x.ov.node(s, P), x.ov.node(s, S)
 		*p = removePri(*p, &in)
@@ -324,7 +359,7 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 		var f failure
 		if *q, f = addPri(intS, &in, strictP); !f.ok() {
 			x.why.add(f)
-			return // the failover half fails whatever the new secondary
+			return nil // the failover half fails whatever the new secondary
 		}
 		target = func(n nodeState) (nodeState, failure) { return addSec(n, &in, S, strictP, false) }
 		after.pri = S
@@ -338,7 +373,10 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 			g.add(&x.ov.ns[k], 1)
 		}
 	}
-	for _, t := range targets {
+	for k, t := range targets {
+		if skip != nil && skip(k) {
+			continue
+		}
 		x.tried++
 		base := &s.nodes[t]
 		n, f := target(*base)
@@ -346,11 +384,16 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 			x.why.add(f)
 			continue
 		}
-		gt := g
+		var score float64
 		if x.scores(base.group) {
-			gt.addContrib(&s.contribs[t], -1)
-			gt.add(&n, 1)
+			c := contribOf(&n)
+			score = g.swapScore(&s.contribs[t], &c)
+		} else {
+			score = g.score()
 		}
+		fn(k, score)
+	}
+	return func(t int32) instState {
 		res := after
 		switch kind {
 		case mvFailoverToAny:
@@ -358,30 +401,28 @@ func (x *search) eachFast(kind moveKind, targets []int32, fn func(t int32, score
 		default:
 			res.sec = t
 		}
-		fn(t, gt.score(), res)
+		return res
 	}
 }
 
 // rankFast ranks targets for one role of a pair move by the matching
 // one-target family, best first. Only the first limit are sorted (the
 // rest follow in target order): pairs look past them only when none of the
-// best fit, and then sort them too.
-func (x *search) rankFast(kind moveKind, targets []int32, limit int) []int32 {
-	type scored struct {
-		node  int32
-		score float64
-	}
-	var ok []scored
-	x.eachFast(kind, targets, func(t int32, score float64, _ instState) {
-		ok = append(ok, scored{t, score})
+// best fit, and then sort them too. The ranking is written to out's
+// storage and returned.
+func (x *search) rankFast(kind moveKind, targets []int32, limit int, out []int32) []int32 {
+	ok := x.s.buf.scored[:0]
+	x.eachFast(kind, targets, nil, func(k int, score float64) {
+		ok = append(ok, scored{targets[k], score})
 	})
+	x.s.buf.scored = ok
 	less := func(a, b scored) int { return cmp.Compare(a.score, b.score) }
 	if limit >= len(ok) {
 		slices.SortStableFunc(ok, less)
 	} else {
 		// Select the limit best in one pass, keeping ties in target order.
-		best := make([]scored, 0, limit)
-		rest := make([]scored, 0, len(ok))
+		best := x.s.buf.best[:0]
+		rest := x.s.buf.rest[:0]
 		for _, v := range ok {
 			i := len(best)
 			for i > 0 && best[i-1].score > v.score {
@@ -397,11 +438,19 @@ func (x *search) rankFast(kind moveKind, targets []int32, limit int) []int32 {
 			}
 			best = slices.Insert(best, i, v)
 		}
-		ok = append(best, rest...)
+		x.s.buf.best, x.s.buf.rest = best, rest
+		ok = append(ok[:0], best...)
+		ok = append(ok, rest...)
 	}
-	out := make([]int32, len(ok))
-	for i, v := range ok {
-		out[i] = v.node
+	out = out[:0]
+	for _, v := range ok {
+		out = append(out, v.node)
 	}
 	return out
+}
+
+// scored is a target and its score.
+type scored struct {
+	node  int32
+	score float64
 }

@@ -32,12 +32,32 @@ type state struct {
 	shared []bool
 	// scratch states do not record instance moves (scratchClone).
 	scratch bool
+	// buf is what the searches reuse: one search of a state runs at a
+	// time (a clone has its own).
+	buf *searchBufs
+	// inverses are each node's, for the bounds of nodebound.go.
+	inverses []inverses
+	// exhaustiveGroups searches every target group of a change-group,
+	// without the bounds of groupbound.go (tests compare the two).
+	exhaustiveGroups bool
 
 	// Location and migration tags (location.go).
 	locActive, migActive bool
 	mig, rmig            [][]string      // per node: migration tags it has, and accepts
 	lx                   map[lxKey]int32 // (location, exclusion tag) pair counts
 	lxSpread             float64         // the pairs' component over the whole cluster
+}
+
+// searchBufs are buffers a search fills and the next reuses (search.go,
+// nodebound.go).
+type searchBufs struct {
+	scored, best, rest        []scored
+	pri, sec, sub             []int32
+	lb                        []float64
+	seeds                     []int
+	seeded                    []bool
+	top                       []ranked
+	priTerms, secTerms, terms []nodeTerms
 }
 
 // spec returns the description of instance i, from the snapshot or the
@@ -116,6 +136,7 @@ func (s *state) scratchClone() *state {
 	t.contribs = slices.Clone(s.contribs)
 	t.extra = slices.Clip(s.extra)
 	t.capacity = nil
+	t.buf = &searchBufs{}
 	t.lx = maps.Clone(s.lx)
 	return &t
 }
@@ -140,7 +161,7 @@ func (s *state) node(name string) int32 {
 // loader does: nodes start from what they report, instances are placed on
 // them, then memory reservations for failover peers are derived.
 func newState(c *Cluster, o Options) (*state, error) {
-	s := &state{c: c, opts: o}
+	s := &state{c: c, opts: o, buf: &searchBufs{}}
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -193,7 +214,9 @@ func newState(c *Cluster, o Options) (*state, error) {
 		s.locExclAdd(&s.nodes[s.insts[i].pri], &s.insts[i], 1)
 	}
 	s.contribs = make([]contrib, len(s.nodes))
+	s.inverses = make([]inverses, len(s.nodes))
 	for i := range s.nodes {
+		s.inverses[i] = inverseOf(&s.nodes[i])
 		s.contribs[i] = contribOf(&s.nodes[i])
 		s.groups[s.nodes[i].group].addContrib(&s.contribs[i], 1)
 	}
@@ -258,7 +281,7 @@ func (s *state) placeLoaded(in *instState) {
 	_, sn.instSp = sn.spindleDelta(in, true)
 	sn.nSec++
 	if in.usesSecMem {
-		sn.peers[in.pri] += in.mem
+		sn.setPeer(in.pri, sn.peers[in.pri]+in.mem)
 	}
 }
 

@@ -146,7 +146,7 @@ type usage struct{ mem, disk int64 }
 // for which want is true: building the whole cluster is then O(nodes +
 // instances), not O(nodes × instances).
 func (inv *Inventory) used(want func(node string) bool) map[string]usage {
-	out := map[string]usage{}
+	out := make(map[string]usage, len(inv.Nodes))
 	add := func(node string, mem, disk int64) {
 		if node != "" && want(node) {
 			u := out[node]
@@ -199,7 +199,11 @@ func (inv *Inventory) Cluster() *planner.Cluster {
 			Policy: groupPolicy(g.Policy), Tags: g.Tags,
 		})
 	}
-	nodeIdx := map[string]int{}
+	// Sized up front: at fleet scale (100,000 instances) growing these
+	// slices and maps cost more than filling them.
+	nodeIdx := make(map[string]int, len(inv.nodeOrder))
+	c.Nodes = make([]planner.Node, 0, len(inv.nodeOrder))
+	c.Instances = make([]planner.Instance, 0, len(inv.InstanceOrder))
 	used := inv.used(func(string) bool { return true })
 	for _, name := range inv.nodeOrder {
 		n := inv.Nodes[name]
@@ -219,6 +223,11 @@ func (inv *Inventory) Cluster() *planner.Cluster {
 			SendBytesPerSecond: n.SendBytesPerSecond, ReceiveBytesPerSecond: n.ReceiveBytesPerSecond,
 		})
 	}
+	disks := 0
+	for _, name := range inv.InstanceOrder {
+		disks += len(inv.Instances[name].Size.DisksMiB)
+	}
+	all := make([]planner.Disk, 0, disks) // one array for every instance's disks
 	for _, name := range inv.InstanceOrder {
 		in := inv.Instances[name]
 		idx := func(node string) int {
@@ -234,8 +243,12 @@ func (inv *Inventory) Cluster() *planner.Cluster {
 			State: runStates[in.RunState], Owner: in.Owner,
 			Primary: idx(in.PrimaryNode), Secondary: planner.NoNode,
 		}
-		for _, d := range in.Size.DisksMiB {
-			pi.Disks = append(pi.Disks, planner.Disk{Size: d})
+		if len(in.Size.DisksMiB) > 0 {
+			from := len(all)
+			for _, d := range in.Size.DisksMiB {
+				all = append(all, planner.Disk{Size: d})
+			}
+			pi.Disks = all[from:len(all):len(all)]
 		}
 		if in.SecondaryNode != "" {
 			pi.Secondary = idx(in.SecondaryNode)

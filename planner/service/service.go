@@ -303,12 +303,7 @@ func (l *loop) decideAll(ctx context.Context) error {
 	if err := l.decideNodes(ctx); err != nil {
 		return err
 	}
-	kc := l.svc.cfg.Kafka
-	env := jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: l.svc.cfg.Options,
-		MaxRunningMoves: l.svc.cfg.MaxRunningMoves, AutoMovesPerNode: l.svc.cfg.AutoMovesPerNode, IndexOrder: l.svc.cfg.ReleaseInPlanOrder,
-		Producer:  l.svc.cfg.Producer,
-		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
-		Migrating: l.st.migs.ActiveOn, Migrations: l.st.migs.InFlight, Fits: kc.Fits, PlanPartBytes: l.svc.cfg.PlanPartBytes}
+	env := l.jobsEnv()
 	for id, why := range l.refused {
 		if err := l.decided(ctx, id, jobs.Fail(env, l.st.reqs, id, why)); err != nil {
 			return err
@@ -325,6 +320,16 @@ func (l *loop) decideAll(ctx context.Context) error {
 		}
 	}
 	return l.decideMigrations(ctx)
+}
+
+// jobsEnv is what the requests' passes read and where their decisions go.
+func (l *loop) jobsEnv() jobs.Env {
+	cfg := l.svc.cfg
+	return jobs.Env{Inv: l.st.inv, Apply: l.st.applyDecision, Options: cfg.Options,
+		MaxRunningMoves: cfg.MaxRunningMoves, AutoMovesPerNode: cfg.AutoMovesPerNode, IndexOrder: cfg.ReleaseInPlanOrder,
+		Producer:  cfg.Producer,
+		PlanTook:  func(d time.Duration) { l.svc.m.planSeconds.Observe(d.Seconds()) },
+		Migrating: l.st.migs.ActiveOn, Migrations: l.st.migs.InFlight, Fits: cfg.Kafka.Fits, PlanPartBytes: cfg.PlanPartBytes}
 }
 
 // decided appends one request's decisions. A refusal of the log for what
