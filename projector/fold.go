@@ -135,7 +135,8 @@ func decodeRecord(r kafka.Raw) item {
 		it.err = err
 		return it
 	}
-	if want, _ := env.Topic(); want != r.Topic {
+	if !events.OnItsTopic(env.Type, r.Topic) {
+		want, _ := env.Topic()
 		it.err = fmt.Errorf("%s event on topic %s, its type belongs on %s", env.Type, r.Topic, want)
 		return it
 	}
@@ -296,11 +297,18 @@ func queueEffectsOf(b *pgx.Batch, items []item, fresh []bool) error {
 }
 
 // logEvents inserts the decoded items into event_log in one statement and
-// marks in fresh those whose row is new.
+// marks in fresh those whose row is new. Events of a compacted topic
+// (heartbeats) get no row: they are current state, not history, and the
+// broker drops all but a node's last, so a replay could not equal rows
+// the live fold kept; their effects are idempotent, so each is fresh.
 func (f *folder) logEvents(ctx context.Context, tx pgx.Tx, items []item, fresh []bool) error {
 	n := 0
-	for _, it := range items {
-		if it.err == nil {
+	for i, it := range items {
+		switch {
+		case it.err != nil:
+		case events.Compacted(it.rec.Topic):
+			fresh[i] = true
+		default:
 			n++
 		}
 	}
@@ -318,7 +326,7 @@ func (f *folder) logEvents(ctx context.Context, tx pgx.Tx, items []item, fresh [
 	)
 	at := map[tp]map[int64]int{} // place -> index in items
 	for i, it := range items {
-		if it.err != nil {
+		if it.err != nil || events.Compacted(it.rec.Topic) {
 			continue
 		}
 		r, e := it.rec, it.env
