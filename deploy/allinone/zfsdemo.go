@@ -77,7 +77,10 @@ func ZFSCluster(groups, nodesPerGroup int) *planner.Cluster {
 // Workload is what each running instance's process does: it overwrites
 // one Block-byte block of the file "ring" (Blocks blocks, so it never
 // grows) every Interval, round and round, remembering its place in the
-// file "pos" — real, steady deltas for every sync.
+// file "pos" — real, steady deltas for every sync. A stop may land
+// between the shell's truncation of "pos" and its write (one stop in ten
+// on a loaded machine): the next start reads an empty "pos", which
+// starts the ring over instead of killing the workload.
 type Workload struct {
 	Block    int64         // default 16 KiB
 	Blocks   int           // default 256
@@ -102,7 +105,8 @@ func (w Workload) withDefaults() Workload {
 func (w Workload) Command() []string {
 	w = w.withDefaults()
 	script := fmt.Sprintf(`cd "$DROVE_DATA" || exit 1
-i=$(cat pos 2>/dev/null || echo 0)
+i=$(cat pos 2>/dev/null)
+case $i in ''|*[!0-9]*) i=0 ;; esac
 while :; do
   dd if=/dev/urandom of=ring bs=%d count=1 seek=$i conv=notrunc 2>/dev/null || exit 1
   i=$(( (i + 1) %% %d ))
