@@ -31,7 +31,7 @@ func init() {
 	register[NodeUpdated](TopicInventory)
 	register[InstanceDeclared](TopicInventory)
 	register[InstancePlaced](TopicInventory)
-	register[NodeHeartbeat](TopicInventory)
+	register[NodeHeartbeat](TopicHeartbeats)
 
 	register[EvacuationRequested](TopicRequests)
 	register[GroupChangeRequested](TopicRequests)
@@ -116,6 +116,19 @@ func TopicOf(typ string) (string, error) {
 		return "", fmt.Errorf("%w: %q", ErrUnknownType, typ)
 	}
 	return t, nil
+}
+
+// formerTopic is where a type was written before it moved: logs written
+// then still hold it there. Heartbeats were on drove.inventory, kept
+// forever, until they got a compacted topic of their own (issue 18).
+var formerTopic = map[string]string{TypeNodeHeartbeat: TopicInventory}
+
+// OnItsTopic says whether an event of type typ read from topic is where
+// it belongs: its type's topic, or the one it was written to before it
+// moved. An event elsewhere was ordered against the wrong neighbours.
+func OnItsTopic(typ, topic string) bool {
+	t, ok := topicOf[typ]
+	return ok && (t == topic || formerTopic[typ] == topic)
 }
 
 // Types lists every registered event type, sorted.

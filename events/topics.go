@@ -37,14 +37,30 @@ const (
 	// TopicAudit holds decisions that changed nothing in the system but must
 	// be answerable later: who was allowed or denied what.
 	TopicAudit = "drove.audit"
+
+	// TopicHeartbeats holds executors' heartbeats (NodeHeartbeat), keyed
+	// by node. It is the one topic that is current state, not history:
+	// it is compacted, so the broker keeps each node's last beat and
+	// heartbeat volume does not grow the log without bound. What the
+	// beats decide (a node declared lost, brought online) is recorded on
+	// drove.inventory, which keeps everything (DESIGN.md, "Node
+	// lifecycle").
+	TopicHeartbeats = "drove.heartbeats"
 )
+
+// Compacted says whether topic keeps current state only (its latest
+// event per key, TopicHeartbeats): the broker may drop its older events,
+// so nothing that needs every event reads it (the notary's chains, the
+// projector's event_log) and a replay of it equals the live fold only in
+// the state it keeps.
+func Compacted(topic string) bool { return topic == TopicHeartbeats }
 
 // Topics lists every topic, for creating them and for replaying the log.
 func Topics() []string {
 	return []string{
 		TopicRequests, TopicInventory, TopicPlans, TopicJobs,
 		TopicOpcodes, TopicProgress, TopicAudit, TopicMigrations, TopicSettings,
-		TopicCheckpoints,
+		TopicCheckpoints, TopicHeartbeats,
 	}
 }
 

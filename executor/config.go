@@ -66,7 +66,7 @@ type Config struct {
 	// announce their node. Its Name must be Node.
 	Announce *events.NodeAnnounced
 	// Heartbeat is how often the executor renews its node's lease with a
-	// NodeHeartbeat on drove.inventory (lease.go). Default 5s; negative
+	// NodeHeartbeat on drove.heartbeats (lease.go). Default 5s; negative
 	// sends none and fences nothing.
 	Heartbeat time.Duration
 	// Fence is how long after its last heartbeat that the log took the

@@ -13,9 +13,13 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 )
 
-// ChainedTopics are the topics the notary chains: every topic but its own.
+// ChainedTopics are the topics the notary chains: every topic but its own
+// and the compacted ones (heartbeats), whose older records the broker
+// drops by design, so that a chain over them would read as broken.
 func ChainedTopics() []string {
-	return slices.DeleteFunc(events.Topics(), func(t string) bool { return t == events.TopicCheckpoints })
+	return slices.DeleteFunc(events.Topics(), func(t string) bool {
+		return t == events.TopicCheckpoints || events.Compacted(t)
+	})
 }
 
 // Partition names one partition of a topic.

@@ -31,7 +31,7 @@ type footprint struct {
 }
 
 var footprints = map[string]footprint{
-	"group_declared": {"groups", 1}, "node_stated": {"nodes", 1},
+	"group_declared": {"groups", 1}, "node_stated": {"nodes", 1}, "node_heartbeat": {"nodes", 1},
 	"instance_declared": {"instances", 1}, "instance_placed": {"instances", 1},
 	"evacuation_requested": {"requests", 1}, "group_change_requested": {"requests", 1},
 	"request_approved": {"requests", 1}, "request_cancelled": {"requests", 1},

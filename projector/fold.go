@@ -135,7 +135,8 @@ func decodeRecord(r kafka.Raw) item {
 		it.err = err
 		return it
 	}
-	if want, _ := env.Topic(); want != r.Topic {
+	if !events.OnItsTopic(env.Type, r.Topic) {
+		want, _ := env.Topic()
 		it.err = fmt.Errorf("%s event on topic %s, its type belongs on %s", env.Type, r.Topic, want)
 		return it
 	}

@@ -3,7 +3,8 @@ package projector
 import "github.com/drovehq/drove/events"
 
 // nodeEffects folds a node's lifecycle: operators' node commands and their
-// answers (drove.requests), and heartbeats (drove.inventory).
+// answers (drove.requests), and heartbeats (drove.heartbeats; on
+// drove.inventory in logs written before it existed).
 func nodeEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 	t := env.Time
 	switch e := p.(type) {

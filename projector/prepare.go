@@ -3,6 +3,8 @@ package projector
 import (
 	"maps"
 	"slices"
+
+	"github.com/drovehq/drove/events"
 )
 
 // prepared is what a batch writes, worked out before its transaction:
@@ -39,6 +41,14 @@ func prepare(items []item, known map[string]bool) (*prepared, error) {
 		if it.err != nil {
 			stmts.Queue(q("undecodable_insert"), it.rec.Topic, it.rec.Partition, it.rec.Offset,
 				it.rec.Key, it.rec.Value, it.err.Error())
+			continue
+		}
+		if events.Compacted(it.rec.Topic) {
+			// Heartbeats are current state, not history: no event_log
+			// row (the broker keeps only each node's last, so a replay
+			// could not equal rows the live fold kept); their effects
+			// are idempotent, so each is fresh.
+			p.fresh[i] = true
 			continue
 		}
 		if known[it.env.ID] || seen[it.env.ID] {

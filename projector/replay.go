@@ -20,7 +20,7 @@ import (
 var comparedTables = []string{
 	"event_log", "groups", "nodes", "instances", "requests", "plans", "jobs",
 	"opcodes", "moves", "move_syncs", "move_status", "undecodable_events",
-	"migration_phases", "settings", "history_subjects", "node_actions",
+	"migration_phases", "settings", "history_subjects", "node_actions", "node_heartbeats",
 }
 
 // Report is what Replay found.

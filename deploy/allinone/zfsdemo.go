@@ -77,7 +77,10 @@ func ZFSCluster(groups, nodesPerGroup int) *planner.Cluster {
 // Workload is what each running instance's process does: it overwrites
 // one Block-byte block of the file "ring" (Blocks blocks, so it never
 // grows) every Interval, round and round, remembering its place in the
-// file "pos" — real, steady deltas for every sync.
+// file "pos" — real, steady deltas for every sync. A stop may land
+// between the shell's truncation of "pos" and its write (one stop in ten
+// on a loaded machine): the next start reads an empty "pos", which
+// starts the ring over instead of killing the workload.
 type Workload struct {
 	Block    int64         // default 16 KiB
 	Blocks   int           // default 256

@@ -9,21 +9,25 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/drovehq/drove/events"
 )
 
 // topicConfig is what every Drove topic is created with. The log is the
 // source of truth, so nothing may age out of it: Apache Kafka's defaults
 // (retention.ms 7 days, a broker-wide retention.bytes, compaction on some
 // clusters) would silently delete inventory and history from every
-// replay. No topic is compacted: every topic is history (DESIGN.md).
-// Record size is Drove's too: a plan of a large request is bigger than
-// the broker's 1 MB default.
-func topicConfig(c Config) map[string]string {
+// replay. Only a topic of current state (events.Compacted: heartbeats,
+// whose decisions are history on drove.inventory) is compacted, its
+// segments rolled hourly so that the broker can compact them (it never
+// compacts the segment being written). Record size is Drove's too: a
+// plan of a large request is bigger than the broker's 1 MB default.
+func topicConfig(c Config, topic string) map[string]string {
 	minISR := "1"
 	if c.ReplicationFactor >= 3 {
 		minISR = "2" // a committed event survives the loss of one broker
 	}
-	return map[string]string{
+	cfg := map[string]string{
 		"retention.ms":           "-1",
 		"retention.bytes":        "-1",
 		"cleanup.policy":         "delete",
@@ -31,16 +35,29 @@ func topicConfig(c Config) map[string]string {
 		"message.timestamp.type": "CreateTime", // events carry their own time
 		"min.insync.replicas":    minISR,
 	}
+	if events.Compacted(topic) {
+		cfg["cleanup.policy"] = "compact"
+		cfg["segment.ms"] = strconv.Itoa(compactedSegmentMS)
+	}
+	return cfg
 }
 
-// deletes says whether a topic setting makes the broker delete events:
-// any finite retention, or compaction (which drops all but the latest
-// event of a key).
-func deletes(name, value string) bool {
+// compactedSegmentMS bounds what a compacted topic holds beyond each
+// key's latest event: about an hour of heartbeats (720 per node).
+const compactedSegmentMS = 3_600_000
+
+// deletes says whether a topic setting makes the broker delete events it
+// must keep: any finite retention; on a topic of history, compaction
+// (which drops all but the latest event of a key); on a compacted topic,
+// deletion by age besides compaction (which may drop a key's latest).
+func deletes(topic, name, value string) bool {
 	switch name {
 	case "retention.ms", "retention.bytes":
 		return value != "-1"
 	case "cleanup.policy":
+		if events.Compacted(topic) {
+			return value != "compact" && value != "delete" // "delete" keeps every beat: only warned about
+		}
 		return value != "delete"
 	}
 	return false
@@ -73,18 +90,37 @@ func EnsureTopics(ctx context.Context, cfg Config, partitions int, topics ...str
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	want := topicConfig(cfg)
-	created, err := createTopics(ctx, adm, cfg, partitions, want, topics)
-	if err != nil {
-		return cfg.explain(err)
+	// Topics of one configuration are created (and checked) together.
+	var errs []error
+	for _, group := range byConfig(topics) {
+		want := topicConfig(cfg, group[0])
+		created, err := createTopics(ctx, adm, cfg, partitions, want, group)
+		if err != nil {
+			return cfg.explain(err)
+		}
+		var existing []string
+		for _, t := range group {
+			if !slices.Contains(created, t) {
+				existing = append(existing, t)
+			}
+		}
+		errs = append(errs, checkTopicConfig(ctx, adm, cfg, want, existing))
 	}
-	var existing []string
+	return errors.Join(errs...)
+}
+
+// byConfig splits topics into the topics of history and the compacted
+// ones, each in the order given.
+func byConfig(topics []string) [][]string {
+	var history, compacted []string
 	for _, t := range topics {
-		if !slices.Contains(created, t) {
-			existing = append(existing, t)
+		if events.Compacted(t) {
+			compacted = append(compacted, t)
+		} else {
+			history = append(history, t)
 		}
 	}
-	return checkTopicConfig(ctx, adm, cfg, want, existing)
+	return slices.DeleteFunc([][]string{history, compacted}, func(g []string) bool { return len(g) == 0 })
 }
 
 // createTopics creates what does not exist and returns what it created.
@@ -123,12 +159,12 @@ func checkTopicConfig(ctx context.Context, adm *kadm.Client, cfg Config, want ma
 	var errs []error
 	for _, d := range diff {
 		switch {
-		case deletes(d.name, d.got) && !cfg.AllowFiniteRetention:
+		case deletes(d.topic, d.name, d.got) && !cfg.AllowFiniteRetention:
 			errs = append(errs, fmt.Errorf("%w: topic %s has %s=%s: the broker would delete events, and the log is Drove's source of truth; "+
 				"set %s=%s on it (kafka-configs --alter --entity-type topics --entity-name %s --add-config %s=%s), "+
 				"or allow it explicitly (--allow-finite-retention, DROVE_ALLOW_FINITE_RETENTION=1)",
 				ErrTopicConfig, d.topic, d.name, d.got, d.name, d.want, d.topic, d.name, d.want))
-		case deletes(d.name, d.got):
+		case deletes(d.topic, d.name, d.got):
 			cfg.Logger.Warn("topic deletes events; running anyway, as the operator allowed (AllowFiniteRetention)",
 				"topic", d.topic, "setting", d.name, "value", d.got, "drove_wants", d.want)
 		default:

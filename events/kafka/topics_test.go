@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestEnsureTopicsKeepsTheLogForever(t *testing.T) {
 	}
 	for _, rc := range described {
 		for _, c := range rc.Configs {
-			if want, ok := topicConfig(cfg.withDefaults())[c.Key]; ok && c.MaybeValue() != want {
+			if want, ok := topicConfig(cfg.withDefaults(), rc.Name)[c.Key]; ok && c.MaybeValue() != want {
 				t.Errorf("%s: %s=%s, want %s", rc.Name, c.Key, c.MaybeValue(), want)
 			}
 		}
@@ -113,5 +114,85 @@ func TestAppendRefusesARecordOverMaxRecordBytes(t *testing.T) {
 	}
 	if recs, err := ReadAll(ctx, cfg, "drove.audit"); err != nil || len(recs) != 0 {
 		t.Fatalf("after the refusal the topic holds %d events (%v), want none", len(recs), err)
+	}
+}
+
+// The heartbeats topic is current state: EnsureTopics creates it
+// compacted, with hourly segments, and the broker's compaction keeps each
+// node's latest beat while the beats before it go. One created by hand
+// with compaction and deletion by age (which may drop a node's last
+// beat) is refused; one that keeps every beat is only warned about.
+func TestEnsureTopicsCompactsHeartbeatsOnly(t *testing.T) {
+	ctx := testContext(t)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drove.byhand"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cfg := Config{Brokers: c.ListenAddrs(), TransactionalID: "heartbeats-test", FetchMaxWait: 100 * time.Millisecond}
+	if err := EnsureTopics(ctx, cfg, 1, events.TopicInventory, events.TopicHeartbeats); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	described, err := adm.DescribeTopicConfigs(ctx, events.TopicInventory, events.TopicHeartbeats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{
+		events.TopicInventory:  {"cleanup.policy": "delete", "retention.ms": "-1"},
+		events.TopicHeartbeats: {"cleanup.policy": "compact", "segment.ms": "3600000"},
+	}
+	for _, rc := range described {
+		got := map[string]string{}
+		for _, c := range rc.Configs {
+			got[c.Key] = c.MaybeValue()
+		}
+		for k, v := range want[rc.Name] {
+			if got[k] != v {
+				t.Errorf("%s: %s=%q, want %q", rc.Name, k, got[k], v)
+			}
+		}
+	}
+
+	p := newProducer(t, cfg)
+	beat := func(node string, i int) events.Envelope {
+		return events.New(events.NodeHeartbeat{Node: node, IntervalMS: 5000, Sent: time.Unix(int64(i), 0)},
+			events.WithProducer("test"), events.WithReason(events.Reason{Actor: "executor:" + node, Why: "lease"}))
+	}
+	var last []string
+	for i := range 5 {
+		for _, n := range []string{"n1", "n2"} {
+			e := beat(n, i)
+			if err := p.Append(ctx, events.TopicHeartbeats, e); err != nil {
+				t.Fatal(err)
+			}
+			if i == 4 {
+				last = append(last, e.ID)
+			}
+		}
+	}
+	c.Compact()
+	recs, err := ReadAll(ctx, cfg, events.TopicHeartbeats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(recs)
+	if len(got) >= 10 || !slices.Contains(got, last[0]) || !slices.Contains(got, last[1]) {
+		t.Fatalf("after compaction the topic holds %v; want fewer than the 10 beats, the last of each node (%v) among them", got, last)
+	}
+
+	for policy, refused := range map[string]bool{"compact,delete": true, "delete": false} {
+		if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr(policy)}}, events.TopicHeartbeats); err != nil {
+			t.Fatal(err)
+		}
+		err := EnsureTopics(ctx, cfg, 1, events.TopicHeartbeats)
+		if refused != errors.Is(err, ErrTopicConfig) {
+			t.Errorf("heartbeats with cleanup.policy=%s: EnsureTopics = %v, refused: want %v", policy, err, refused)
+		}
 	}
 }

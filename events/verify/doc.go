@@ -21,7 +21,11 @@
 //   - requests: every request ended, and every instance a finished request
 //     says it moved is where the result says;
 //   - migrations: every per-instance migration's record agrees with the
-//     phases dispatched and ended for it and with its placements.
+//     phases dispatched and ended for it and with its placements;
+//   - fencing: a node the planner declared lost starts and finishes
+//     nothing until an operator brings it online; a move past its point
+//     of no return when the node was cut off, whose success comes after
+//     the loss, is listed for operator action instead (fencing.go).
 //
 // A dry run nobody approved is not open work: nothing runs until an
 // approval. Options.AllowOpen accepts requests and migrations still under

@@ -30,11 +30,14 @@ const (
 	Requests Invariant = "requests"
 	// Migrations: a migration's record agrees with its phases.
 	Migrations Invariant = "migrations"
+	// Fencing: a node the planner declared lost starts and finishes
+	// nothing until it is brought online (fencing.go).
+	Fencing Invariant = "fencing"
 )
 
 // Invariants lists every invariant in report order.
 func Invariants() []Invariant {
-	return []Invariant{Decoding, Placement, Once, Dependencies, Capacity, Requests, Migrations}
+	return []Invariant{Decoding, Placement, Once, Dependencies, Capacity, Requests, Migrations, Fencing}
 }
 
 // Record is one event as it was read from the log.
@@ -88,6 +91,7 @@ type Counts struct {
 	Open         int `json:"open"`              // requests not ended (violations unless allowed)
 	Migrations   int `json:"migrations"`
 	Phases       int `json:"phases"`
+	Lost         int `json:"lost"` // times the planner declared a node lost
 }
 
 // Report is the outcome of a check.
@@ -97,6 +101,10 @@ type Report struct {
 	Violations []Violation `json:"violations"`
 	// Failed lists the invariants with at least one violation.
 	Failed []Invariant `json:"failed"`
+	// OperatorAction lists what is not a violation but needs a person:
+	// moves that ended on a node after the planner declared it lost, past
+	// their point of no return when it was cut off (fencing.go).
+	OperatorAction []Violation `json:"operator_action"`
 }
 
 // add records a violation.
@@ -108,6 +116,9 @@ func (r *Report) add(inv Invariant, refs []Ref, format string, args ...any) {
 func (r *Report) close() {
 	if r.Violations == nil {
 		r.Violations = []Violation{}
+	}
+	if r.OperatorAction == nil {
+		r.OperatorAction = []Violation{}
 	}
 	r.Failed = []Invariant{}
 	for _, inv := range Invariants() {
@@ -131,6 +142,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  requests      %d requests: %d finished, %d rejected, %d dry runs awaiting approval, %d open\n",
 		c.Requests, c.Finished, c.Rejected, c.AwaitingApp, c.Open)
 	fmt.Fprintf(&b, "  migrations    %d migrations\n", c.Migrations)
+	fmt.Fprintf(&b, "  fencing       %d nodes declared lost, %d moves ended on them past their point of no return\n",
+		c.Lost, len(r.OperatorAction))
+	for _, v := range r.OperatorAction {
+		fmt.Fprintf(&b, "- [operator action] %s\n", v.Message)
+		for _, e := range v.Events {
+			fmt.Fprintf(&b, "    %s\n", e)
+		}
+	}
 	if r.OK {
 		b.WriteString("OK: every invariant holds\n")
 	} else {

@@ -121,6 +121,7 @@ type checker struct {
 	jobs *jobBook
 	reqs *requestBook
 	migs *migrationBook
+	fen  *fencing
 }
 
 func newChecker(rep *Report, opts Options) *checker {
@@ -130,6 +131,7 @@ func newChecker(rep *Report, opts Options) *checker {
 	c.jobs = newJobBook(rep)
 	c.reqs = newRequestBook(rep)
 	c.migs = newMigrationBook(rep)
+	c.fen = newFencing(rep)
 	return c
 }
 
@@ -139,8 +141,10 @@ func (c *checker) observe(e *event) {
 	case events.GroupDeclared:
 	case events.NodeAnnounced:
 		c.inv.node(events.NodeUpdated(p), e)
+		c.fen.node(events.NodeUpdated(p), e)
 	case events.NodeUpdated:
 		c.inv.node(p, e)
+		c.fen.node(p, e)
 	case events.InstanceDeclared:
 		c.inv.declare(p, e)
 	case events.InstancePlaced:
@@ -165,6 +169,7 @@ func (c *checker) observe(e *event) {
 	case events.OpcodeDispatched, events.OpcodeStarted, events.OpcodeEnded,
 		events.MigrationPhaseDispatched, events.MigrationPhaseEnded:
 		c.ops.observe(e)
+		c.fen.observe(e)
 	case events.MigrationStateChanged:
 		c.migs.record(p, e)
 	}

@@ -201,7 +201,12 @@ func (d *Driver) start(ctx context.Context, instance, data string) error {
 }
 
 // Stop ends instance's process here: SIGTERM to its group, SIGKILL after
-// StopTimeout. Stopping what does not run is not an error.
+// StopTimeout. It returns once every process of the group has ended, not
+// only the first: a child may outlive it, in the middle of a write the
+// storage driver's next snapshot must hold (issue 18: a workload's shell
+// died at once while its dd still wrote, and the snapshot taken after
+// Stop differed from what the dataset held when Stop returned). Stopping
+// what does not run is not an error.
 func (d *Driver) Stop(_ context.Context, instance string) error {
 	p := d.lookup(instance)
 	if p == nil {
@@ -209,10 +214,7 @@ func (d *Driver) Stop(_ context.Context, instance string) error {
 	}
 	p.stopping.Store(true)
 	syscall.Kill(-p.pid, syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(d.cfg.StopTimeout):
-	}
+	d.awaitGroup(p, d.cfg.StopTimeout)
 	d.kill(p)
 	d.mu.Lock()
 	delete(d.procs, instance)
@@ -248,12 +250,34 @@ func (d *Driver) Destroy() {
 	d.mu.Unlock()
 }
 
+// kill ends p's whole group now and waits, up to StopTimeout, for every
+// process of it to end.
 func (d *Driver) kill(p *proc) {
 	p.stopping.Store(true)
 	syscall.Kill(-p.pid, syscall.SIGKILL)
+	d.awaitGroup(p, d.cfg.StopTimeout)
+}
+
+// awaitGroup waits until p has exited and no process of its group runs
+// any more (groupAlive), or for timeout. Nothing signals a group's end,
+// so after the leader's it polls, briefly.
+func (d *Driver) awaitGroup(p *proc, timeout time.Duration) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	select {
 	case <-p.exited:
-	case <-time.After(d.cfg.StopTimeout):
+	case <-deadline.C:
+		return
+	}
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for groupAlive(p.pid) {
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			d.log.Warn("processes of the instance's group still run after the stop timeout", "pgid", p.pid, "timeout", timeout)
+			return
+		}
 	}
 }
 

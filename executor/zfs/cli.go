@@ -116,6 +116,23 @@ func inherit(ctx context.Context, name, p string) error {
 	return err
 }
 
+// remount unmounts a mounted file system and mounts it again: what a
+// receive changed under a mounted dataset is then what its files read.
+// zfs-fuse keeps files' attributes from before such a receive (issue 18:
+// a file empty before a migration's switch still read empty after the
+// rollback received its new content), and a fresh mount has no cache.
+// A dataset not mounted is left alone.
+func remount(ctx context.Context, ds string) error {
+	if v, err := prop(ctx, ds, "mounted"); err != nil || v != "yes" {
+		return err
+	}
+	if _, err := run(ctx, "unmount", ds); err != nil {
+		return err
+	}
+	_, err := run(ctx, "mount", ds)
+	return err
+}
+
 func create(ctx context.Context, name string) error {
 	_, err := run(ctx, "create", "-p", name)
 	return err

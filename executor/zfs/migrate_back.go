@@ -83,6 +83,11 @@ func (m *move) migRollback(ctx context.Context) (executor.PhaseResult, error) {
 		return executor.PhaseResult{}, err
 	}
 	m.sent = n
+	// The instance starts here on what came back, not on what a cache of
+	// the mounted dataset kept from before the switch (remount).
+	if err := remount(bg, m.ds); err != nil {
+		return executor.PhaseResult{}, executor.Transient(fmt.Errorf("remounting %s after receiving it back: %w", m.ds, err))
+	}
 	if err := m.restorePrior(bg, prior); err != nil {
 		return executor.PhaseResult{}, executor.Transient(err)
 	}

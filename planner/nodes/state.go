@@ -7,7 +7,7 @@ import (
 )
 
 // State is the fold of node commands (drove.requests) and heartbeats
-// (drove.inventory).
+// (drove.heartbeats).
 type State struct {
 	cmds  map[string]*command // by request id
 	order []string            // request ids, in the order read

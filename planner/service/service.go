@@ -23,6 +23,9 @@ var topics = []string{
 	// Per-instance migrations: their commands and records, the settings,
 	// and progress (for the progress timeout).
 	events.TopicMigrations, events.TopicSettings, events.TopicProgress,
+	// Leases: the heartbeats (compacted: each node's last beat is enough,
+	// a start gives every lease a fresh term anyway).
+	events.TopicHeartbeats,
 }
 
 // Service is the planner service. Create it with New and start it with Run.

@@ -273,9 +273,12 @@ func TestCancelStopsEverything(t *testing.T) {
 		t.Fatalf("finished with %+v; want nothing moved and every instance failed", fin)
 	}
 	opcodes := h.read(events.TopicOpcodes)
-	if after := dispatchCounts(t, opcodes); len(after) != len(dispatched) {
-		t.Errorf("%d opcodes dispatched in all, %d before the cancel", len(after), len(dispatched))
-	}
+	// The job queue may still have been releasing moves when the first
+	// dispatches were read (it releases a move once its links have room,
+	// which it learns from the moves' progress): every opcode dispatched
+	// in all must have been running at the cancel, so cancelled, and a
+	// dispatch decided after the cancel would have no OpcodeCancelled.
+	dispatched = dispatchCounts(t, opcodes)
 	cancelled := map[opKey]bool{}
 	for _, e := range opcodes {
 		if e.Type == events.TypeOpcodeCancelled {

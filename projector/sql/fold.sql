@@ -32,11 +32,13 @@ ON CONFLICT (name) DO UPDATE SET
     updated_at   = EXCLUDED.updated_at
 
 -- name: node_stated
--- NodeAnnounced and NodeUpdated both restate the whole node.
+-- NodeAnnounced and NodeUpdated both restate the whole node; a new row
+-- takes the node's last heartbeat if one was folded before it.
 INSERT INTO nodes (name, group_name, total_memory_mib, total_disk_mib, total_cpus,
                    total_spindles, free_memory_mib, free_disk_mib, offline, drained,
-                   vm_capable, tags, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                   vm_capable, tags, updated_at, heartbeat_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+        (SELECT heartbeat_at FROM node_heartbeats WHERE name = $1))
 ON CONFLICT (name) DO UPDATE SET
     group_name       = EXCLUDED.group_name,
     total_memory_mib = EXCLUDED.total_memory_mib,

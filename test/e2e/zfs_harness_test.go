@@ -8,9 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,15 +130,17 @@ type switchLog struct {
 type switchEvent struct {
 	instance, node, what, sum string
 	at                        time.Time
+	tree                      tree
 }
 
 func (l *switchLog) add(instance, node, what, dir string) {
-	sum, err := treeHash(dir)
+	t, err := readTree(dir)
+	sum := t.sum
 	if err != nil {
 		sum = "error: " + err.Error()
 	}
 	l.mu.Lock()
-	l.evs = append(l.evs, switchEvent{instance, node, what, sum, time.Now()})
+	l.evs = append(l.evs, switchEvent{instance, node, what, sum, time.Now(), t})
 	l.mu.Unlock()
 }
 
@@ -151,9 +156,44 @@ func (l *switchLog) of(instance string) []switchEvent {
 	return out
 }
 
-// treeHash is the test's own hash of a directory: every regular file's
-// relative path and the sha256 of its content, in lexical order.
-func treeHash(dir string) (string, error) {
+// tree is the test's own hash of a directory (sum: every regular file's
+// relative path and the sha256 of its content, in lexical order), with
+// what a failure names: each file's hash, "pos" itself, and the hash of
+// each of "ring"'s blocks.
+type tree struct {
+	sum   string
+	files map[string]string
+	pos   string
+	ring  []string
+}
+
+// diff names what differs between two trees: files, and ring's blocks.
+func (a tree) diff(b tree) string {
+	var out []string
+	for _, f := range slices.Sorted(maps.Keys(a.files)) {
+		if a.files[f] != b.files[f] {
+			out = append(out, f)
+		}
+	}
+	for f := range b.files {
+		if _, ok := a.files[f]; !ok {
+			out = append(out, f+" (new)")
+		}
+	}
+	var blocks []string
+	for i := range min(len(a.ring), len(b.ring)) {
+		if a.ring[i] != b.ring[i] {
+			blocks = append(blocks, strconv.Itoa(i))
+		}
+	}
+	return fmt.Sprintf("files %v differ; pos %q then %q; ring blocks %v differ (of %d then %d)",
+		out, a.pos, b.pos, blocks, len(a.ring), len(b.ring))
+}
+
+// readTree reads dir's tree: what ZFS holds, not what the kernel cached
+// before a receive changed the dataset under zfs-fuse.
+func readTree(dir string) (tree, error) {
+	t := tree{files: map[string]string{}}
 	h := sha256.New()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -166,24 +206,39 @@ func treeHash(dir string) (string, error) {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		f, err := os.Open(path)
+		b, err := readUncached(path)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		// What ZFS holds, not what the kernel cached before a receive
-		// changed the dataset under zfs-fuse.
-		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-			return err
+		fh := sha256.Sum256(b)
+		fmt.Fprintf(h, "%s\x00%x\n", rel, fh)
+		t.files[rel] = hex.EncodeToString(fh[:])
+		switch rel {
+		case "pos":
+			t.pos = strings.TrimSpace(string(b))
+		case "ring":
+			for blk := range slices.Chunk(b, int(zfsWorkload.Block)) {
+				bh := sha256.Sum256(blk)
+				t.ring = append(t.ring, hex.EncodeToString(bh[:4]))
+			}
 		}
-		fh := sha256.New()
-		if _, err := io.Copy(fh, f); err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%x\n", rel, fh.Sum(nil))
 		return nil
 	})
-	return hex.EncodeToString(h.Sum(nil)), err
+	t.sum = hex.EncodeToString(h.Sum(nil))
+	return t, err
+}
+
+// readUncached reads a file after dropping its cached pages.
+func readUncached(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
 }
 
 // zfsOut runs a zfs command and returns its output, failing the test if
@@ -225,15 +280,17 @@ func (z *zenv) snapshots(node, instance string) []string {
 }
 
 // snapshotHash clones node's snapshot of instance, hashes the clone with
-// treeHash, and destroys it.
+// readTree, and destroys it.
 func (z *zenv) snapshotHash(node, instance, snap string) string {
 	z.t.Helper()
 	var sum string
 	z.inSnapshot(node, instance, snap, func(mp string) {
 		var err error
-		if sum, err = treeHash(mp); err != nil {
+		var t tree
+		if t, err = readTree(mp); err != nil {
 			z.t.Fatalf("hashing %s@%s on %s: %v", instance, snap, node, err)
 		}
+		sum = t.sum
 	})
 	return sum
 }
@@ -359,7 +416,7 @@ func (z *zenv) switchedIntact(instance, from, to string) {
 	case stop == nil || start == nil:
 		z.t.Errorf("%s: no stop on %s followed by a start on %s: %+v", instance, from, to, evs)
 	case strings.HasPrefix(stop.sum, "error") || stop.sum != start.sum:
-		z.t.Errorf("%s: content at the stop on %s %s, at the start on %s %s", instance, from, stop.sum, to, start.sum)
+		z.t.Errorf("%s: content at the stop on %s %s, at the start on %s %s: %s", instance, from, stop.sum, to, start.sum, stop.tree.diff(start.tree))
 	}
 }
 
