@@ -63,14 +63,22 @@ func (e *env) awaitState(id string, within time.Duration, states ...string) clie
 func (e *env) awaitRecord(id string, within time.Duration, what string, ok func(client.Migration) bool) client.Migration {
 	e.t.Helper()
 	var m client.Migration
-	e.waitFor("migration "+id+": "+what, within, func() bool {
-		got, err := e.api.Migration(context.Background(), id)
-		if err == nil {
+	var err error
+	deadline := time.Now().Add(within)
+	for backoff := 10 * time.Millisecond; ; backoff = min(backoff*2, 250*time.Millisecond) {
+		var got *client.Migration
+		if got, err = e.api.Migration(context.Background(), id); err == nil {
 			m = *got
+			if ok(m) {
+				return m
+			}
 		}
-		return err == nil && ok(m)
-	})
-	return m
+		if time.Now().After(deadline) {
+			// The record as last seen says where the migration stuck.
+			e.t.Fatalf("timed out after %s waiting for migration %s: %s; last read: %+v (error %v)", within, id, what, m, err)
+		}
+		time.Sleep(backoff) // polling the API under a deadline
+	}
 }
 
 // act runs a migration action and returns the migration id, failing the
