@@ -219,12 +219,11 @@ func (p *Projector) updateLag() {
 // partition of every topic: where a reader from the start begins and what
 // a read-committed reader can reach.
 func listBounds(ctx context.Context, c kafka.Config) (starts, ends kafka.Positions, err error) {
-	r, err := kafka.NewReader(ctx, c, kafka.ReadOptions{Topics: events.Topics()})
+	starts, ends, err = kafka.Bounds(ctx, c, events.Topics()...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("projector: list offsets: %w", err)
 	}
-	defer r.Close()
-	return r.Position(), r.Ends(), nil
+	return starts, ends, nil
 }
 
 // loadOffsets reads projector_offsets of schema.

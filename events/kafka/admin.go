@@ -59,6 +59,19 @@ func DeleteTopics(ctx context.Context, cfg Config, topics ...string) error {
 	return nil
 }
 
+// Bounds returns the start and the end (last stable offset) of every
+// partition of topics, asked of the broker without consuming: a client
+// closed while its first fetch is in flight trips a data race inside
+// franz-go (its Close reads the fetch session a fetch still writes).
+func Bounds(ctx context.Context, cfg Config, topics ...string) (starts, ends Positions, err error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	return listBounds(ctx, kadm.NewClient(cl), topics)
+}
+
 // Ends returns the end (last stable offset) of every partition of topics:
 // where a reader that started now would stop, and, less a reader's
 // position, its lag.
