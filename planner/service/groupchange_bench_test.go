@@ -38,23 +38,11 @@ func BenchmarkGroupChange(b *testing.B) {
 				env := events.New(events.GroupChangeRequested{Request: id, Instances: names, DryRun: true},
 					events.WithReason(events.Reason{Actor: "operator:bench", Why: "bench", RequestID: id}))
 				b.StartTimer()
-				p, _ := env.DecodePayload()
-				l.st.applyDecision(env, p)
-				d := decideOne(l, id)
-				if len(d.Events) == 0 || d.Events[0].Type != events.TypePlanComputed {
-					b.Fatalf("decided %d events, first %v: want a plan", len(d.Events), d.Events)
-				}
-				for _, e := range d.Events {
-					if _, err := events.Encode(e); err != nil {
-						b.Fatal(err)
-					}
+				if d := planOnce(b, l, env, id); d[0].Type != events.TypePlanComputed {
+					b.Fatalf("decided %d events, first %v: want a plan", len(d), d[0])
 				}
 				b.StopTimer()
-				// Close the dry run so the next one is not refused as busy.
-				cancel := events.New(events.RequestCancelled{Request: id})
-				cp, _ := cancel.DecodePayload()
-				l.st.applyDecision(cancel, cp)
-				decideOne(l, id)
+				closeDryRun(l, id)
 				b.StartTimer()
 			}
 		})
@@ -81,24 +69,37 @@ func BenchmarkEvacuate(b *testing.B) {
 		env := events.New(events.EvacuationRequested{Request: id, Nodes: nodes, Mode: events.EvacAll, DryRun: true},
 			events.WithReason(events.Reason{Actor: "operator:bench", Why: "bench", RequestID: id}))
 		b.StartTimer()
-		p, _ := env.DecodePayload()
-		l.st.applyDecision(env, p)
-		d := decideOne(l, id)
-		if len(d.Events) == 0 {
-			b.Fatal("nothing decided")
-		}
-		for _, e := range d.Events {
-			if _, err := events.Encode(e); err != nil {
-				b.Fatal(err)
-			}
-		}
+		planOnce(b, l, env, id)
 		b.StopTimer()
-		cancel := events.New(events.RequestCancelled{Request: id})
-		cp, _ := cancel.DecodePayload()
-		l.st.applyDecision(cancel, cp)
-		decideOne(l, id)
+		closeDryRun(l, id)
 		b.StartTimer()
 	}
+}
+
+// planOnce folds the request env and runs its pass as the service does,
+// encoding what it decides; it fails b unless something was decided.
+func planOnce(b *testing.B, l *loop, env events.Envelope, id string) []events.Envelope {
+	p, _ := env.DecodePayload()
+	l.st.applyDecision(env, p)
+	d := decideOne(l, id)
+	if len(d.Events) == 0 {
+		b.Fatal("nothing decided")
+	}
+	for _, e := range d.Events {
+		if _, err := events.Encode(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d.Events
+}
+
+// closeDryRun cancels request id, so the next dry run is not refused as
+// busy.
+func closeDryRun(l *loop, id string) {
+	cancel := events.New(events.RequestCancelled{Request: id})
+	cp, _ := cancel.DecodePayload()
+	l.st.applyDecision(cancel, cp)
+	decideOne(l, id)
 }
 
 // fleetLoop is a loop whose state folded the fleet bench's cluster of
