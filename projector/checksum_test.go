@@ -63,8 +63,8 @@ func TestChecksumDetectsChangedMissingAndExtraRows(t *testing.T) {
 		}
 		if table == "event_log" {
 			steps = []struct{ name, do, undo string }{
-				{"changed row", `UPDATE sums.event_log SET payload = payload || '{"x": 1}' WHERE seq = 2`,
-					`UPDATE sums.event_log SET payload = payload - 'x' WHERE seq = 2`},
+				{"changed row", `UPDATE sums.event_log SET payload = (payload::jsonb || '{"x": 1}')::json WHERE seq = 2`,
+					`UPDATE sums.event_log SET payload = (payload::jsonb - 'x')::json WHERE seq = 2`},
 				{"missing row", `CREATE TABLE sums.kept AS SELECT * FROM sums.event_log WHERE seq = 3;
 					DELETE FROM sums.event_log WHERE seq = 3`,
 					`INSERT INTO sums.event_log SELECT * FROM sums.kept; DROP TABLE sums.kept`},

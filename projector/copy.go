@@ -62,10 +62,9 @@ func (c *copyData) timestamptz(t time.Time) {
 	c.b = binary.BigEndian.AppendUint64(c.b, uint64(micros(t)-y2k))
 }
 
-// jsonb is a JSON text behind jsonb's binary version byte.
-func (c *copyData) jsonb(j []byte) {
-	c.b = binary.BigEndian.AppendUint32(c.b, uint32(len(j)+1))
-	c.b = append(c.b, 1)
+// json is a JSON text, whose binary form is the text itself.
+func (c *copyData) json(j []byte) {
+	c.b = binary.BigEndian.AppendUint32(c.b, uint32(len(j)))
 	c.b = append(c.b, j...)
 }
 

@@ -103,9 +103,11 @@ func setSearchPath(ctx context.Context, tx pgx.Tx, schema string) error {
 }
 
 // isDataError reports whether Postgres refused a value itself (SQLSTATE
-// class 22: a NUL in a string, a number out of range). Such a record can
-// never be stored, so it is set aside instead of retried forever.
+// class 22: a NUL in a string, a number out of range; or a CHECK
+// constraint, 23514, such as event_log's on a payload's NUL). Such a
+// record can never be stored, so it is set aside instead of retried
+// forever.
 func isDataError(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22")
+	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || pe.Code == "23514")
 }

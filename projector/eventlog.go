@@ -48,7 +48,7 @@ func logRows(it item, log, hist *copyData) {
 		e.Reason.Why, requestOf(e), instanceOf(it.p)} {
 		log.text(s)
 	}
-	log.jsonb(e.Payload)
+	log.json(e.Payload)
 	for _, s := range subjectsOf(e, it.p) {
 		hist.row(len(historyColumns))
 		hist.text(s.kind)
