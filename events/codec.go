@@ -51,11 +51,22 @@ func DecodeWithPayload(b []byte) (Envelope, Payload, error) {
 	if err != nil {
 		return Envelope{}, nil, err
 	}
-	var compact bytes.Buffer
-	_ = json.Compact(&compact, e.Payload) // valid: the payload decoded above
-	e.Payload = compact.Bytes()
+	e.Payload = compacted(e.Payload)
 	e.Time = e.Time.UTC()
 	return e, p, nil
+}
+
+// compacted is p, valid JSON, without insignificant space. A payload with
+// no space byte at all, which is what json.Marshal writes, is already
+// compact and is kept as it is, sparing every reader another scan and
+// copy of the whole text.
+func compacted(p []byte) []byte {
+	if bytes.IndexAny(p, " \t\r\n") < 0 {
+		return p
+	}
+	var b bytes.Buffer
+	_ = json.Compact(&b, p) // valid: the payload was decoded
+	return b.Bytes()
 }
 
 // DecodePayload returns the typed payload (a value such as NodeAnnounced,

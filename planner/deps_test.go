@@ -38,6 +38,11 @@ func TestPlannerImportsNoIO(t *testing.T) {
 	}
 }
 
+// stagedJSON is the standard library's next JSON package as its authors
+// publish it until it leaves GOEXPERIMENT (encoding/json/v2), which events
+// decodes with (events/deps_test.go says why); pure encoding, no I/O.
+const stagedJSON = "github.com/go-json-experiment/json"
+
 // The planner service's decisions (planner/inventory, planner/jobs,
 // planner/migration) are pure too: folds and decisions over events, with
 // the service's loop the only I/O. They may import events and the planner,
@@ -51,7 +56,8 @@ func TestDecisionPackagesDoNoIO(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if dep != "github.com/drovehq/drove/events" && !strings.HasPrefix(dep, "github.com/drovehq/drove/planner") {
+		if dep != "github.com/drovehq/drove/events" && !strings.HasPrefix(dep, "github.com/drovehq/drove/planner") &&
+			!strings.HasPrefix(dep, stagedJSON) {
 			t.Errorf("a decision package depends on %s", dep)
 		}
 	}
