@@ -176,7 +176,10 @@ func destroy(ctx context.Context, name string) error {
 	}
 }
 
-const busyWait = 5 * time.Second
+// busyWait is long because the moment can be: beside two CPU-bound
+// processes a destroy was still refused after 5 s (an abort during a sync
+// then ended failed, its target left behind).
+const busyWait = 30 * time.Second
 
 // snapNumbers lists the N of ds's @migrate-snap-N snapshots, ascending.
 func snapNumbers(ctx context.Context, ds string) ([]int, error) {
