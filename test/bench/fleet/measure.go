@@ -1,9 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +23,7 @@ type watcher struct {
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced at every note
 	planned  map[string]time.Time
+	unplaced map[string]int    // request -> instances its plans could not place
 	ended    map[string]string // request -> how: finished, or rejected: reason
 	done     chan error
 	stopOnce sync.Once
@@ -28,8 +33,8 @@ type watcher struct {
 func startWatcher(brokers []string) (*watcher, error) {
 	cfg := kafka.Config{Brokers: brokers, ClientID: "fleet-watch", FetchMaxWait: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &watcher{changed: make(chan struct{}), planned: map[string]time.Time{}, ended: map[string]string{},
-		done: make(chan error, 1), cancel: cancel}
+	w := &watcher{changed: make(chan struct{}), planned: map[string]time.Time{}, unplaced: map[string]int{},
+		ended: map[string]string{}, done: make(chan error, 1), cancel: cancel}
 	go func() { w.done <- follow(ctx, cfg, []string{events.TopicPlans, events.TopicRequests}, nil, w.handle) }()
 	return w, nil
 }
@@ -47,16 +52,36 @@ func (w *watcher) handle(_ context.Context, rec kafka.Record) error {
 		if _, seen := w.planned[e.Request]; !seen {
 			w.planned[e.Request] = now
 		}
+		w.unplaced[e.Request] += len(e.Failed)
 	case events.RequestRejected:
 		w.ended[e.Request] = "rejected: " + e.Reason
 	case events.RequestFinished:
-		w.ended[e.Request] = fmt.Sprintf("finished: %d moved, %d failed", len(e.Moved), len(e.Failed))
+		w.ended[e.Request] = fmt.Sprintf("finished: %d moved, %d failed%s", len(e.Moved), len(e.Failed),
+			failures(e.Failed, w.unplaced[e.Request]))
 	default:
 		return nil
 	}
 	close(w.changed)
 	w.changed = make(chan struct{})
 	return nil
+}
+
+// failures says why instances did not move: how many the plans could not
+// place, and the commonest reasons.
+func failures(fs []events.Failed, unplaced int) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	n := map[string]int{}
+	for _, f := range fs {
+		n[f.Reason]++
+	}
+	reasons := slices.SortedFunc(maps.Keys(n), func(a, b string) int { return cmp.Or(n[b]-n[a], strings.Compare(a, b)) })
+	var parts []string
+	for _, r := range reasons[:min(3, len(reasons))] {
+		parts = append(parts, fmt.Sprintf("%d× %q", n[r], r))
+	}
+	return fmt.Sprintf(" (%d of them not placed by the plan; %s)", unplaced, strings.Join(parts, ", "))
 }
 
 // waitFor waits until cond (called under the lock) holds or timeout passes.
