@@ -5,8 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drovehq/drove/events"
 )
@@ -237,6 +240,46 @@ func TestSecondProducerFencesTheFirst(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Fatalf("ReadAll = %d records, want the 2 committed ones", len(got))
+	}
+}
+
+// An append waits for the broker's producer id within its own context:
+// franz-go's BeginTransaction asks for the id with none, so an executor
+// told to stop while the broker gave no id could not (1,499 of 1,500 in an
+// overloaded fleet had not stopped a minute later).
+func TestAppendHonoursItsContextWhileTheProducerIDIsAwaited(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close) // wakes the held request
+	asked := make(chan struct{}, 1)
+	c.ControlKey(kmsg.InitProducerID.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		c.SleepControl(func() { <-t.Context().Done() }) // no answer while the test runs
+		return nil, errors.New("closing"), true
+	})
+	p := newProducer(t, Config{Brokers: c.ListenAddrs(), ClientID: "drove-test", TransactionalID: "test-held"})
+	ctx, cancel := context.WithCancel(testContext(t))
+	done := make(chan error, 1)
+	go func() { done <- p.Append(ctx, topic, event("r1")) }()
+	select {
+	case <-asked:
+	case <-time.After(testTimeout):
+		t.Fatal("the producer never asked for its id")
+	}
+	cancel() // the append's caller gives up, as a stopping executor does
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Append = %v, want the caller's context.Canceled", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Append did not return after its context ended: it waits for the producer id with none")
 	}
 }
 

@@ -97,6 +97,14 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
+	// BeginTransaction loads a producer id the broker has not given yet
+	// with no context, so a broker that does not answer would hold the
+	// append past its caller's end (a stopping executor's heartbeat). The
+	// id is loaded here first, within ctx; any other failure to load it is
+	// left to BeginTransaction and ProduceSync, as before.
+	if _, _, err := p.cl.ProducerID(ctx); err != nil && ctx.Err() != nil {
+		return fmt.Errorf("kafka: awaiting the producer id: %w", ctx.Err())
+	}
 	if err := p.cl.BeginTransaction(); err != nil {
 		return fmt.Errorf("kafka: begin transaction: %w", translate(err))
 	}
