@@ -11,8 +11,7 @@
 //     broker while an evacuation runs, as a fraction of what a reader of
 //     the whole of the executor's topics receives over the same window;
 //   - planner restart to ready, at two log sizes (the seeded inventory, and
-//     at least 1,000,000 events of history), both from the snapshot the
-//     service left (the first start's full replay is in the notes);
+//     at least 1,000,000 events of history);
 //   - the projector's events/s, live (catching up from zero) and in replay;
 //   - peak RSS (VmHWM) of the planner service and of one executor process.
 //

@@ -134,8 +134,7 @@ type result struct {
 	PlannerRSSMB            *float64 `json:"planner_rss_mb"`
 	ExecutorRSSMB           *float64 `json:"executor_rss_mb"`
 
-	// A restart on the seeded log alone, from a snapshot as the large
-	// log's: how the restart grows with the log.
+	// The first restart's log, for the restart's growth with the log.
 	PlannerRestartSSmall *float64 `json:"planner_restart_s_small"`
 	LogEventsSmall       *int64   `json:"log_events_small"`
 

@@ -67,7 +67,15 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	if err != nil {
 		return r, err
 	}
-	pl := w.restartSmall(ctx, r)
+	small := w.appended
+	pl, took, err := w.startPlanner(ctx)
+	if err != nil {
+		r.note(out, "planner_restart_s_small", "%v", err)
+	} else {
+		r.PlannerRestartSSmall, r.LogEventsSmall = f64(took), i64(small)
+		fmt.Fprintf(out, "planner service ready in %.2fs on a log of %d events\n", took, small)
+		r.note(out, "planner_restart_s_small", "the first start (no snapshot yet); the service's own account: %s", restartFields(pl.readyLine))
+	}
 	rss := 0.0
 	if pl != nil {
 		w.work(ctx, r, c)
@@ -86,7 +94,7 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 		r.note(out, "planner_rss_mb", "the first planner process, after the requests and the history: %.0f MB", first)
 		pl.stop()
 	}
-	pl, took, err := w.startPlanner(ctx)
+	pl, took, err = w.startPlanner(ctx)
 	if err != nil {
 		r.note(out, "planner_restart_s", "%v", err)
 	} else {
@@ -107,33 +115,6 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 		r.note(out, "projector_live_eps", "%v", err)
 	}
 	return r, nil
-}
-
-// restartSmall starts the planner service on the seeded log, which it
-// replays whole (there is no snapshot yet), stops it (a clean stop
-// snapshots), and starts it again: the restart is the small log's figure,
-// to set beside the large one's (both restart from a snapshot). It returns
-// the running planner, or nil if it did not start.
-func (w *world) restartSmall(ctx context.Context, r *result) *proc {
-	small := w.appended
-	pl, first, err := w.startPlanner(ctx)
-	if err != nil {
-		r.note(w.out, "planner_restart_s_small", "%v", err)
-		return nil
-	}
-	fmt.Fprintf(w.out, "planner service ready in %.2fs on a log of %d events (its first start)\n", first, small)
-	firstFields := restartFields(pl.readyLine)
-	pl.stop()
-	pl, took, err := w.startPlanner(ctx)
-	if err != nil {
-		r.note(w.out, "planner_restart_s_small", "%v", err)
-		return nil
-	}
-	r.PlannerRestartSSmall, r.LogEventsSmall = f64(took), i64(small)
-	fmt.Fprintf(w.out, "planner service restarted, ready in %.2fs on a log of %d events\n", took, small)
-	r.note(w.out, "planner_restart_s_small", "a restart, from the snapshot its first start left at its clean stop: %s; "+
-		"the first start replayed the whole log with no snapshot in %.2fs (%s)", restartFields(pl.readyLine), first, firstFields)
-	return pl
 }
 
 // seed generates the fleet and appends its inventory.
