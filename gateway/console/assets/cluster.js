@@ -137,6 +137,7 @@ async function nodeAction(btn, name, verb, why) {
         throw e;
       });
       if (r.state !== "requested") {
+        if (r.state === "done") await nodeShows(name, verb);
         show(r.state === "done" ? verb + " done." : verb + " refused: " + r.answer, r.state === "done");
         break;
       }
@@ -146,6 +147,18 @@ async function nodeAction(btn, name, verb, why) {
   } catch (e) {
     btn.disabled = false;
     failed(e);
+  }
+}
+
+// nodeShows waits, for at most 30 s, until the node's view shows a done
+// action: the answer and the node's new state travel on different topics,
+// so the projector may fold the answer first, and a page drawn then would
+// show the node as it was.
+async function nodeShows(name, verb) {
+  const shown = n => verb === "undrain" ? !n.drained : verb === "offline" ? n.offline : !n.offline;
+  for (let i = 0; i < 60; i++) {
+    if (shown(await get("/v1/nodes/" + encodeURIComponent(name)))) return;
+    await new Promise(ok => setTimeout(ok, 500));
   }
 }
 
