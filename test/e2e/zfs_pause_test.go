@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,12 @@ func TestZfsMigrationPauseStopsTheSend(t *testing.T) {
 	if stopped.rep.Err == nil {
 		t.Errorf("the paused sync ended without error, having sent %d bytes: it ran to its end", sent(stopped.rep))
 	}
-	m := z.awaitState(id, zfsMigrationWait, "paused")
+	// The record says paused at once; the sync counts as stopped only
+	// when the pause phase has ended, and a sync asked for before that is
+	// refused ("phase pause is still running").
+	m := z.awaitRecord(id, zfsMigrationWait, "the sync stopped by the pause", func(m client.Migration) bool {
+		return m.State == "paused" && strings.Contains(m.Message, "sync 1 stopped")
+	})
 	t.Logf("paused %s after the request, %d bytes sent: %s", stopped.at.Sub(paused).Round(time.Millisecond), sent(stopped.rep), m.Message)
 	z.settings(map[string]any{"send_mbps_limit": 0})
 	z.act(name, "sync", client.MigrateOptions{})
