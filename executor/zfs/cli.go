@@ -210,14 +210,15 @@ func snapNumbers(ctx context.Context, ds string) ([]int, error) {
 // a killed command leaves the daemon reading or writing the pipe on its
 // own. A receive left that way either completes a stream meant to be cut
 // or blocks, holding the dataset, until the pipe closes. Closing the pipe
-// stops both kinds of ZFS: the daemon (or kernel) sees end of input, which
-// fails the receive as an incomplete stream, or a broken pipe, which
-// fails the send. The command is killed only if it has not ended
-// stopGrace after that.
+// stops a receive (the daemon or kernel sees an incomplete stream) and a
+// send (a broken pipe). But zfs-fuse's daemon can keep the snapshot of a
+// send stopped that way busy for minutes: there (drain) a stopped send is
+// read to its end instead, and its pipe closed only after drainWait. The
+// command is killed only if it has not ended stopGrace after that.
 
 // send runs `zfs send args...` into w. It returns when the stream is
 // written, or, once ctx ends or w fails, when the send has stopped.
-func send(ctx context.Context, w io.Writer, args ...string) error {
+func send(ctx context.Context, w io.Writer, drain bool, args ...string) error {
 	all := append([]string{"send"}, args...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -232,9 +233,19 @@ func send(ctx context.Context, w io.Writer, args ...string) error {
 		pr.Close()
 		return cmdError(all, "", err)
 	}
-	stop := context.AfterFunc(ctx, func() { pr.Close() })
+	wait := time.Duration(0)
+	if drain {
+		wait = drainWait
+	}
+	// A read blocked when ctx ends is freed by the close.
+	stop := context.AfterFunc(ctx, func() { closeAfter(pr, wait) })
 	widenPipe(pr)
-	_, cerr := copyBig(w, pr)
+	_, cerr := copyBig(stoppable{ctx, w}, pr)
+	if cerr != nil && drain {
+		t := closeAfter(pr, drainWait)
+		_, _ = copyBig(io.Discard, pr)
+		t.Stop()
+	}
 	pr.Close() // a failed w must break the daemon's pipe, or it blocks writing
 	stop()
 	if werr := waitStopped(ctx, c); werr != nil {
@@ -244,6 +255,29 @@ func send(ctx context.Context, w io.Writer, args ...string) error {
 		return ctx.Err()
 	}
 	return cerr
+}
+
+// drainWait bounds reading a stopped send to its end: at test sizes that
+// takes milliseconds; a send still flowing after it is cut after all.
+const drainWait = 20 * time.Second
+
+// closeAfter closes f after d (at once for 0).
+func closeAfter(f *os.File, d time.Duration) *time.Timer {
+	return time.AfterFunc(d, func() { f.Close() })
+}
+
+// stoppable is w until ctx ends, then an error: the copy stops writing
+// at once, whether or not the read side is then drained.
+type stoppable struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (s stoppable) Write(p []byte) (int, error) {
+	if err := s.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return s.w.Write(p)
 }
 
 // recv runs `zfs receive args...` reading r to its end. If ctx ends or r

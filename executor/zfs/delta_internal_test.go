@@ -73,7 +73,7 @@ func TestStreamReaderFollowsAnIncrementalSend(t *testing.T) {
 	}
 	d := newDelta()
 	var stream bytes.Buffer
-	if err := send(ctx, &stream, "-i", ds+"@a", ds+"@b"); err != nil {
+	if err := send(ctx, &stream, false, "-i", ds+"@a", ds+"@b"); err != nil {
 		t.Fatal(err)
 	}
 	d.since = since

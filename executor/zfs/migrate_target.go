@@ -198,7 +198,7 @@ func (d *Driver) sendBack(ctx context.Context, op executor.Op, ds string, meta m
 	if err != nil {
 		return nil, err
 	}
-	if err := send(ctx, snd, args...); err != nil {
+	if err := send(ctx, snd, !d.feat.SendStopsCleanly, args...); err != nil {
 		snd.Close()
 		return nil, err
 	}

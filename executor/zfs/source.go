@@ -311,7 +311,7 @@ func (m *move) stream(ctx context.Context, args []string, meta map[string]string
 			}
 		}
 	}()
-	err = send(ctx, out, args...)
+	err = send(ctx, out, !m.d.feat.SendStopsCleanly, args...)
 	close(stopReport)
 	<-reported
 	st := snd.Meter().Stats()
