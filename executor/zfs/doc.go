@@ -54,6 +54,9 @@
 //     then estimated from referenced and used.
 //   - Send and receive are stopped by closing their pipe: zfs-fuse runs
 //     them in its daemon, which a killed zfs command does not stop (cli.go).
+//     Where a cut send leaves its snapshot busy (zfs-fuse, not
+//     Features.SendStopsCleanly), a stopped send stops writing to the
+//     target at once and is read to its end locally instead.
 //   - go-zfs v3 cannot list datasets on old ZFS (it asks for `list -p` and
 //     properties it lacks), so listing, get, snapshot, rollback, send and
 //     receive run the zfs command directly (cli.go); go-zfs does set and
