@@ -101,10 +101,7 @@ func TestStandbyTakesOverWhenTheLeaderDies(t *testing.T) {
 	h.waitReady(a, "the first instance")
 	b := h.startStandby("planner-b", nil)
 	evacuate(h, "r1", false, "n1")
-	h.waitFor("the first dispatches", func() bool { return len(dispatchCounts(t, h.read(events.TopicOpcodes))) > 0 })
-	h.waitFor("the executor to hold them", func() bool {
-		return x.heldCount() == len(dispatchCounts(t, h.read(events.TopicOpcodes)))
-	})
+	h.waitHeld(x)
 	if isReady(b) {
 		t.Fatal("the standby leads while the leader is alive")
 	}

@@ -292,6 +292,18 @@ func (x *simExecutor) release() {
 	}
 }
 
+// waitHeld waits until the executor holds every opcode dispatched so
+// far, and at least one. The dispatches are read again on each try: the
+// job queue may release more moves in later transactions, so a count read
+// once can fall behind what the executor holds and never match.
+func (h *harness) waitHeld(x *simExecutor) {
+	h.t.Helper()
+	h.waitFor("the executor to hold every dispatched opcode", func() bool {
+		n := len(dispatchCounts(h.t, h.read(events.TopicOpcodes)))
+		return n > 0 && x.heldCount() == n
+	})
+}
+
 func (x *simExecutor) heldCount() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -260,12 +260,7 @@ func TestCancelStopsEverything(t *testing.T) {
 	x := h.executor(true, nil) // every opcode runs until cancelled
 	h.start()
 	evacuate(h, "r1", false, "n1")
-	var dispatched map[opKey]int
-	h.waitFor("the first dispatches", func() bool {
-		dispatched = dispatchCounts(t, h.read(events.TopicOpcodes))
-		return len(dispatched) > 0
-	})
-	h.waitFor("the executor to hold them", func() bool { return x.heldCount() == len(dispatched) })
+	h.waitHeld(x)
 	h.appendEvent(events.RequestCancelled{Request: "r1"}, "operator:alice", "wrong node", "r1")
 
 	fin := must[events.RequestFinished](t, h.closed("r1"))
@@ -278,7 +273,7 @@ func TestCancelStopsEverything(t *testing.T) {
 	// which it learns from the moves' progress): every opcode dispatched
 	// in all must have been running at the cancel, so cancelled, and a
 	// dispatch decided after the cancel would have no OpcodeCancelled.
-	dispatched = dispatchCounts(t, opcodes)
+	dispatched := dispatchCounts(t, opcodes)
 	cancelled := map[opKey]bool{}
 	for _, e := range opcodes {
 		if e.Type == events.TypeOpcodeCancelled {
@@ -325,10 +320,7 @@ func TestRestartedServiceFencesTheOldAndContinues(t *testing.T) {
 	x := h.executor(true, nil)
 	old := h.start()
 	evacuate(h, "r1", false, "n1")
-	h.waitFor("the first dispatches", func() bool { return len(dispatchCounts(t, h.read(events.TopicOpcodes))) > 0 })
-	h.waitFor("the executor to hold them", func() bool {
-		return x.heldCount() == len(dispatchCounts(t, h.read(events.TopicOpcodes)))
-	})
+	h.waitHeld(x)
 
 	h.start() // a second instance takes over while the first still runs
 	x.release()
