@@ -109,10 +109,14 @@ type MigrationStateChanged struct {
 	PriorRunState RunState `json:"prior_run_state,omitempty"`
 	// Switched says the switch committed: the instance runs on Target and
 	// the source copy is kept until finalize (rollback returns to it).
-	Switched  bool   `json:"switched,omitempty"`
-	Finalized bool   `json:"finalized,omitempty"`
-	Message   string `json:"message,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Switched  bool `json:"switched,omitempty"`
+	Finalized bool `json:"finalized,omitempty"`
+	// PhaseRunning says the latest dispatched phase has not ended: no next
+	// phase can be asked for yet. State alone cannot say it: a pause makes
+	// the record paused at once, while its phase still stops the send.
+	PhaseRunning bool   `json:"phase_running,omitempty"`
+	Message      string `json:"message,omitempty"`
+	Error        string `json:"error,omitempty"`
 	// ErrorDetail says what an operator must do, such as when the source
 	// node is gone.
 	ErrorDetail string `json:"error_detail,omitempty"`

@@ -46,6 +46,7 @@ type instanceMigration struct {
 	PriorRunState  string           `db:"prior_run_state" json:"prior_run_state,omitempty"`
 	Switched       bool             `db:"switched" json:"switched"`
 	Finalized      bool             `db:"finalized" json:"finalized"`
+	PhaseRunning   bool             `db:"phase_running" json:"phase_running"`
 	Message        string           `db:"message" json:"message,omitempty"`
 	Error          string           `db:"error" json:"error,omitempty"`
 	ErrorDetail    string           `db:"error_detail" json:"error_detail,omitempty"`
@@ -461,6 +462,25 @@ func (k actionCheck) checkStep(action string) error {
 		if state != events.MigrationSuccessful {
 			return k.refuse("migration %s is %s; %s once its switch has ended", cur.ID, state, action)
 		}
+	}
+	return k.checkPhaseEnded(action)
+}
+
+// checkPhaseEnded refuses a step that starts the next phase while the
+// record says the latest one still runs. checkStep's state checks come
+// first, for their clearer answers; a paused record is the case they
+// miss: it says paused as soon as a pause is asked for, while the pause
+// phase still stops the sync's send, and the coordinator would refuse the
+// step later, in the record's message.
+func (k actionCheck) checkPhaseEnded(action string) error {
+	cur := k.cur
+	if !cur.PhaseRunning {
+		return nil
+	}
+	switch action {
+	case "sync", "switch", "rollback", "finalize":
+		return k.refuse("migration %s is %s, but its last phase is still under way (%s); %s once it has ended",
+			cur.ID, cur.State, cur.Message, action)
 	}
 	return nil
 }

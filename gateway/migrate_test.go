@@ -57,10 +57,10 @@ func (e *env) record(r events.MigrationStateChanged) {
 		r.Source = "node-a1"
 	}
 	e.exec(`INSERT INTO moves (id, request, job, idx, kind, instance, account, role, source_node, target_node,
-  automatic, record_state, queued, phase, syncs, switched, finalized, created_at, updated_at)
-  VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12, now(), now())`,
+  automatic, record_state, queued, phase, syncs, switched, finalized, phase_running, message, created_at, updated_at)
+  VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12, $13, $14, now(), now())`,
 		r.Migration, r.Instance, r.Account, string(r.Role), r.Source, r.Target, r.Automatic, string(r.State),
-		r.Phase, r.Syncs, r.Switched, r.Finalized)
+		r.Phase, r.Syncs, r.Switched, r.Finalized, r.PhaseRunning, r.Message)
 }
 
 // settings writes the settings row as the projector folds SettingsChanged.
@@ -94,6 +94,10 @@ func TestMigrateValidationAppendsNothing(t *testing.T) {
 	e.instanceRow("syncing", "acct-1", nil)
 	e.record(events.MigrationStateChanged{Migration: "m-sync", Instance: "syncing", Account: "ops", Role: events.RoleOperator,
 		Target: "node-a2", State: events.MigrationRunning, Phase: events.PhaseSync, Syncs: 1})
+	e.instanceRow("pausing", "acct-1", nil)
+	e.record(events.MigrationStateChanged{Migration: "m-pause", Instance: "pausing", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationPaused, Phase: events.PhaseSync, Syncs: 1, PhaseRunning: true,
+		Message: "pausing: stopping sync 2"})
 	e.instanceRow("switched", "acct-1", nil)
 	e.record(events.MigrationStateChanged{Migration: "m-sw", Instance: "switched", Account: "ops", Role: events.RoleOperator,
 		Target: "node-a2", State: events.MigrationSuccessful, Phase: events.PhaseSwitch, Syncs: 2, Switched: true})
@@ -116,6 +120,8 @@ func TestMigrateValidationAppendsNothing(t *testing.T) {
 		{"pause outside sync", "/v1/instances/begun/migrate?action=pause", "", 409, "action", "only possible during a sync"},
 		{"pause without migration", "/v1/instances/fresh/migrate?action=pause", "", 409, "action", "no migration"},
 		{"sync while syncing", "/v1/instances/syncing/migrate?action=sync", "", 409, "action", "running"},
+		{"sync while a pause stops the send", "/v1/instances/pausing/migrate?action=sync", "", 409, "action", "still under way (pausing: stopping sync 2)"},
+		{"switch while a pause stops the send", "/v1/instances/pausing/migrate?action=switch", "", 409, "action", "still under way"},
 		{"abort after switch", "/v1/instances/switched/migrate?action=abort", "", 409, "action", "rollback"},
 		{"rollback before switch", "/v1/instances/begun/migrate?action=rollback", "", 409, "action", "abort it instead"},
 		{"finalize ended", "/v1/instances/done/migrate?action=finalize", "", 409, "action", "no migration in progress"},
@@ -172,6 +178,15 @@ func TestMigrateValidationAppendsNothing(t *testing.T) {
 	a := as[events.MigrationActionRequested](t, recs[0].Event)
 	if a.Migration != ans.Migration || a.Action != events.ActionBegin || a.Target != "node-a2" || a.Role != events.RoleOperator {
 		t.Fatalf("appended %+v", a)
+	}
+
+	// Once the record says the pause has ended, the sync is accepted.
+	e.exec(`UPDATE moves SET phase_running = false, message = 'sync 2 stopped' WHERE id = 'm-pause'`)
+	if status, body := e.do(http.MethodPost, "/v1/instances/pausing/migrate?action=sync", ""); status != http.StatusAccepted {
+		t.Fatalf("sync after the pause ended = %d %s", status, body)
+	}
+	if recs := e.topic(events.TopicMigrations); len(recs) != 2 {
+		t.Fatalf("%d events appended, want 2", len(recs))
 	}
 }
 

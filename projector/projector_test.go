@@ -93,7 +93,8 @@ func scenario() []events.Envelope {
 }
 
 // instanceMigration is one per-instance migration of vm1 from n2 to n1:
-// begin, one sync, switch, with its phases, progress and settings.
+// begin, one sync, switch, with its phases, progress and settings, and a
+// finalize still running at the end.
 func instanceMigration() []events.Envelope {
 	const mig = "mig-1"
 	at := time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC)
@@ -104,6 +105,8 @@ func instanceMigration() []events.Envelope {
 	synced.State, synced.Phase, synced.Syncs, synced.LastSyncBytes = events.MigrationPaused, events.PhaseSync, 1, 4096
 	switched := synced
 	switched.State, switched.Phase, switched.Switched, switched.Message = events.MigrationSuccessful, events.PhaseSwitch, true, "switched"
+	finalizing := switched
+	finalizing.PhaseRunning, finalizing.Message = true, "finalizing"
 	phase := func(seq int, name string) (events.Envelope, events.Envelope) {
 		return ev(events.MigrationPhaseDispatched{Migration: mig, Instance: "vm1", Node: "n2", Seq: seq, Phase: name,
 				Source: "n2", Target: "n1", Sync: seq, SendMbps: 100}, 40+3*seq, mig),
@@ -113,6 +116,7 @@ func instanceMigration() []events.Envelope {
 	d0, e0 := phase(0, events.PhaseBegin)
 	d1, e1 := phase(1, events.PhaseSync)
 	d2, e2 := phase(2, events.PhaseSwitch)
+	d3, _ := phase(3, "finalize")
 	settings := events.DefaultSettings()
 	settings.SendMbpsLimit = 100
 	return []events.Envelope{
@@ -131,7 +135,7 @@ func instanceMigration() []events.Envelope {
 		e2,
 		ev(events.End{Request: mig, Job: 0, Index: 2, Instance: "vm1", Node: "n2", Phase: events.PhaseSwitch,
 			State: events.EndSuccessful, Message: "switched"}, 48, mig),
-		ev(switched, 48, mig),
+		ev(switched, 48, mig), d3, ev(finalizing, 49, mig),
 	}
 }
 
@@ -217,24 +221,24 @@ func TestScenarioEveryEffect(t *testing.T) {
 	e.get(`SELECT count(*) FROM event_log WHERE type = 'audit.recorded'`, &n)
 	check(t, "audit", n, 1)
 
-	var queued, switched bool
+	var queued, switched, running bool
 	var started, finished bool
 	e.get(`SELECT state, phase, syncs, last_sync_bytes, source_node, target_node, account, prior_run_state,
-	              switched, queued, started_at IS NOT NULL, finished_at IS NOT NULL, current_bytes, total_bytes
+	              switched, queued, started_at IS NOT NULL, finished_at IS NOT NULL, current_bytes, total_bytes, phase_running
 	       FROM instance_migrations WHERE id = 'mig-1'`,
-		&state, &phase, &syncs, &i1, &s1, &s2, &s3, &kind, &switched, &queued, &started, &finished, new(int64), &i2)
-	check(t, "instance migration", []any{state, phase, syncs, i1, s1, s2, s3, kind, switched, queued, started, finished, i2},
-		[]any{"successful", "switch", 1, int64(4096), "n2", "n1", "acct-1", "running", true, false, true, true, int64(8192)})
+		&state, &phase, &syncs, &i1, &s1, &s2, &s3, &kind, &switched, &queued, &started, &finished, new(int64), &i2, &running)
+	check(t, "instance migration", []any{state, phase, syncs, i1, s1, s2, s3, kind, switched, queued, started, finished, i2, running},
+		[]any{"successful", "switch", 1, int64(4096), "n2", "n1", "acct-1", "running", true, false, true, true, int64(8192), true})
 	e.get(`SELECT count(*) FROM move_state WHERE request = 'mig-1' OR id = 'mig-1'`, &n)
 	check(t, "per-instance rows left out of move_state", n, 0)
 	e.get(`SELECT count(*), sum(bytes), string_agg(phase || '=' || status, ',' ORDER BY seq) FROM migration_phases WHERE migration = 'mig-1'`,
 		&n, &i1, &s1)
-	check(t, "migration phases", []any{n, i1, s1}, []any{3, int64(12288), "begin=success,sync=success,switch=success"})
+	check(t, "migration phases", []any{n, i1, s1}, []any{4, int64(12288), "begin=success,sync=success,switch=success,finalize="})
 	var mbps float64
 	e.get(`SELECT send_mbps_limit, max_running_migrations_per_node FROM settings`, &mbps, &n)
 	check(t, "settings", []any{mbps, n}, []any{100.0, 2})
 	e.get(`SELECT count(*) FROM event_log WHERE instance = 'vm1' AND type LIKE 'migration.%'`, &n)
-	check(t, "migration events logged by instance", n, 11)
+	check(t, "migration events logged by instance", n, 13)
 
 	rep := e.replayEqual()
 	if rep.Events != len(evs) || rep.LiveBehind || rep.ReplaySchema == "" || rep.FoldDuration <= 0 {

@@ -179,6 +179,7 @@ func migration() []step {
 	}
 	phase := func(seq int, name string, bytes int64, r events.MigrationStateChanged, cause string) []step {
 		label := "end" + name
+		r.PhaseRunning = true // the record written with the dispatch
 		return []step{
 			{p: events.MigrationPhaseDispatched{Migration: "m1", Instance: "i3", Node: "n2", Seq: seq, Phase: name,
 				Source: "n2", Target: "n3"}, cause: cause},

@@ -140,6 +140,9 @@ func (b *migrationBook) check(m *migRun, opts Options, inv *inventory, ops *opco
 
 func (b *migrationBook) compare(m *migRun, rec *events.MigrationStateChanged, d derived, phases int) {
 	ref := []Ref{m.lastRef}
+	if rec.PhaseRunning {
+		b.rep.add(Migrations, ref, "migration %s's record says a phase is running; its last phase ended", m.id)
+	}
 	if rec.Switched != d.switched {
 		b.rep.add(Migrations, ref, "migration %s's record says switched=%t; its phases say %t", m.id, rec.Switched, d.switched)
 	}

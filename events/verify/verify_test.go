@@ -91,6 +91,13 @@ func TestViolations(t *testing.T) {
 			r.Syncs = 2
 			return replaced(m, i, r)
 		}(), Options{}, []Invariant{Migrations}, "record counts 2 syncs; 1 sync phases succeeded"},
+		{"migration record says a phase runs after the last ended", func() []step {
+			m := append(cluster(4*mem), migration()...)
+			i := last[events.MigrationStateChanged](m)
+			r := m[i].p.(events.MigrationStateChanged)
+			r.PhaseRunning = true
+			return replaced(m, i, r)
+		}(), Options{}, []Invariant{Migrations}, "record says a phase is running; its last phase ended"},
 		{"migration successful without its switch", func() []step {
 			m := append(cluster(4*mem), migration()...)
 			m = without(m, find(m, func(p events.Payload) bool {

@@ -49,6 +49,7 @@ type Migration struct {
 	ScheduledAt    *time.Time        `json:"scheduled_timestamp"`
 	Switched       bool              `json:"switched"`
 	Finalized      bool              `json:"finalized"`
+	PhaseRunning   bool              `json:"phase_running"`
 	Message        string            `json:"message"`
 	Error          string            `json:"error"`
 	ErrorDetail    string            `json:"error_detail"`

@@ -137,6 +137,7 @@ func (p *pass) emitPhase(r *events.MigrationStateChanged, phase string, sync int
 		Source: r.Source, Target: r.Target, Sync: sync, SendMbps: p.settings().SendMbpsLimit,
 		Facts: p.env.Inv.Facts(r.Instance, r.Source, r.Target),
 	}, fmt.Sprintf("dispatch %s (phase %d) of migration %s to %s", phase, seq, r.Migration, r.Source), cause)
+	r.PhaseRunning = true
 	return true
 }
 

@@ -158,14 +158,16 @@ func TestPauseStopsTheRunningSync(t *testing.T) {
 	if err != nil || d.Phase != events.PhasePause || d.Seq != 2 || d.Node != "n1" {
 		t.Fatalf("pause decided %+v (%v), want a pause phase (seq 2) on n1", evs[0], err)
 	}
-	if r := record(t, evs); r.State != events.MigrationPaused || r.Phase != events.PhaseSync {
-		t.Fatalf("record %s in phase %s, want paused in sync", r.State, r.Phase)
+	// Paused at once, yet the pause phase still runs, and the record says
+	// so: the gateway refuses a next step on that alone.
+	if r := record(t, evs); r.State != events.MigrationPaused || r.Phase != events.PhaseSync || !r.PhaseRunning {
+		t.Fatalf("record %s in phase %s, phase running %t; want paused in sync, a phase running", r.State, r.Phase, r.PhaseRunning)
 	}
 	ended(1, events.PhaseSync, events.JobCanceled) // the superseded sync
 	evs = ended(2, events.PhasePause, events.JobSuccess)
 	r := record(t, evs)
-	if r.State != events.MigrationPaused || r.Syncs != 0 || !strings.Contains(r.Message, "sync 1 stopped") {
-		t.Fatalf("after the pause: %s, %d syncs, %q", r.State, r.Syncs, r.Message)
+	if r.State != events.MigrationPaused || r.Syncs != 0 || !strings.Contains(r.Message, "sync 1 stopped") || r.PhaseRunning {
+		t.Fatalf("after the pause: %s, %d syncs, %q, phase running %t", r.State, r.Syncs, r.Message, r.PhaseRunning)
 	}
 	var ends []events.End
 	for _, e := range evs {

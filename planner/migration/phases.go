@@ -10,6 +10,7 @@ import (
 func (p *pass) ended(ph *phaseRun) {
 	m, d, e, cause := p.m, ph.d, ph.end, ph.endEnv
 	r := *m.rec
+	r.PhaseRunning = false
 	if e.Status != events.JobSuccess {
 		p.phaseFailed(r, ph)
 		return

@@ -20,11 +20,11 @@ ON CONFLICT (id) DO UPDATE SET
 INSERT INTO moves (id, request, job, idx, kind, instance, account, role, source_node, target_node,
                         automatic, record_state, queued, phase, syncs, last_sync_bytes, scheduled_at,
                         prior_run_state, switched, finalized, message, error, error_detail,
-                        created_at, started_at, finished_at, updated_at)
+                        created_at, started_at, finished_at, updated_at, phase_running)
 VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12,
         $13, $14, $15, $16, $17, $18,
         $19, CASE WHEN $8 = 'running' THEN $19::timestamptz END,
-        CASE WHEN $8 IN ('aborted', 'failed', 'successful') THEN $19::timestamptz END, $19)
+        CASE WHEN $8 IN ('aborted', 'failed', 'successful') THEN $19::timestamptz END, $19, $20)
 ON CONFLICT (id) DO UPDATE SET
     kind            = 'instance',
     instance        = EXCLUDED.instance,
@@ -45,6 +45,7 @@ ON CONFLICT (id) DO UPDATE SET
     message         = EXCLUDED.message,
     error           = EXCLUDED.error,
     error_detail    = EXCLUDED.error_detail,
+    phase_running   = EXCLUDED.phase_running,
     created_at      = LEAST(moves.created_at, EXCLUDED.created_at),
     started_at      = LEAST(moves.started_at, EXCLUDED.started_at),
     finished_at     = CASE WHEN EXCLUDED.finished_at IS NULL THEN NULL
