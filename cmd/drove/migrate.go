@@ -391,8 +391,10 @@ func outcome(ctx context.Context, api *client.Client, instance string, last clie
 	}
 	m, err := api.Migration(ctx, last.Migration)
 	// The end event of a phase can reach the watcher before the record
-	// that follows it reaches the views: give the record a moment.
-	for wait := 0; err == nil && (m.State == "running" || m.State == "queued") && wait < 75; wait++ {
+	// that follows it reaches the views: give the record a moment. A
+	// record that still says a phase runs (paused at once by a pause) is
+	// waited out too, so the next step printed is one the gateway takes.
+	for wait := 0; err == nil && (m.State == "running" || m.State == "queued" || m.PhaseRunning) && wait < 75; wait++ {
 		time.Sleep(200 * time.Millisecond) // polling the view, bounded
 		m, err = api.Migration(ctx, last.Migration)
 	}
