@@ -9,32 +9,48 @@ import (
 // for progress events (current/total, bytes per second, eta).
 type Meter struct {
 	mu      sync.Mutex
+	now     func() time.Time // time.Now; a test's clock
 	start   time.Time
 	bytes   int64
-	samples []sample // (time, bytes) within the last window
+	first   sample   // the first Add; zero until then
+	samples []sample // the last one at or before the window's start, then all within it
 }
 
 type sample struct {
 	t time.Time
-	n int64
+	n int64 // bytes counted by then
 }
 
 // rateWindow is how far back the current rate looks: long enough to smooth
 // chunk bursts, short enough to follow a rate change.
 const rateWindow = 2 * time.Second
 
+// rateMinSpan is the shortest time a rate is measured over. Shorter, a
+// limiter's saved burst (64 KiB: 65 ms at 1 MB/s) reads as twice its cap.
+const rateMinSpan = 250 * time.Millisecond
+
 // NewMeter returns a meter starting now.
-func NewMeter() *Meter { return &Meter{start: time.Now()} }
+func NewMeter() *Meter { return newMeter(time.Now) }
+
+func newMeter(now func() time.Time) *Meter {
+	t := now()
+	return &Meter{now: now, start: t, samples: []sample{{t, 0}}}
+}
 
 // Add counts n more bytes.
 func (m *Meter) Add(n int) {
-	now := time.Now()
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.bytes += int64(n)
 	m.samples = append(m.samples, sample{now, m.bytes})
+	if m.first.t.IsZero() {
+		m.first = sample{now, m.bytes}
+	}
+	// Keep one sample at or before the window's start: it says how many
+	// bytes had been counted when the window began.
 	cut := 0
-	for cut < len(m.samples)-1 && now.Sub(m.samples[cut].t) > rateWindow {
+	for cut+1 < len(m.samples) && !m.samples[cut+1].t.After(now.Add(-rateWindow)) {
 		cut++
 	}
 	if cut > 0 {
@@ -45,30 +61,54 @@ func (m *Meter) Add(n int) {
 // Stats is a meter's reading.
 type Stats struct {
 	Bytes          int64
-	BytesPerSecond int64         // over the last window (average since start if shorter)
+	BytesPerSecond int64         // over the last window; 0 (unknown) in the first rateMinSpan
 	Average        int64         // since start
 	Elapsed        time.Duration // since start
 }
 
 // Stats reads the meter.
 func (m *Meter) Stats() Stats {
-	now := time.Now()
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := Stats{Bytes: m.bytes, Elapsed: now.Sub(m.start)}
 	if sec := s.Elapsed.Seconds(); sec > 0 {
 		s.Average = int64(float64(m.bytes) / sec)
 	}
-	s.BytesPerSecond = s.Average
-	// Past the first window, the rate is what came in over the last one;
-	// before, the average since start is the best guess.
-	if s.Elapsed > rateWindow && len(m.samples) > 0 {
-		base := m.samples[0]
-		if d := now.Sub(base.t).Seconds(); d > 0.05 {
-			s.BytesPerSecond = int64(float64(m.bytes-base.n) / d)
-		}
-	}
+	s.BytesPerSecond = m.rate(now)
 	return s
+}
+
+// rate is the bytes per second over the last window, or since the first
+// Add if that is shorter. Over the whole window, not from the first sample
+// within it: after a stall that span is short, and the burst that ends a
+// stall read as twice a send's cap. The first Add's own bytes are left
+// out: they came at once, with a limiter's burst behind them.
+func (m *Meter) rate(now time.Time) int64 {
+	from := now.Add(-rateWindow)
+	base := m.first.n
+	if from.Before(m.first.t) {
+		from = m.first.t
+	} else {
+		base = m.countAt(from)
+	}
+	d := now.Sub(from)
+	if m.first.t.IsZero() || d < rateMinSpan {
+		return 0
+	}
+	return int64(float64(m.bytes-base) / d.Seconds())
+}
+
+// countAt is the count at time t, which is not before the first sample.
+func (m *Meter) countAt(t time.Time) int64 {
+	n := m.samples[0].n
+	for _, s := range m.samples[1:] {
+		if s.t.After(t) {
+			break
+		}
+		n = s.n
+	}
+	return n
 }
 
 // ETA is the time left to reach total at the current rate; 0 when unknown

@@ -193,21 +193,6 @@ func TestRateLimitHolds50Mbit(t *testing.T) {
 	}
 }
 
-func TestMeterRateAndETA(t *testing.T) {
-	m := transfer.NewMeter()
-	m.Add(1000)
-	st := m.Stats()
-	if st.Bytes != 1000 || st.BytesPerSecond <= 0 {
-		t.Fatalf("stats %+v", st)
-	}
-	if eta := st.ETA(2000); eta <= 0 {
-		t.Fatalf("eta %v", eta)
-	}
-	if eta := st.ETA(1000); eta != 0 {
-		t.Fatalf("eta when done %v", eta)
-	}
-}
-
 // A stream written into a pipe (as into zfs receive) takes the splice
 // path: the bytes, the count and a cut are the same as through Read.
 func TestWriteToPipeSplices(t *testing.T) {

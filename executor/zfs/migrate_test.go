@@ -250,6 +250,7 @@ func TestMigrationPauseRateAbort(t *testing.T) {
 	// never went backwards.
 	var last events.Progress
 	var rated int
+	var fastest int64
 	for _, p := range w.progress("na") {
 		if p.Request != "m2" || p.Index != first {
 			continue
@@ -259,6 +260,7 @@ func TestMigrationPauseRateAbort(t *testing.T) {
 		}
 		if p.BytesPerSecond > 0 && p.ETASeconds > 0 {
 			rated++
+			fastest = max(fastest, p.BytesPerSecond)
 			if p.BytesPerSecond > 2e6 {
 				t.Errorf("a sync capped at 1 MB/s reported %d bytes/s", p.BytesPerSecond)
 			}
@@ -268,6 +270,7 @@ func TestMigrationPauseRateAbort(t *testing.T) {
 	if rated == 0 {
 		t.Error("no progress of the capped sync had a rate and an ETA")
 	}
+	t.Logf("the capped sync reported %d rates, the highest %d bytes/s", rated, fastest)
 	m.sending(second, 2<<20)
 	w.settings(0) // no cap: the running sync speeds up
 	lifted := time.Now()
