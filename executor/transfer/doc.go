@@ -17,7 +17,10 @@
 //     learns the receiver's verdict (or its error text) from it.
 //
 //   - Bytes are counted (Meter) after the rate limiter admitted them, so
-//     rates reported for progress are what actually went on the wire.
+//     rates reported for progress are what actually went on the wire. A
+//     rate is measured over a whole window (2 s), or from the first frame
+//     once 250 ms have passed: no shorter, so the limiter's saved burst
+//     never reads as the rate.
 //
 //   - The Limiter's rate can change while a stream runs; the change applies
 //     from the next chunk.
