@@ -12,8 +12,7 @@ type Meter struct {
 	now     func() time.Time // time.Now; a test's clock
 	start   time.Time
 	bytes   int64
-	first   sample   // the first Add; zero until then
-	samples []sample // the last one at or before the window's start, then all within it
+	samples []sample // the first Add's, or the last at or before the window's start; then all within it
 }
 
 type sample struct {
@@ -32,10 +31,7 @@ const rateMinSpan = 250 * time.Millisecond
 // NewMeter returns a meter starting now.
 func NewMeter() *Meter { return newMeter(time.Now) }
 
-func newMeter(now func() time.Time) *Meter {
-	t := now()
-	return &Meter{now: now, start: t, samples: []sample{{t, 0}}}
-}
+func newMeter(now func() time.Time) *Meter { return &Meter{now: now, start: now()} }
 
 // Add counts n more bytes.
 func (m *Meter) Add(n int) {
@@ -44,9 +40,6 @@ func (m *Meter) Add(n int) {
 	defer m.mu.Unlock()
 	m.bytes += int64(n)
 	m.samples = append(m.samples, sample{now, m.bytes})
-	if m.first.t.IsZero() {
-		m.first = sample{now, m.bytes}
-	}
 	// Keep one sample at or before the window's start: it says how many
 	// bytes had been counted when the window began.
 	cut := 0
@@ -85,18 +78,18 @@ func (m *Meter) Stats() Stats {
 // stall read as twice a send's cap. The first Add's own bytes are left
 // out: they came at once, with a limiter's burst behind them.
 func (m *Meter) rate(now time.Time) int64 {
-	from := now.Add(-rateWindow)
-	base := m.first.n
-	if from.Before(m.first.t) {
-		from = m.first.t
-	} else {
-		base = m.countAt(from)
-	}
-	d := now.Sub(from)
-	if m.first.t.IsZero() || d < rateMinSpan {
+	if len(m.samples) == 0 {
 		return 0
 	}
-	return int64(float64(m.bytes-base) / d.Seconds())
+	from := now.Add(-rateWindow)
+	if first := m.samples[0].t; from.Before(first) {
+		from = first // the first Add's sample: nothing was cut yet
+	}
+	d := now.Sub(from)
+	if d < rateMinSpan {
+		return 0
+	}
+	return int64(float64(m.bytes-m.countAt(from)) / d.Seconds())
 }
 
 // countAt is the count at time t, which is not before the first sample.
