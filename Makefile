@@ -19,10 +19,11 @@ run-zfs: test-deps ## the same on real parts: one zfs-fuse pool per node, instan
 test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL)
 	@bash test/tools/deps.sh
 
-vet: ## go vet, gofmt and go mod tidy
+vet: ## go vet, gofmt, go mod tidy, and no tracked file over 1 MB but test data (under testdata/)
 	$(GO) vet ./...
 	@$(GO) mod tidy -diff >/dev/null || { echo "go mod tidy would change go.mod or go.sum: run it"; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@bash test/tools/large-files.sh
 
 # The tests on zfs-fuse (executor/zfs, and test/e2e's TestZfs*) run last
 # and apart, through a script that runs them once more if the zfs-fuse
