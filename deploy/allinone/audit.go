@@ -10,8 +10,8 @@ import (
 
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
-	"github.com/drovehq/drove/notary"
 	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/projector/notary"
 )
 
 // The auditors' parts of the system: point-in-time views for the gateway

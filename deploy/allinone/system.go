@@ -76,7 +76,7 @@ type Config struct {
 	// RefusalAuditBurst is the gateway's budget of refusals audited one
 	// by one before it folds them into counts; 0 is its default.
 	RefusalAuditBurst int
-	// NotaryKey signs the notary's checkpoints (notary/); nil: unsigned.
+	// NotaryKey signs the notary's checkpoints (projector/notary); nil: unsigned.
 	// NotaryInterval is how often it writes them; 0 is its default.
 	NotaryKey      ed25519.PrivateKey
 	NotaryInterval time.Duration

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/notary"
 	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/projector/notary"
 )
 
 // checkPointInTime: for moments in the middle of the evacuation, drove

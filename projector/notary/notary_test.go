@@ -12,7 +12,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/notary"
+	"github.com/drovehq/drove/projector/notary"
 	"github.com/drovehq/drove/test/testenv"
 )
 
