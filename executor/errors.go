@@ -3,6 +3,8 @@ package executor
 import (
 	"errors"
 	"fmt"
+
+	"github.com/drovehq/drove/events/retry"
 )
 
 // Sentinel errors. Drivers classify their failures with Transient and
@@ -30,7 +32,7 @@ var (
 
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("executor: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("executor: invalid config"))
 
 	// ErrUnknownInstance is the error an opcode ends with when its
 	// dispatch carries no facts of its instance or of a node it names

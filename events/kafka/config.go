@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events/retry"
 )
 
 // Config is what every Producer, Reader and client of this package needs.
@@ -66,7 +68,7 @@ type Config struct {
 	Dial func(ctx context.Context, network, host string) (net.Conn, error)
 	// Retry paces those retries. Default: from 100ms doubling to 5s, until
 	// the step succeeds, fails for good or the context ends.
-	Retry Backoff
+	Retry retry.Backoff
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -98,8 +100,8 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Retry == (Backoff{}) {
-		c.Retry = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
+	if c.Retry == (retry.Backoff{}) {
+		c.Retry = retry.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	}
 	return c
 }

@@ -10,14 +10,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events/retry"
 )
 
 // Sentinel errors. Returned errors wrap one of these and keep the franz-go
-// or events error underneath, so errors.Is works on either.
+// or events error underneath, so errors.Is works on either. Those no
+// restart cures are marked retry.Permanent.
 var (
 	// ErrInvalidConfig is returned by constructors when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("kafka: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("kafka: invalid config"))
 
 	// ErrClosed is returned when the Producer or Reader was closed.
 	ErrClosed = errors.New("kafka: client closed")
@@ -35,13 +38,13 @@ var (
 	// ErrFenced is returned when another producer with the same
 	// transactional id has taken over. This producer is a zombie and must
 	// stop; retrying would fail the same way.
-	ErrFenced = errors.New("kafka: producer fenced by a newer instance")
+	ErrFenced = retry.Permanent(errors.New("kafka: producer fenced by a newer instance"))
 
 	// ErrTopicConfig is returned by EnsureTopics when an existing topic's
 	// configuration would delete events (finite retention, compaction) and
 	// Config.AllowFiniteRetention does not allow it: running on would lose
 	// the source of truth.
-	ErrTopicConfig = errors.New("kafka: topic configuration")
+	ErrTopicConfig = retry.Permanent(errors.New("kafka: topic configuration"))
 
 	// ErrRecordTooLarge is returned by Append, before anything is written,
 	// for an event larger than Config.MaxRecordBytes.
@@ -64,7 +67,7 @@ var (
 	// this build accepts (see events.Decode). It also wraps the events
 	// error, so errors.Is(err, events.ErrUnknownType) tells a newer schema
 	// from garbage.
-	ErrUndecodable = errors.New("kafka: undecodable record")
+	ErrUndecodable = retry.Permanent(errors.New("kafka: undecodable record"))
 )
 
 // IsRetryable reports whether repeating the failed operation may succeed:

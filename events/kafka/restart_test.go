@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/retry"
 )
 
 // restartableBroker is a kfake cluster persisted in a directory on a fixed
@@ -57,13 +58,13 @@ func (b *restartableBroker) restart() {
 func (b *restartableBroker) config(t *testing.T) Config {
 	return Config{Brokers: []string{fmt.Sprintf("127.0.0.1:%d", b.port)}, ClientID: "drove-test",
 		TransactionalID: "test-" + t.Name(), FetchMaxWait: 100 * time.Millisecond,
-		Retry: Backoff{Initial: 50 * time.Millisecond, Max: time.Second}}
+		Retry: retry.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}}
 }
 
 // appendRetrying appends one event until it is in the log, the way every
 // service appends: same event (same id) again while a retry may succeed.
 func appendRetrying(ctx context.Context, p *Producer, topic string, e events.Envelope) error {
-	return Backoff{Initial: 50 * time.Millisecond, Max: time.Second}.Do(ctx,
+	return retry.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}.Do(ctx,
 		func(err error) bool { return IsRetryable(err) || errors.Is(err, ErrUncertain) },
 		func(int) error { return p.Append(ctx, topic, e) }, nil)
 }
@@ -93,10 +94,10 @@ func TestBrokerRestartLosesNothing(t *testing.T) {
 	readErr := make(chan error, 1)
 	rctx, stopReading := context.WithCancel(ctx)
 	go func() {
-		retry := Backoff{Initial: 50 * time.Millisecond, Max: time.Second}
+		policy := retry.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}
 		for rctx.Err() == nil {
 			var b Batch
-			err := retry.Do(rctx, IsRetryable, func(int) error {
+			err := policy.Do(rctx, IsRetryable, func(int) error {
 				var err error
 				b, err = r.Next(rctx)
 				return err
