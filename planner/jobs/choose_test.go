@@ -140,9 +140,9 @@ func TestChooseWaitsForRoomOnTheLinks(t *testing.T) {
 		{"a fast sender feeds slow receivers side by side", fast,
 			[]Running{running("s", "r1", 0)}, []Candidate{move(0, "s", "r2", gib, fast), move(1, "s", "r3", gib, fast)}, []int{0, 1}},
 		{"a move measured slow leaves room", even,
-			[]Running{running("s", "r1", 10 * mibps)}, []Candidate{move(0, "s", "r2", gib, even)}, []int{0}},
+			[]Running{running("s", "r1", 10*mibps)}, []Candidate{move(0, "s", "r2", gib, even)}, []int{0}},
 		{"a move measured at the link's rate leaves none", even,
-			[]Running{running("s", "r1", 100 * mibps)}, []Candidate{move(0, "s", "r2", gib, even)}, nil},
+			[]Running{running("s", "r1", 100*mibps)}, []Candidate{move(0, "s", "r2", gib, even)}, nil},
 		{"a move that sends nothing always goes", even,
 			[]Running{running("s", "r1", 0)}, []Candidate{move(0, "s", "r2", 0, even)}, []int{0}},
 		{"two new moves on one idle link: the first goes, the second would halve it", even,
@@ -193,7 +193,7 @@ func TestMoveBytes(t *testing.T) {
 func TestEstimateFollowsTheRules(t *testing.T) {
 	t.Parallel()
 	links := linksOf(nil)
-	gib := int64(100 * mibps) * 10 // 10 s at 100 MiB/s
+	gib := int64(100*mibps) * 10 // 10 s at 100 MiB/s
 	plan := func(deps ...[]events.Dependency) []events.Job {
 		var out []events.Job
 		for i := range 3 {
