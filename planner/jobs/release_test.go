@@ -226,3 +226,34 @@ func TestCancelARequest(t *testing.T) {
 		}
 	})
 }
+
+// A job with several dependencies runs once the last of them has ended as
+// it accepts, and is cancelled as soon as one cannot be met.
+func TestSeveralDependencies(t *testing.T) {
+	t.Parallel()
+	deps := []events.Dependency{{Job: -2, Statuses: []events.JobStatus{events.JobSuccess}}, {Job: -1}}
+	for _, c := range []struct {
+		name     string
+		first    events.JobStatus
+		released []int
+		cancel   bool
+	}{
+		{"the first succeeded, the second failed: runs", events.JobSuccess, []int{2}, false},
+		{"the first failed: cancelled at once", events.JobError, nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld()
+			w.env.Options.MaxMovesPerNode = 5
+			w.evacuate("r1", 0, n1, planned(0, nil, migrate("a", "n1", "n2")), planned(1, nil, migrate("b", "n1", "n3")),
+				planned(2, deps, migrate("c", "n1", "n3")))
+			d := w.end("r1", 0, 0, c.first, "")
+			if _, cancelled := cancelledJobs(d)[2]; cancelled != c.cancel || len(released(d)) != 0 {
+				t.Fatalf("after job 0 ended %s: released %v, cancelled %v", c.first, released(d), cancelledJobs(d))
+			}
+			if d = w.end("r1", 1, 0, events.JobError, "no"); !sameInts(released(d), c.released) {
+				t.Fatalf("after job 1 ended: released %v, want %v", released(d), c.released)
+			}
+		})
+	}
+}
