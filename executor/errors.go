@@ -69,9 +69,6 @@ func Fatal(err error) error {
 	return &classified{class: ErrFatal, err: err}
 }
 
-// Transientf and Fatalf are Transient and Fatal over fmt.Errorf.
-func Transientf(format string, args ...any) error { return Transient(fmt.Errorf(format, args...)) }
-
 // Fatalf is Fatal over fmt.Errorf.
 func Fatalf(format string, args ...any) error { return Fatal(fmt.Errorf(format, args...)) }
 

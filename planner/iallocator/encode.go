@@ -109,12 +109,6 @@ func EncodeResult(p *planner.Plan) ([]byte, error) {
 	return marshal(response{Success: true, Info: Info(p), Result: []any{moved, failed, jobs}})
 }
 
-// EncodeFailure renders Ganeti's answer for a request that cannot be
-// answered.
-func EncodeFailure(err error) ([]byte, error) {
-	return marshal(response{Success: false, Info: err.Error(), Result: []any{}})
-}
-
 // Info is the result's one-line summary: Ganeti's sentence, then the
 // cluster score before and after.
 func Info(p *planner.Plan) string {
