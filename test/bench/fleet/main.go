@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 type config struct {
@@ -32,24 +31,16 @@ type config struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.Run("fleet", os.Args[1:], os.Stderr, parseFlags, func(ctx context.Context, cfg config) int {
+		return run(ctx, cfg, os.Stdout, os.Stderr)
+	}))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "fleet: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	r, err := runBench(ctx, cfg, stdout)
 	if r != nil {
 		printTable(stdout, r)
-		if werr := writeJSON(cfg.out, r); werr != nil {
+		if werr := cli.WriteJSON(cfg.out, r); werr != nil {
 			fmt.Fprintf(stderr, "fleet: %v\n", werr)
 			return 1
 		}
@@ -79,11 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.runTimeout, "run-timeout", 3*time.Minute, "how long the evacuation may run for the fetch measure")
 	fs.StringVar(&cfg.droveBin, "drove-bin", "", "the drove binary to run the planner and one executor from; empty: built into a temporary directory")
 	fs.StringVar(&cfg.out, "out", "test/bench/results/fleet.json", "where to write the figures as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if cfg.quick {
 		given := map[string]bool{}
@@ -200,15 +188,4 @@ func showInt(v *int64) string {
 		return "null"
 	}
 	return fmt.Sprint(*v)
-}
-
-func writeJSON(path string, r *result) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
