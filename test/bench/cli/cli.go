@@ -1,7 +1,8 @@
 // Package cli is what the benchmarks' mains share: reading their flags
 // the same way (help exits 0, a bad flag or a stray argument 2, said as
-// "name: problem") and writing their figures as JSON where `make bench`
-// and DESIGN.md's tables read them.
+// "name: problem"), stopping at Ctrl-C, and writing their figures as
+// JSON under test/bench/results (docs/benchmarks.md keeps what was
+// measured when).
 package cli
 
 import (

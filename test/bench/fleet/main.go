@@ -61,7 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.nodes, "nodes", 10_000, "nodes in the fleet")
 	fs.IntVar(&cfg.groupNodes, "group-nodes", 500, "nodes per group")
 	fs.IntVar(&cfg.perNode, "instances-per-node", 10, "primary instances per node")
-	fs.IntVar(&cfg.executors, "executors", 1000, "simulated executors run in this process (each its own Kafka clients): 1,000 is the most this 2-core machine holds with the embedded broker (see DESIGN.md)")
+	fs.IntVar(&cfg.executors, "executors", 1000, "simulated executors run in this process (each its own Kafka clients): 1,000 is the most this 2-core machine holds with the embedded broker (see docs/benchmarks.md)")
 	fs.IntVar(&cfg.wave, "start-wave", 100, "executors started together; the next wave starts once they run")
 	fs.IntVar(&cfg.logEvents, "log-events", 1_000_000, "events in the log for the second planner restart (history appended up to it)")
 	fs.IntVar(&cfg.partitions, "partitions", 24, "partitions of every topic (deploy/compose.yaml's): an executor reads about 1/partitions of the opcodes")

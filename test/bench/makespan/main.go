@@ -76,7 +76,7 @@ func main() {
 
 func run(out string, seed uint64, system float64, only string, sweeps int) error {
 	s := summary{
-		Method: "discrete-event simulation: planner/jobs.Decide (plan, dependencies, release) with the sim driver's bandwidth model (planner.ShareLinks); see DESIGN.md",
+		Method: "discrete-event simulation: planner/jobs.Decide (plan, dependencies, release) with the sim driver's bandwidth model (planner.ShareLinks); see docs/benchmarks.md",
 		Limits: "makespan: release for the makespan, auto per node, 5 per cluster; fixed rules: plan order, 2 per node, 5 per cluster",
 	}
 	world, names, fast, instances := cluster(seed, 100)
