@@ -25,7 +25,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -45,6 +44,7 @@ import (
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 // result is test/bench/results/live.json.
@@ -123,11 +123,7 @@ func main() {
 			r.GuestWriteMBps, *writeMBps, flushEvery*64)
 	}
 	fmt.Printf("goal: downtime under 300 ms (KubeVirt's target is about 900 ms); load average %s\n", r.LoadAverage)
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-		fail("out", err)
-	}
-	b, _ := json.MarshalIndent(r, "", "  ")
-	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+	if err := cli.WriteJSON(*out, r); err != nil {
 		fail("out", err)
 	}
 }
