@@ -223,7 +223,7 @@ func TestHealthzAndMetrics(t *testing.T) {
 			if kafkaDown != nil {
 				return kafkaDown
 			}
-			return kafka.Ping(ctx, kafka.Config{Brokers: e.kafka.Brokers})
+			return kafka.Ping(ctx, e.kafka)
 		}
 	})
 	if status, body := e.do(http.MethodGet, "/healthz", ""); status != http.StatusOK || !strings.Contains(string(body), `"status":"ok"`) {

@@ -414,7 +414,7 @@ func TestUndecodableRecordIsSetAside(t *testing.T) {
 	e.append(ev(events.RequestApproved{Request: "r0"}, 1, "r0"))
 	for _, bad := range []string{`{"not":"an event"}`,
 		`{"id":"x","type":"node.exploded","version":1,"time":"2025-01-01T00:00:00Z","key":"n","producer":"p","reason":{"actor":"a","why":"w"},"payload":{}}`} {
-		if err := kafka.WriteRaw(e.ctx, kafka.Config{Brokers: e.k.Brokers}, events.TopicRequests, []byte("r1"), []byte(bad)); err != nil {
+		if err := kafka.WriteRaw(e.ctx, e.k.Config(), events.TopicRequests, []byte("r1"), []byte(bad)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
 )
 
@@ -91,7 +92,7 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := allinone.Config{
-		Brokers:       broker.Addrs(),
+		Kafka:         kafka.Config{Brokers: broker.Addrs()},
 		DatabaseURL:   pg.URL(embedded.DefaultDatabase),
 		GatewayAddr:   f.addr,
 		Logger:        log,
@@ -134,7 +135,7 @@ Try:
   go run ./cmd/drove plans                       # every request and its status
 
 (or build it once: make build, then bin/drove ...). Ctrl-C stops everything.
-`, len(sys.Nodes), f.addr, f.addr, cfg.Brokers, cfg.DatabaseURL, sys.Nodes[0])
+`, len(sys.Nodes), f.addr, f.addr, cfg.Kafka.Brokers, cfg.DatabaseURL, sys.Nodes[0])
 	if zdev != nil {
 		zdev.describe(stdout)
 	}

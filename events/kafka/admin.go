@@ -22,7 +22,24 @@ func Ping(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// ListTopics returns the names of the cluster's topics, sorted.
+// BrokerIDs returns the ids of the brokers the cluster lists: those
+// registered with its controller and not fenced. A cluster being started
+// answers with fewer than it will have.
+func BrokerIDs(ctx context.Context, cfg Config) ([]int32, error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	bs, err := kadm.NewClient(cl).ListBrokers(ctx)
+	if err != nil {
+		return nil, cfg.withDefaults().explain(translate(err))
+	}
+	return bs.NodeIDs(), nil
+}
+
+// ListTopics returns the names of the cluster's topics in cfg's
+// Namespace, without it, sorted.
 func ListTopics(ctx context.Context, cfg Config) ([]string, error) {
 	cl, err := NewClient(cfg)
 	if err != nil {
@@ -33,7 +50,12 @@ func ListTopics(ctx context.Context, cfg Config) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: list topics: %w", translate(err))
 	}
-	names := details.Names()
+	var names []string
+	for _, n := range details.Names() {
+		if cfg.inNamespace(n) {
+			names = append(names, cfg.local(n))
+		}
+	}
 	slices.Sort(names)
 	return names, nil
 }
@@ -49,7 +71,7 @@ func DeleteTopics(ctx context.Context, cfg Config, topics ...string) error {
 		return err
 	}
 	defer cl.Close()
-	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, topics...)
+	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, cfg.wires(topics)...)
 	if err == nil {
 		err = resps.Error()
 	}
@@ -69,7 +91,7 @@ func Bounds(ctx context.Context, cfg Config, topics ...string) (starts, ends Pos
 		return nil, nil, err
 	}
 	defer cl.Close()
-	return listBounds(ctx, kadm.NewClient(cl), topics)
+	return cfg.listBounds(ctx, kadm.NewClient(cl), topics)
 }
 
 // Ends returns the end (last stable offset) of every partition of topics:
@@ -81,6 +103,6 @@ func Ends(ctx context.Context, cfg Config, topics ...string) (Positions, error) 
 		return nil, err
 	}
 	defer cl.Close()
-	_, ends, err := listBounds(ctx, kadm.NewClient(cl), topics)
+	_, ends, err := cfg.listBounds(ctx, kadm.NewClient(cl), topics)
 	return ends, err
 }

@@ -18,6 +18,13 @@ type Config struct {
 	Brokers []string
 	// ClientID names the client in broker logs and quotas. Default "drove".
 	ClientID string
+	// Namespace is put in front of every topic, consumer group and
+	// transactional ID this Config names on the broker, so that several
+	// Drove installations (or tests) share one Kafka cluster and never see
+	// each other's events. Callers, and every position Drove stores, use
+	// the names without it: a log copied from one namespace to another
+	// replays the same. Default none: the names as Drove gives them.
+	Namespace string
 	// TransactionalID identifies a producer across restarts, so that a new
 	// instance fences the old one's unfinished transactions. It must be
 	// stable per producer role and instance (e.g. "planner-0") and never

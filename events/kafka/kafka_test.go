@@ -181,7 +181,7 @@ func TestUndecodableRecordStops(t *testing.T) {
 	defer raw.Close()
 	future := []byte(`{"id":"x","type":"node.exploded","version":1,"time":"2025-01-01T00:00:00Z",` +
 		`"key":"n","producer":"p","reason":{"actor":"a","why":"w"},"payload":{}}`)
-	if err := raw.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: future}).FirstErr(); err != nil {
+	if err := raw.ProduceSync(ctx, &kgo.Record{Topic: cfg.wire(topic), Value: future}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -40,7 +43,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	}
 	cfg = cfg.withDefaults()
 	opts := append(cfg.clientOpts(),
-		kgo.TransactionalID(cfg.TransactionalID),
+		kgo.TransactionalID(cfg.wire(cfg.TransactionalID)),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes)),
 		// Kafka's own key partitioner, named so that PartitionOf computes
@@ -84,7 +87,7 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 			continue
 		}
 		recs[i] = &kgo.Record{
-			Topic:     m.Topic,
+			Topic:     p.cfg.wire(m.Topic),
 			Key:       []byte(m.Event.Key),
 			Value:     b,
 			Timestamp: m.Event.Time,
@@ -116,7 +119,51 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 			return p.abort(ctx, err)
 		}
 	}
-	return p.commit(ctx)
+	if err := p.commit(ctx); err != nil {
+		return err
+	}
+	p.awaitVisible(ctx, recs)
+	return nil
+}
+
+// awaitVisible waits until read-committed readers can see recs, which
+// were just committed. Apache Kafka answers a commit once its coordinator
+// has logged the decision, and writes the markers that end the
+// transaction in each partition after; until a partition's marker is
+// written its last stable offset stays before recs, so a reader opened at
+// once would stop short of them. Callers that append and then read (a
+// request acknowledged, then listed) expect to find what they appended.
+// The commit has happened whatever this finds: a wait that runs out is
+// logged, never an error.
+func (p *Producer) awaitVisible(ctx context.Context, recs []*kgo.Record) {
+	want := Positions{}
+	var topics []string
+	for _, r := range recs {
+		tp := TopicPartition{r.Topic, r.Partition}
+		if _, ok := want[tp]; !ok && !slices.Contains(topics, r.Topic) {
+			topics = append(topics, r.Topic)
+		}
+		want[tp] = max(want[tp], r.Offset+1)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
+	defer cancel()
+	adm := kadm.NewClient(p.cl)
+	quick := Backoff{Initial: 2 * time.Millisecond, Max: 100 * time.Millisecond}
+	err := quick.Do(wctx, nil, func(int) error {
+		lso, err := adm.ListCommittedOffsets(wctx, topics...)
+		if err != nil {
+			return err
+		}
+		for tp, end := range want {
+			if o, ok := lso.Lookup(tp.Topic, tp.Partition); !ok || o.Err != nil || o.Offset < end {
+				return fmt.Errorf("%s is not visible yet", tp)
+			}
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		p.cfg.Logger.Warn("kafka: committed events are not yet visible to readers", "err", err)
+	}
 }
 
 // commit ends the transaction on a detached context: cancelling an EndTxn

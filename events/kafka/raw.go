@@ -17,7 +17,7 @@ func WriteRaw(ctx context.Context, cfg Config, topic string, key, value []byte) 
 		return err
 	}
 	defer cl.Close()
-	r := &kgo.Record{Topic: topic, Key: key, Value: value}
+	r := &kgo.Record{Topic: cfg.wire(topic), Key: key, Value: value}
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("kafka: write to %s: %w", topic, translate(err))
 	}
@@ -40,7 +40,7 @@ func WriteRecords(ctx context.Context, cfg Config, recs []Raw) error {
 	defer cl.Close()
 	batch := make([]*kgo.Record, 0, len(recs))
 	for _, r := range recs {
-		kr := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Timestamp: r.Time}
+		kr := &kgo.Record{Topic: cfg.wire(r.Topic), Partition: r.Partition, Key: r.Key, Value: r.Value, Timestamp: r.Time}
 		for _, h := range r.Headers {
 			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}

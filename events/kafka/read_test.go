@@ -290,7 +290,7 @@ func TestReaderPicksUpNewPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreatePartitions(ctx, 2, topic); err != nil {
+	if _, err := kadm.NewClient(cl).CreatePartitions(ctx, 2, cfg.wire(topic)); err != nil {
 		t.Fatal(err)
 	}
 	p := newProducer(t, cfg)

@@ -89,11 +89,11 @@ func TestEnsureTopicsRefusesACompactedTopic(t *testing.T) {
 	defer cl.Close()
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, map[string]*string{
 		"cleanup.policy": kadm.StringPtr("compact"), "retention.ms": kadm.StringPtr("-1"),
-		"retention.bytes": kadm.StringPtr("-1")}, events.TopicInventory); err != nil {
+		"retention.bytes": kadm.StringPtr("-1")}, cfg.wire(events.TopicInventory)); err != nil {
 		t.Fatal(err)
 	}
 	err = EnsureTopics(ctx, cfg, 3, events.TopicInventory)
-	if !errors.Is(err, ErrTopicConfig) || !strings.Contains(err.Error(), "topic drove.inventory has cleanup.policy=compact") {
+	if !errors.Is(err, ErrTopicConfig) || !strings.Contains(err.Error(), "topic "+cfg.wire(events.TopicInventory)+" has cleanup.policy=compact") {
 		t.Fatalf("EnsureTopics over a compacted topic = %v", err)
 	}
 }

@@ -61,3 +61,29 @@ if ! zpool list -H >/dev/null 2>&1; then
   for _ in $(seq 1 50); do zpool list -H >/dev/null 2>&1 && break; sleep 0.2; done
   zpool list -H >/dev/null 2>&1 || { echo "deps: zfs-fuse does not answer (is /dev/fuse there?)" >&2; exit 1; }
 fi
+
+# Apache Kafka for the tests, benchmarks and `make run-kafka`: the broker
+# and its runtime dependencies, copied by Maven into .cache once, at the
+# version deploy/apachekafka/pom.xml pins. Java 17 runs it (Kafka 4 needs
+# 17 or later); Debian's JDK and Maven come with it where missing.
+kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$root/deploy/apachekafka/pom.xml")
+kafka_libs="$root/.cache/kafka-$kafka_version/libs"
+if [ ! -f "$kafka_libs/kafka_2.13-$kafka_version.jar" ]; then
+  java_ok=""
+  if command -v java >/dev/null; then
+    v=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/.*java.specification.version = //p')
+    [ "${v%%.*}" -ge 17 ] 2>/dev/null && java_ok=1
+  fi
+  if [ -z "$java_ok" ] || ! command -v mvn >/dev/null; then
+    echo "deps: installing Java 17 and Maven"
+    apt_update
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null
+  fi
+  echo "deps: fetching Apache Kafka $kafka_version into $kafka_libs"
+  tmp_libs="$kafka_libs.tmp.$$"
+  rm -rf "$tmp_libs"
+  mvn -q -B -f "$root/deploy/apachekafka/pom.xml" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$tmp_libs" >/dev/null
+  rm -rf "$kafka_libs"
+  mv "$tmp_libs" "$kafka_libs"
+fi
