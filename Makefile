@@ -16,7 +16,7 @@ run: ## the whole system on this machine (embedded broker, Postgres, demo cluste
 run-zfs: test-deps ## the same on real parts: one zfs-fuse pool per node, instances as datasets with writing processes (in .drove-zfs)
 	$(GO) run ./cmd/drove dev --driver zfs --dir .drove-zfs
 
-test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL)
+test-deps: ## install what the tests need (Apache Kafka, Ganeti's hail and test data, PostgreSQL, zfs-fuse, QEMU)
 	@bash test/tools/deps.sh
 
 vet: ## go vet, gofmt and go mod tidy
@@ -27,9 +27,15 @@ vet: ## go vet, gofmt and go mod tidy
 # The tests on zfs-fuse (executor/zfs, and test/e2e's TestZfs*) run last
 # and apart, through a script that runs them once more if the zfs-fuse
 # daemon deadlocked (test/zfsenv/watchdog.go).
-test: test-deps vet ## every test, with the race detector
-	$(GO) test -race -count=1 -skip '^TestZfs' $$($(GO) list ./... | grep -v '/executor/zfs$$')
-	@GO=$(GO) bash test/tools/zfs-tests.sh
+# Every package shares one Apache Kafka broker that test/tools/kafkabroker
+# starts for the run and hands over as KAFKA_BROKERS; each test works in a
+# namespace of its own on it (test/testenv). The chaos and partition tests
+# start clusters of their own, to kill and cut off.
+KAFKA_RUN = $(GO) run ./test/tools/kafkabroker --
+
+test: test-deps vet ## every test, with the race detector, on a real Apache Kafka broker
+	$(KAFKA_RUN) $(GO) test -race -count=1 -skip '^TestZfs' $$($(GO) list ./... | grep -v '/executor/zfs$$')
+	@$(KAFKA_RUN) env GO=$(GO) bash test/tools/zfs-tests.sh
 
 fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 	$(GO) test ./planner/iallocator -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-60s}
