@@ -86,6 +86,9 @@ func answer(o Options, path string, stdin io.Reader, stdout, stderr io.Writer) e
 	if _, err := stdout.Write(out); err != nil {
 		return err
 	}
+	if o.Verbose > 0 {
+		fmt.Fprintf(stderr, "Drove's explanation: %s\n", iallocator.Explain(p))
+	}
 	after := htoolsdata.After(c, r, p)
 	if o.PrintNodes {
 		fmt.Fprintf(stderr, "\nFinal cluster status:\n%s\n", nodeTable(after, o.Fields))
