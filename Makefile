@@ -40,6 +40,7 @@ test: test-deps vet ## every test, with the race detector, on a real Apache Kafk
 fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 	$(GO) test ./planner/iallocator -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-60s}
 	$(GO) test ./events -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-60s}
+	$(GO) test ./planner/htoolsdata -run '^$$' -fuzz FuzzParse -fuzztime $${FUZZTIME:-60s}
 
 HAIL ?= /usr/lib/ganeti/iallocators/hail
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/drovehq/drove/hailcli"
 )
 
 // command is one subcommand; run gets the arguments after its name.
@@ -46,6 +48,9 @@ func commands() []command {
 }
 
 func main() {
+	if name, ok := asAllocator(os.Args[0]); ok {
+		os.Exit(hailcli.Run(name, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -23,6 +23,8 @@ command -v qemu-system-x86_64 >/dev/null || packages+=(qemu-system-x86)
 # executor/qemu/guestboot/build.sh assembles the test guest (TestGuestBootBuilt).
 { command -v as && command -v ld; } >/dev/null || packages+=(binutils)
 command -v tmux >/dev/null || packages+=(tmux)
+# test/hailsuite runs Ganeti's shell tests of hail with shelltestrunner.
+command -v shelltest >/dev/null || packages+=(shelltestrunner)
 # test/partition: network namespaces, veth pairs, a bridge and a firewall rule.
 command -v ip >/dev/null || packages+=(iproute2)
 command -v iptables >/dev/null || packages+=(iptables)
