@@ -4,7 +4,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/drovehq/drove/hailcli"
+	"github.com/drovehq/drove/cmd/drove/hailcli"
 )
 
 func runIAllocator(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

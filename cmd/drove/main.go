@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/drovehq/drove/hailcli"
+	"github.com/drovehq/drove/cmd/drove/hailcli"
 )
 
 // command is one subcommand; run gets the arguments after its name.
