@@ -45,6 +45,10 @@ type serviceFlags struct {
 	// lets services run over topics that delete events (EnsureTopics).
 	partitions           int
 	allowFiniteRetention bool
+	// replicas and minInsync are what topics are created with: how many
+	// brokers hold each partition, and how many must have an event before
+	// an append of it is acknowledged.
+	replicas, minInsync int
 }
 
 // envInt is the integer in environment variable name, or def when unset;
@@ -79,6 +83,10 @@ func (s *serviceFlags) register(fs *flag.FlagSet, needsDB bool) {
 	s.security.register(fs)
 	fs.IntVar(&s.partitions, "partitions", envInt("DROVE_PARTITIONS", 3),
 		"partitions of each topic this service creates; existing topics keep theirs (env DROVE_PARTITIONS). An executor reads 1/partitions of the opcodes: production wants 12 or more")
+	fs.IntVar(&s.replicas, "replication-factor", envInt("DROVE_REPLICATION_FACTOR", -1),
+		"replicas of each partition of the topics this service creates; -1: the broker's default.replication.factor (env DROVE_REPLICATION_FACTOR). Production wants 3")
+	fs.IntVar(&s.minInsync, "min-insync-replicas", envInt("DROVE_MIN_INSYNC_REPLICAS", 0),
+		"replicas that must hold an event before its append is acknowledged, on the topics this service creates; 0: 2 with 3 or more replicas, else 1 (env DROVE_MIN_INSYNC_REPLICAS)")
 	fs.BoolVar(&s.allowFiniteRetention, "allow-finite-retention", envBool("DROVE_ALLOW_FINITE_RETENTION"),
 		"run even if an existing topic would delete events (finite retention, compaction); replays then miss what the broker deleted (env DROVE_ALLOW_FINITE_RETENTION)")
 	if needsDB {
@@ -102,6 +110,7 @@ func (s *serviceFlags) kafka(clientID string) kafka.Config {
 	}
 	s.security.apply(&cfg)
 	cfg.AllowFiniteRetention = s.allowFiniteRetention
+	cfg.ReplicationFactor, cfg.MinInsyncReplicas = int16(s.replicas), s.minInsync
 	return cfg
 }
 
@@ -449,6 +458,7 @@ Ganeti cluster's data can be imported.`, stderr)
 		}
 	}
 	kcfg := sf.kafka("drove-seed")
+	kcfg.AwaitVisible = true // a tool: what it seeded is readable when it exits
 	kcfg.TransactionalID = "drove-seed"
 	if err := kafka.EnsureTopics(ctx, kcfg, sf.partitions, events.Topics()...); err != nil {
 		return fail(stderr, "seed", err)

@@ -30,6 +30,7 @@ import (
 func (c Config) kafka(clientID, transactionalID string) kafka.Config {
 	k := c.Kafka
 	k.ClientID, k.TransactionalID = clientID, transactionalID
+	k.AwaitVisible = false // the services append as in production
 	return k
 }
 

@@ -139,22 +139,30 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	if err := c.startAll(ctx); err != nil {
+	if err := c.Start(ctx); err != nil {
 		_ = c.Kill()
 		return nil, err
 	}
 	return c, nil
 }
 
-// startAll starts every node at once: a quorum of three elects no leader
-// until two run, so none can be waited for alone.
-func (c *Cluster) startAll(ctx context.Context) error {
-	errs := make(chan error, len(c.Nodes))
+// Start starts every node that is not running, all at once, and waits
+// until the cluster lists every node: after Kill, the cluster as it was.
+// All at once, because a quorum of three elects no leader until two run,
+// so no node can be waited for alone.
+func (c *Cluster) Start(ctx context.Context) error {
+	var stopped []*Node
 	for _, n := range c.Nodes {
+		if !n.Running() {
+			stopped = append(stopped, n)
+		}
+	}
+	errs := make(chan error, len(stopped))
+	for _, n := range stopped {
 		go func() { errs <- n.start() }()
 	}
 	var all []error
-	for range c.Nodes {
+	for range stopped {
 		all = append(all, <-errs)
 	}
 	if err := errors.Join(all...); err != nil {

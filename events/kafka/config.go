@@ -48,11 +48,25 @@ type Config struct {
 	// ReplicationFactor is used by EnsureTopics; -1 is the broker default.
 	// Default -1.
 	ReplicationFactor int16
+	// MinInsyncReplicas is the min.insync.replicas EnsureTopics creates
+	// topics with: how many replicas must hold an event before its append
+	// is acknowledged (producers append with acks=all). Default 2 when
+	// ReplicationFactor is 3 or more, so an acknowledged event outlives
+	// the loss of a broker; else 1.
+	MinInsyncReplicas int
 	// MaxRecordBytes bounds one event in the log: topics are created with
 	// it as max.message.bytes, producers batch up to it, and Append refuses
 	// a larger event before writing anything. Default 8 MiB, enough for
 	// the plan of a request of tens of thousands of instances.
 	MaxRecordBytes int
+	// AwaitVisible makes an append return only once read-committed
+	// readers can see it (Producer.awaitVisible): for callers that append
+	// and then read what they appended, as tools and tests do. Apache
+	// Kafka answers a commit before the transaction's markers are in the
+	// partitions, so without it a Reader opened at once may stop short of
+	// the append. Services that read their own appends by following the
+	// log need not wait, and a wait costs an offset listing per append.
+	AwaitVisible bool
 	// AllowFiniteRetention lets EnsureTopics accept existing topics whose
 	// configuration deletes events (finite retention, compaction) with a
 	// warning, instead of refusing to start: an operator's explicit
@@ -149,6 +163,9 @@ func (c Config) validate(producer bool) error {
 	}
 	if c.MaxRecordBytes < 1024 {
 		ps = append(ps, fmt.Sprintf("MaxRecordBytes: %d (want at least 1024)", c.MaxRecordBytes))
+	}
+	if c.MinInsyncReplicas < 0 || c.ReplicationFactor > 0 && c.MinInsyncReplicas > int(c.ReplicationFactor) {
+		ps = append(ps, fmt.Sprintf("MinInsyncReplicas: %d (want 1 to ReplicationFactor, %d)", c.MinInsyncReplicas, c.ReplicationFactor))
 	}
 	if c.ReplicationFactor < -1 {
 		ps = append(ps, fmt.Sprintf("ReplicationFactor: %d (want -1 or at least 1)", c.ReplicationFactor))

@@ -58,6 +58,7 @@ func newCluster(t *testing.T, partitions int32, topics ...string) Config {
 		ClientID:        "drove-test",
 		TransactionalID: "test-" + t.Name(),
 		FetchMaxWait:    100 * time.Millisecond,
+		AwaitVisible:    true,
 	}
 	if len(topics) > 0 {
 		if err := EnsureTopics(testContext(t), cfg, int(partitions), topics...); err != nil {

@@ -122,17 +122,17 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 	if err := p.commit(ctx); err != nil {
 		return err
 	}
-	p.awaitVisible(ctx, recs)
+	if p.cfg.AwaitVisible {
+		p.awaitVisible(ctx, recs)
+	}
 	return nil
 }
 
 // awaitVisible waits until read-committed readers can see recs, which
-// were just committed. Apache Kafka answers a commit once its coordinator
-// has logged the decision, and writes the markers that end the
-// transaction in each partition after; until a partition's marker is
-// written its last stable offset stays before recs, so a reader opened at
-// once would stop short of them. Callers that append and then read (a
-// request acknowledged, then listed) expect to find what they appended.
+// were just committed (Config.AwaitVisible). Apache Kafka answers a
+// commit once its coordinator has logged the decision, and writes the
+// markers that end the transaction in each partition after; until a
+// partition's marker is written its last stable offset stays before recs.
 // The commit has happened whatever this finds: a wait that runs out is
 // logged, never an error.
 func (p *Producer) awaitVisible(ctx context.Context, recs []*kgo.Record) {

@@ -28,6 +28,9 @@ func topicConfig(c Config, topic string) map[string]string {
 	if c.ReplicationFactor >= 3 {
 		minISR = "2" // a committed event survives the loss of one broker
 	}
+	if c.MinInsyncReplicas > 0 {
+		minISR = strconv.Itoa(c.MinInsyncReplicas)
+	}
 	cfg := map[string]string{
 		"retention.ms":           "-1",
 		"retention.bytes":        "-1",

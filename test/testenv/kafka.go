@@ -103,9 +103,10 @@ func KafkaFake(t testing.TB) *KafkaCluster {
 func (k *KafkaCluster) Topic(name string) string { return k.TopicPrefix + name }
 
 // Config is a kafka.Config for the cluster, in the test's Namespace,
-// whose consumers see an append within 50 ms.
+// whose consumers see an append within 50 ms, and whose appends return
+// once readers can see them (a test appends, then reads).
 func (k *KafkaCluster) Config() kafka.Config {
-	return kafka.Config{Brokers: k.Brokers, Namespace: k.TopicPrefix, FetchMaxWait: 50 * time.Millisecond}
+	return kafka.Config{Brokers: k.Brokers, Namespace: k.TopicPrefix, FetchMaxWait: 50 * time.Millisecond, AwaitVisible: true}
 }
 
 // KafkaEnv is the environment that makes a `drove` process use cfg's
