@@ -51,3 +51,33 @@ func WriteRecords(ctx context.Context, cfg Config, recs []Raw) error {
 	}
 	return nil
 }
+
+// WriteAborted writes recs in a transaction and aborts it: what a
+// producer that died or was fenced mid-append leaves in the log, records
+// that take offsets but that read-committed readers never see, and an
+// abort marker. For tests of readers across such gaps, never for
+// services. It returns once readers are past the abort.
+func WriteAborted(ctx context.Context, cfg Config, transactionalID string, recs []Raw) error {
+	cl, err := NewClient(cfg, kgo.TransactionalID(cfg.wire(transactionalID)),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("kafka: begin transaction: %w", translate(err))
+	}
+	batch := make([]*kgo.Record, 0, len(recs))
+	for _, r := range recs {
+		batch = append(batch, &kgo.Record{Topic: cfg.wire(r.Topic), Partition: r.Partition, Key: r.Key, Value: r.Value})
+	}
+	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+		return fmt.Errorf("kafka: write %d records: %w", len(recs), translate(err))
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		return fmt.Errorf("kafka: abort: %w", translate(err))
+	}
+	p := &Producer{cfg: cfg.withDefaults(), cl: cl}
+	p.awaitVisible(ctx, batch)
+	return nil
+}
