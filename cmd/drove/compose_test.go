@@ -170,6 +170,7 @@ func serviceConfig(t *testing.T, env map[string]string, brokers, pki, clientID s
 // compose's kafka-setup environment.
 func startComposeKafka(t *testing.T, c composeFile, pki string) *apachekafka.Cluster {
 	t.Helper()
+	start := time.Now()
 	composePKI(t, pki)
 	admin, _ := serviceConfig(t, c.Services["kafka-setup"].Environment, "unset:1", pki, "drove-test")
 	cl, err := apachekafka.Start(t.Context(), apachekafka.Options{
@@ -182,6 +183,7 @@ func startComposeKafka(t *testing.T, c composeFile, pki string) *apachekafka.Clu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Kill() })
+	t.Logf("broker listed in %s", time.Since(start).Round(time.Millisecond))
 	useServiceEnv(t, c.Services["kafka-setup"].Environment, strings.Join(cl.Brokers(), ","), pki)
 	if code, out, errs := run(t, "", "acls", "apply"); code != exitOK {
 		t.Fatalf("drove acls apply as compose's kafka-setup: exit %d\n%s%s", code, out, errs)
