@@ -42,6 +42,7 @@ func commands() []command {
 		{"watch", "follow a request or an instance", runWatch},
 		{"migrate", "migrate one instance (RFD 34): begin, sync, switch, abort, pause, schedule, watch", runMigrate},
 		{"settings", "read or change the migration settings (operators)", runSettings},
+		{"acls", "who may write which Kafka topic: print the ACLs, or apply them and create the topics (as the admin user)", runACLs},
 		{"ca", "a small CA for the executors' node certificates: init, issue NODE", runCA},
 		{"iallocator", "answer a Ganeti IAllocator request (stands in for hail)", runIAllocator},
 	}

@@ -131,7 +131,15 @@ func byConfig(topics []string) [][]string {
 }
 
 // createTopics creates what does not exist and returns what it created.
+// It asks only for the topics the brokers do not list: a principal
+// without CREATE (every service but the one that sets the cluster up,
+// under Drove's ACLs) is refused even the creation of a topic that
+// exists.
 func createTopics(ctx context.Context, adm *kadm.Client, cfg Config, partitions int, want map[string]string, topics []string) ([]string, error) {
+	topics, err := missingTopics(ctx, adm, cfg, topics)
+	if err != nil || len(topics) == 0 {
+		return nil, err
+	}
 	configs := map[string]*string{}
 	for k, v := range want {
 		configs[k] = kadm.StringPtr(v)
@@ -151,6 +159,25 @@ func createTopics(ctx context.Context, adm *kadm.Client, cfg Config, partitions 
 		}
 	}
 	return created, errors.Join(errs...)
+}
+
+// missingTopics are those of topics the brokers do not list.
+func missingTopics(ctx context.Context, adm *kadm.Client, cfg Config, topics []string) ([]string, error) {
+	details, err := adm.ListTopics(ctx, cfg.wires(topics)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: list topics: %w", translate(err))
+	}
+	var missing []string
+	for _, t := range topics {
+		d, ok := details[cfg.wire(t)]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, t)
+		case d.Err != nil:
+			return nil, fmt.Errorf("kafka: describe topic %s: %w", cfg.wire(t), translate(d.Err))
+		}
+	}
+	return missing, nil
 }
 
 // waitServed waits until the brokers serve every partition of topics with
