@@ -132,6 +132,11 @@ func startSystem(t *testing.T) *system {
 	if out, err := exec.Command("go", "build", "-o", s.bin, "github.com/drovehq/drove/cmd/drove").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.keepLogs()
+		}
+	})
 	s.pg = startPostgres(t, 0, "")
 	s.startKafka()
 	s.seed()
