@@ -39,7 +39,7 @@ type system struct {
 	brokers  string
 	pg       *embedded.PostgresServer
 	kafka    *apachekafka.Cluster // three brokers, each partition on all three
-	services []*proc.Proc // what random kills choose from
+	services []*proc.Proc         // what random kills choose from
 	api      *client.Client
 	cluster  *planner.Cluster
 }
@@ -226,7 +226,6 @@ func (s *system) restartPostgres() {
 	}
 	s.pg = startPostgres(s.t, s.pg.Port, s.pg.Dir)
 }
-
 
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
