@@ -62,6 +62,49 @@ func Leaders(ctx context.Context, cfg Config, topics ...string) (map[TopicPartit
 	return out, nil
 }
 
+// TopicDescription is a topic as the broker describes it.
+type TopicDescription struct {
+	Partitions        int
+	ReplicationFactor int               // replicas of its first partition
+	Configs           map[string]string // every setting, as in force
+}
+
+// Describe describes topics on the broker: what an operator checks to see
+// that Drove's topics carry Drove's settings.
+func Describe(ctx context.Context, cfg Config, topics ...string) (map[string]TopicDescription, error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, cfg.wires(topics)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: list topics: %w", cfg.explain(translate(err)))
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, cfg.wires(topics)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: read topic configuration: %w", translate(err))
+	}
+	out := map[string]TopicDescription{}
+	for _, d := range details {
+		if d.Err != nil {
+			return nil, fmt.Errorf("kafka: %s: %w", cfg.local(d.Topic), translate(d.Err))
+		}
+		td := TopicDescription{Partitions: len(d.Partitions), Configs: map[string]string{}}
+		if p, ok := d.Partitions[0]; ok {
+			td.ReplicationFactor = len(p.Replicas)
+		}
+		out[cfg.local(d.Topic)] = td
+	}
+	for _, rc := range configs {
+		for _, c := range rc.Configs {
+			out[cfg.local(rc.Name)].Configs[c.Key] = c.MaybeValue()
+		}
+	}
+	return out, nil
+}
+
 // ListTopics returns the names of the cluster's topics in cfg's
 // Namespace, without it, sorted.
 func ListTopics(ctx context.Context, cfg Config) ([]string, error) {

@@ -224,7 +224,7 @@ func TestElectionHasOneLeaderAndHandsOver(t *testing.T) {
 	var leaders atomic.Int32
 	elected := make(chan string, 4)
 	join := func(name string) *Elector {
-		el, err := JoinElection(cfg, Election{Group: "elect", Topic: topic, Timeout: 6 * time.Second, /* kfake's least session */
+		el, err := JoinElection(cfg, Election{Group: "elect", Topic: topic, Timeout: 6 * time.Second,
 			Elected: func() {
 				if leaders.Add(1) != 1 {
 					t.Errorf("%s elected while another leads", name)

@@ -37,6 +37,9 @@ var BrokerSettings = map[string]string{
 	// partitions led by others: 3 s instead of 9 s in failure tests.
 	"broker.session.timeout.ms":    "3000",
 	"broker.heartbeat.interval.ms": "500",
+	// Retention is applied every second, not every 5 minutes: a test of
+	// a topic that deletes events sees them go.
+	"log.retention.check.interval.ms": "1000",
 	// Fewer threads and a small cleaner buffer: the tests share 2 cores.
 	"num.network.threads":            "2",
 	"num.io.threads":                 "2",
