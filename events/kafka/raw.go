@@ -11,8 +11,10 @@ import (
 // transaction and without encoding or checking it as an event: for tests
 // of what a reader does with a record it cannot decode (garbage, a type
 // of a newer Drove). Services append with a Producer, never with this.
+// A topic that does not exist is created by a broker that allows it, with
+// the broker's defaults, as for any client that writes first.
 func WriteRaw(ctx context.Context, cfg Config, topic string, key, value []byte) error {
-	cl, err := NewClient(cfg)
+	cl, err := NewClient(cfg, kgo.AllowAutoTopicCreation())
 	if err != nil {
 		return err
 	}
