@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/drove
 
-.PHONY: help build run run-zfs test test-deps vet fuzz bench clean
+.PHONY: help build run run-kafka run-zfs test test-deps kafka-deps vet fuzz bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -13,11 +13,17 @@ build: ## build bin/drove
 run: ## the whole system on this machine (embedded broker, Postgres, demo cluster, API on localhost:8080)
 	$(GO) run ./cmd/drove dev
 
+run-kafka: kafka-deps ## make run on a real Apache Kafka broker that drove dev starts and stops (data in .drove-kafka, kept across restarts)
+	$(GO) run ./cmd/drove dev --kafka apache --dir .drove-kafka
+
 run-zfs: test-deps ## the same on real parts: one zfs-fuse pool per node, instances as datasets with writing processes (in .drove-zfs)
 	$(GO) run ./cmd/drove dev --driver zfs --dir .drove-zfs
 
-test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL)
+test-deps: ## install what the tests need (Ganeti's hail and test data, PostgreSQL, Apache Kafka)
 	@bash test/tools/deps.sh
+
+kafka-deps: ## fetch Apache Kafka (the broker's jars, and Java 17 if missing) into .cache
+	@bash test/tools/deps.sh kafka
 
 vet: ## go vet, gofmt and go mod tidy
 	$(GO) vet ./...
