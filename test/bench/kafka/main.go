@@ -152,14 +152,14 @@ func printTable(w io.Writer, s *summary) {
 		return fmt.Sprintf(format, *v)
 	}
 	fmt.Fprintf(w, "\nDrove on Apache Kafka %s vs kfake (%d CPUs, load %s -> %s)\n", s.KafkaVersion, s.CPUs, s.LoadStart, s.LoadEnd)
-	fmt.Fprintf(w, "%-44s %16s %16s\n", "", "Apache Kafka", "kfake")
-	fmt.Fprintf(w, "%-44s %16s %16s\n", fmt.Sprintf("projector fold of %d events (events/s)", s.Events),
+	fmt.Fprintf(w, "%-56s %16s %16s\n", "", "Apache Kafka", "kfake")
+	fmt.Fprintf(w, "%-56s %16s %16s\n", fmt.Sprintf("projector fold of %d events (events/s)", s.Events),
 		f(s.ProjectorEPSApache, "%.0f"), f(s.ProjectorEPSKfake, "%.0f"))
-	fmt.Fprintf(w, "%-44s %16s %16s\n", "request -> first opcode dispatched (ms, p50)",
+	fmt.Fprintf(w, "%-56s %16s %16s\n", "request -> first opcode dispatched (ms, p50)",
 		f(s.PlanToFirstOpcodeMsApache, "%.0f"), f(s.PlanToFirstOpcodeMsKfake, "%.0f"))
-	fmt.Fprintf(w, "%-44s %16s\n", fmt.Sprintf("planner takeover after SIGKILL (s; session %gs)", s.ElectionTimeoutS),
+	fmt.Fprintf(w, "%-56s %16s\n", fmt.Sprintf("planner takeover after SIGKILL (s; session %gs)", s.ElectionTimeoutS),
 		f(s.TakeoverS, "%.2f"))
-	fmt.Fprintf(w, "%-44s %16s\n", fmt.Sprintf("broker SIGKILL -> append (s; 3 nodes, session %dms)", s.BrokerSessionTimeoutMs),
+	fmt.Fprintf(w, "%-56s %16s\n", fmt.Sprintf("broker SIGKILL -> append (s; 3 nodes, session %dms)", s.BrokerSessionTimeoutMs),
 		f(s.BrokerKillToAppendS, "%.2f"))
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
