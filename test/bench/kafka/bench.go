@@ -66,7 +66,7 @@ func startInfra(ctx context.Context, cfg config, stdout io.Writer) (*infra, erro
 		return in, err
 	}
 	began := time.Now()
-	in.apache, err = apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(tmp, "apache"), Settings: brokerSettings})
+	in.apache, err = apachekafka.Start(ctx, apachekafka.Options{Dir: in.apacheDir(), Settings: brokerSettings})
 	if err != nil {
 		return in, err
 	}
@@ -74,6 +74,8 @@ func startInfra(ctx context.Context, cfg config, stdout io.Writer) (*infra, erro
 		apachekafka.Version, in.apache.Brokers(), time.Since(began).Round(time.Millisecond), in.kfake.Addrs(), in.pg.Port)
 	return in, nil
 }
+
+func (in *infra) apacheDir() string { return filepath.Join(in.tmp, "apache") }
 
 func (in *infra) stop() {
 	if in.apache != nil {
@@ -99,12 +101,12 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	}
 	w := buildWorkload(cfg.events)
 	for _, b := range in.brokers() {
-		eps, appendS, err := measureFold(ctx, in, b, w, cfg.txnEvents, stdout)
+		res, err := measureFold(ctx, in, b, w, cfg.txnEvents, stdout)
 		if err != nil {
 			s.note("projector fold on %s: %v", b.name, err)
 			continue
 		}
-		s.setFold(b.name, eps, appendS)
+		s.setFold(b.name, res)
 	}
 	for _, b := range in.brokers() {
 		samples, err := measurePlan(ctx, in, b, cfg.requests, stdout)
@@ -126,11 +128,11 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	return s, nil
 }
 
-func (s *summary) setFold(broker string, eps, appendS float64) {
+func (s *summary) setFold(broker string, res *foldResult) {
 	if broker == "apache" {
-		s.ProjectorEPSApache, s.AppendSecondsApache = ptr(eps), appendS
+		s.ProjectorEPSApache, s.FoldApache = ptr(res.EPS), res
 	} else {
-		s.ProjectorEPSKfake, s.AppendSecondsKfake = ptr(eps), appendS
+		s.ProjectorEPSKfake, s.FoldKfake = ptr(res.EPS), res
 	}
 }
 

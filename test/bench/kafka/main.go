@@ -113,9 +113,9 @@ type summary struct {
 	LoadStart    string `json:"load_start,omitempty"`
 	LoadEnd      string `json:"load_end,omitempty"`
 	Events       int    `json:"events"`
-	// AppendSeconds is how long appending the log took on each broker.
-	AppendSecondsApache float64 `json:"append_seconds_apache"`
-	AppendSecondsKfake  float64 `json:"append_seconds_kfake"`
+	// The folds behind the two rates.
+	FoldApache *foldResult `json:"fold_apache,omitempty"`
+	FoldKfake  *foldResult `json:"fold_kfake,omitempty"`
 	// The samples behind each median, in milliseconds, in order.
 	PlanSamplesMsApache []float64 `json:"plan_samples_ms_apache,omitempty"`
 	PlanSamplesMsKfake  []float64 `json:"plan_samples_ms_kfake,omitempty"`
@@ -155,6 +155,13 @@ func printTable(w io.Writer, s *summary) {
 	fmt.Fprintf(w, "%-56s %16s %16s\n", "", "Apache Kafka", "kfake")
 	fmt.Fprintf(w, "%-56s %16s %16s\n", fmt.Sprintf("projector fold of %d events (events/s)", s.Events),
 		f(s.ProjectorEPSApache, "%.0f"), f(s.ProjectorEPSKfake, "%.0f"))
+	cpu := func(r *foldResult) string {
+		if r == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f/%.0f/%.0f", r.CPU.Bench, r.CPU.Postgres, r.CPU.BrokerJVM)
+	}
+	fmt.Fprintf(w, "%-56s %16s %16s\n", "  its CPU s: bench (projector, kfake) / postgres / JVM", cpu(s.FoldApache), cpu(s.FoldKfake))
 	fmt.Fprintf(w, "%-56s %16s %16s\n", "request -> first opcode dispatched (ms, p50)",
 		f(s.PlanToFirstOpcodeMsApache, "%.0f"), f(s.PlanToFirstOpcodeMsKfake, "%.0f"))
 	fmt.Fprintf(w, "%-56s %16s\n", fmt.Sprintf("planner takeover after SIGKILL (s; session %gs)", s.ElectionTimeoutS),
