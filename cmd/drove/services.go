@@ -257,6 +257,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	fs.Var(&perNode, "max-moves-per-node", "moves a node sends at once: a number, or auto (as many as the node's link has room for)")
 	nodeLease := fs.Duration("node-lease", 30*time.Second, "declare a node lost (offline) when its executor sent no heartbeat for this long; keep it above the executors' --fence")
 	snapshotDir := fs.String("snapshot-dir", os.Getenv("DROVE_PLANNER_SNAPSHOT_DIR"), "where the planner keeps a snapshot of its state, so a start reads only the log after it (env DROVE_PLANNER_SNAPSHOT_DIR); empty: every start replays the whole log")
+	election := fs.Duration("election-timeout", 6*time.Second, "with --standby: how long a leader may be silent before a standby takes over (the election group's session timeout; the brokers allow 6s to 30m unless configured otherwise)")
 	standby := fs.Bool("standby", true, "run several: they elect one that decides, the others stand by and take over when it dies; false: this one decides at once and fences any other")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
@@ -271,7 +272,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	// The flag changes one option: the rest keep the planner's defaults.
 	cfg.Options = planner.DefaultOptions()
 	cfg.Options.MaxMovesPerNode, cfg.AutoMovesPerNode = perNode.n, perNode.auto
-	cfg.Standby = *standby
+	cfg.Standby, cfg.ElectionTimeout = *standby, *election
 	cfg.NodeLease = *nodeLease
 	cfg.SnapshotDir = *snapshotDir
 	part := supervise.Part{Name: "planner", Log: log}

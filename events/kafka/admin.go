@@ -38,30 +38,6 @@ func BrokerIDs(ctx context.Context, cfg Config) ([]int32, error) {
 	return bs.NodeIDs(), nil
 }
 
-// Leaders returns the broker id leading each partition of topics (-1 for
-// a partition without a leader): where a test strikes to hurt most.
-func Leaders(ctx context.Context, cfg Config, topics ...string) (map[TopicPartition]int32, error) {
-	cl, err := NewClient(cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	details, err := kadm.NewClient(cl).ListTopics(ctx, cfg.wires(topics)...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka: list topics: %w", cfg.explain(translate(err)))
-	}
-	out := map[TopicPartition]int32{}
-	for _, d := range details {
-		if d.Err != nil {
-			return nil, fmt.Errorf("kafka: %s: %w", cfg.local(d.Topic), translate(d.Err))
-		}
-		for _, p := range d.Partitions {
-			out[TopicPartition{cfg.local(d.Topic), p.Partition}] = p.Leader
-		}
-	}
-	return out, nil
-}
-
 // TopicDescription is a topic as the broker describes it.
 type TopicDescription struct {
 	Partitions        int
