@@ -59,6 +59,13 @@ var (
 	// never the password. Retrying will not help.
 	ErrAuth = errors.New("kafka: SASL authentication refused")
 
+	// ErrDenied is returned when the brokers' authorizer refused the
+	// client's principal what it asked (Kafka's ACLs): to write a topic
+	// another service owns, read one it may not, use a group or a
+	// transactional id not granted to it. Retrying will not help; the
+	// message names the resource's error (TOPIC_AUTHORIZATION_FAILED, ...).
+	ErrDenied = errors.New("kafka: not authorized by the brokers' ACLs")
+
 	// ErrTLS is returned when no TLS session with a broker could be made:
 	// its certificate is not from the configured CA, or it speaks no TLS.
 	ErrTLS = errors.New("kafka: TLS with the broker failed")
@@ -78,7 +85,7 @@ var (
 // configuration, topic settings and undecodable records need an operator.
 func IsRetryable(err error) bool {
 	switch {
-	case err == nil, errors.Is(err, ErrAuth), errors.Is(err, ErrTLS):
+	case err == nil, errors.Is(err, ErrAuth), errors.Is(err, ErrTLS), errors.Is(err, ErrDenied):
 		return false
 	case errors.Is(err, ErrFenced), errors.Is(err, ErrClosed),
 		errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrUndecodable),
@@ -112,10 +119,15 @@ func translate(err error) error {
 		return nil
 	case errors.Is(err, kgo.ErrClientClosed):
 		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		// Still ErrFenced, as before ACLs: the producer must stop either way.
+		return fmt.Errorf("%w: %w: %w", ErrDenied, ErrFenced, err)
 	case errors.Is(err, kerr.ProducerFenced),
-		errors.Is(err, kerr.InvalidProducerEpoch),
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		errors.Is(err, kerr.InvalidProducerEpoch):
 		return fmt.Errorf("%w: %w", ErrFenced, err)
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
+		errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return fmt.Errorf("%w: %w", ErrDenied, err)
 	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
 		return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
 	}

@@ -116,7 +116,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out string) error {
 		return err
 	}
 
-	sys, err := allinone.Start(ctx, allinone.Config{Brokers: broker.Addrs(), DatabaseURL: pg.URL("drove"), Logger: quiet,
+	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Addrs()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
 		Seed: func() *planner.Cluster { return cluster }, Driver: demo.Driver})
 	if err != nil {
 		return err
