@@ -41,7 +41,7 @@ vet: ## go vet, gofmt, go mod tidy, and no tracked file over 1 MB but test data 
 KAFKA_RUN = $(GO) run ./test/tools/kafkabroker --
 
 test: test-deps vet ## every test, with the race detector, on a real Apache Kafka broker
-	$(KAFKA_RUN) $(GO) test -race -count=1 -skip '^TestZfs' $$($(GO) list ./... | grep -v '/executor/zfs$$')
+	$(KAFKA_RUN) $(GO) test -race -count=1 -timeout 40m -skip '^TestZfs' $$($(GO) list ./... | grep -v '/executor/zfs$$')
 	@$(KAFKA_RUN) env GO=$(GO) bash test/tools/zfs-tests.sh
 
 fuzz: ## run each fuzzer for a while (FUZZTIME=60s)

@@ -187,6 +187,12 @@ func (c Config) clientOpts() []kgo.Opt {
 		kgo.DialTimeout(c.DialTimeout),
 		kgo.FetchMaxWait(c.FetchMaxWait),
 		kgo.FetchMaxPartitionBytes(int32(c.MaxRecordBytes)),
+		// franz-go answers a metadata request from its cache for 5 s by
+		// default, and refreshes no sooner after an error: a topic just
+		// created stayed unknown 5 s to EnsureTopics on Apache Kafka, and
+		// a partition whose leader died stays unwritable as long. A
+		// quarter second keeps the queries few and the failover quick.
+		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
 	// How to reach and authenticate to the brokers — Dial, TLS and SASL
 	// (security.go): every client of a Config is secured alike.
