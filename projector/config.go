@@ -46,6 +46,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// DefaultBatchSize is Config.BatchSize's default.
+const DefaultBatchSize = 4000
+
 // schemaName is what Drove accepts as a schema name: a plain lower-case
 // identifier, short enough that its replay schema's name still fits in
 // Postgres's 63 bytes.
@@ -64,7 +67,7 @@ func (c Config) withDefaults() Config {
 		c.Partitions = 3
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = 4000
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.LagInterval == 0 {
 		c.LagInterval = 10 * time.Second
