@@ -148,3 +148,44 @@ func copyOnce(ctx context.Context, pool *pgxpool.Pool, pgCPU func() float64, sch
 	}
 	return copyRun{rps: float64(rows) / d.Seconds(), cpu: cpu}, nil
 }
+
+// foldResult is a fold of the whole log into a fresh schema without
+// Replay's checksums: projector.AsOf bounded by the log's end offsets,
+// which is Replay's fold (the same foldRange, into a fresh schema, its
+// indexes built after the load), so its CPU is the fold's alone.
+type foldResult struct {
+	Events       int64   `json:"events"`
+	Seconds      float64 `json:"seconds"`
+	EventsPerSec float64 `json:"events_per_second"`
+	cpuFigures
+}
+
+func foldToEnd(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool, pgCPU func() float64) (*foldResult, error) {
+	ends, err := logEnds(ctx, pcfg.Kafka.Brokers)
+	if err != nil {
+		return nil, err
+	}
+	b := projector.Bound{Offsets: map[string]map[int32]int64{}}
+	for k, end := range ends {
+		if b.Offsets[k.Topic] == nil {
+			b.Offsets[k.Topic] = map[int32]int64{}
+		}
+		b.Offsets[k.Topic][k.Partition] = end
+	}
+	selfBefore, pgBefore := selfCPU(), pgCPU()
+	rss := sampleRSS()
+	v, err := projector.AsOf(ctx, pcfg, pool, b)
+	r := &foldResult{}
+	r.RSSBeforeMiB, r.RSSPeakMiB = rss.done()
+	if err != nil {
+		return nil, err
+	}
+	bench, pg := selfCPU()-selfBefore, pgCPU()-pgBefore
+	if err := projector.DropAsOf(ctx, pcfg, pool, v.Name); err != nil {
+		return nil, err
+	}
+	r.Events, r.Seconds = v.Events, v.Took.Seconds()
+	r.EventsPerSec = float64(v.Events) / r.Seconds
+	r.BenchCPUPer100k, r.PostgresCPUPer100k = per100k(bench, int(v.Events)), per100k(pg, int(v.Events))
+	return r, nil
+}
