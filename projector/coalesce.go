@@ -66,9 +66,28 @@ func (r progressRow) stmt() stmt {
 	return stmt{
 		name: "move_progress", sql: q("move_progress"),
 		args: []any{r.id, r.request, r.job, r.idx, r.instance, r.phase, r.state, r.t, r.current,
-			r.total, r.eta, r.bps, r.message, r.err, r.errT},
+			r.total, r.eta, r.bps, r.message, r.err},
 		key: progressKey(r.id), merge: mergeProgress, vals: r,
 	}
+}
+
+// stmts is what r sends: the one statement, or, when r keeps the error of
+// an event before its own (a merged run whose last error is not its last
+// event's), that error at its event's time and then r without an error.
+// The second applies whenever the first does (its time is not before),
+// and keeps the error the first left; the first applies exactly when the
+// row is not newer than the error's event, which is when the merged run's
+// error would have been kept (mergeProgress). So every statement's
+// parameters lie in its VALUES tuple, and the moves' progress of a batch
+// goes as one multi-row statement (batch.go) instead of one per move.
+func (r progressRow) stmts() []stmt {
+	if r.err == "" || micros(r.errT) == micros(r.t) {
+		return []stmt{r.stmt()}
+	}
+	first, rest := r, r
+	first.t = r.errT
+	rest.err = ""
+	return []stmt{first.stmt(), rest.stmt()}
 }
 
 // mergeProgress merges two move_progress statements of one move.

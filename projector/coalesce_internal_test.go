@@ -72,6 +72,16 @@ func TestCoalesceMergesRuns(t *testing.T) {
 	if first.current != 4 || !first.t.Equal(at(4)) || first.err != "disk slow" || !first.errT.Equal(at(2)) {
 		t.Errorf("first run merged to %+v: want event 4's fields, with event 2's error and time", first)
 	}
+	// Sent as two statements, each with its parameters in its tuple: the
+	// error at its event's time, then the run's last fields without it.
+	split := first.stmts()
+	if len(split) != 2 {
+		t.Fatalf("first run sent as %d statements, want 2", len(split))
+	}
+	if e, r := split[0].vals.(progressRow), split[1].vals.(progressRow); !e.t.Equal(at(2)) || e.err != "disk slow" ||
+		!r.t.Equal(at(4)) || r.err != "" || r.current != 4 {
+		t.Errorf("first run sent as %+v then %+v: want the error at event 2's time, then event 4 without it", e, r)
+	}
 	if s := got[1].vals.(syncRow); s.bytes != 10 {
 		t.Errorf("sync row %+v, want the greatest bytes", s)
 	}

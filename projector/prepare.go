@@ -84,18 +84,21 @@ func queueEffectsOf(b *stmtQueue, items []item, fresh []bool) error {
 	syncs := map[string]bool{} // moves whose syncs to derive
 	effs := make([]stmt, 0, len(all))
 	for _, s := range coalesce(all) {
-		if s.derive != "" {
+		switch r, ok := s.vals.(progressRow); {
+		case s.derive != "":
 			syncs[s.derive] = true
-			continue
+		case ok:
+			effs = append(effs, r.stmts()...)
+		default:
+			effs = append(effs, s)
 		}
-		effs = append(effs, s)
 	}
 	// Statements of one kind on different rows become one.
 	queueEffects(b, effs)
 	// Derived once per batch, after every sync the batch saw: a derived
 	// value depends only on the rows it is derived from.
-	for _, id := range slices.Sorted(maps.Keys(syncs)) {
-		b.Queue(q("syncs_derive"), id)
+	if len(syncs) > 0 {
+		b.Queue(q("syncs_derive"), slices.Sorted(maps.Keys(syncs)))
 	}
 	return nil
 }
