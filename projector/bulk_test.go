@@ -56,3 +56,24 @@ func TestReplayEndsWithTheLiveIndexes(t *testing.T) {
 		t.Errorf("replay's indexes and constraints differ from live's:\nlive   %q\nreplay %q", live, replay)
 	}
 }
+
+// TestBatchBytesBoundsATransaction folds the scenario with a bound of one
+// byte: every record is a transaction of its own, whatever BatchSize
+// says, and the views still equal a replay's.
+func TestBatchBytesBoundsATransaction(t *testing.T) {
+	e := newEnv(t)
+	evs := append(scenario(), instanceMigration()...)
+	e.append(evs...)
+	p := e.projector(func(c *Config) { c.BatchBytes = 1 })
+	var commits, folded int
+	p.SetAfterCommit(func(n int) { commits++; folded = n })
+	stop := e.start(p)
+	e.waitCaughtUp("drove")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if folded != len(evs) || commits < len(evs) {
+		t.Errorf("%d records folded in %d transactions, want %d in one each", folded, commits, len(evs))
+	}
+	e.replayEqual()
+}

@@ -120,7 +120,7 @@ func (p *Projector) Run(ctx context.Context) error {
 // until ctx is done or something fails.
 func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, r *kafka.Reader) error {
 	// The next batch is fetched and decoded while this one is folded.
-	batches, stopReading := readAhead(ctx, r)
+	batches, stopReading := readAhead(ctx, r, p.cfg.BatchBytes)
 	defer stopReading()
 	folded := 0
 	for {

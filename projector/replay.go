@@ -260,7 +260,7 @@ func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, s
 	defer conn.Release()
 
 	// The next batch is fetched and decoded while this one is folded.
-	batches, stopReading := readAhead(ctx, r)
+	batches, stopReading := readAhead(ctx, r, cfg.BatchBytes)
 	defer stopReading()
 	folded := 0
 	for b := range batches {
