@@ -45,8 +45,6 @@ func TestCoalesceMergesRuns(t *testing.T) {
 	var kinds []string
 	for _, s := range got {
 		switch {
-		case s.derive != "":
-			kinds = append(kinds, "derive")
 		case s.sql == q("move_progress"):
 			kinds = append(kinds, "progress")
 		case s.sql == q("sync_seen"):
@@ -58,8 +56,8 @@ func TestCoalesceMergesRuns(t *testing.T) {
 		}
 	}
 	// One progress before the End and one after; one sync row (its
-	// bytes the greatest), one status; the derive markers pass through.
-	want := []string{"progress", "sync", "derive", "derive", "status", "derive", "derive", "end", "progress", "derive", "derive"}
+	// bytes the greatest), one status.
+	want := []string{"progress", "sync", "status", "end", "progress"}
 	if len(kinds) != len(want) {
 		t.Fatalf("coalesced to %v, want %v", kinds, want)
 	}
@@ -85,10 +83,10 @@ func TestCoalesceMergesRuns(t *testing.T) {
 	if s := got[1].vals.(syncRow); s.bytes != 10 {
 		t.Errorf("sync row %+v, want the greatest bytes", s)
 	}
-	if s := got[4].vals.(statusRow); s.status != string(events.StatusUp) {
+	if s := got[2].vals.(statusRow); s.status != string(events.StatusUp) {
 		t.Errorf("status %+v, want the latest", s)
 	}
-	if last := got[8].vals.(progressRow); last.current != 8 || last.err != "" {
+	if last := got[4].vals.(progressRow); last.current != 8 || last.err != "" {
 		t.Errorf("second run merged to %+v, want event 8's fields and no error", last)
 	}
 }

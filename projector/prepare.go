@@ -36,6 +36,14 @@ func prepare(items []item, known map[string]bool) (*prepared, error) {
 	p := &prepared{fresh: make([]bool, len(items))}
 	seen := make(map[string]bool, len(items))
 	var log, hist copyData
+	// An event_log row is its payload and about 300 bytes of other
+	// fields; a history row about 70 bytes, two or three an event.
+	size := 0
+	for _, it := range items {
+		size += len(it.rec.Value) + 300
+	}
+	log.reserve(size)
+	hist.reserve(200 * len(items))
 	var stmts stmtQueue
 	for i, it := range items {
 		if it.err != nil {
@@ -68,7 +76,7 @@ func prepare(items []item, known map[string]bool) (*prepared, error) {
 // queueEffectsOf queues the effects of the fresh items: coalesced,
 // merged, and the derived sync counts last.
 func queueEffectsOf(b *stmtQueue, items []item, fresh []bool) error {
-	var all []stmt
+	all := make([]stmt, 0, 2*len(items)) // most events have one or two
 	for i, it := range items {
 		if it.err != nil || !fresh[i] {
 			continue
@@ -84,14 +92,10 @@ func queueEffectsOf(b *stmtQueue, items []item, fresh []bool) error {
 	syncs := map[string]bool{} // moves whose syncs to derive
 	effs := make([]stmt, 0, len(all))
 	for _, s := range coalesce(all) {
-		switch r, ok := s.vals.(progressRow); {
-		case s.derive != "":
-			syncs[s.derive] = true
-		case ok:
-			effs = append(effs, r.stmts()...)
-		default:
-			effs = append(effs, s)
+		if r, ok := s.vals.(syncRow); ok {
+			syncs[r.id] = true
 		}
+		effs = appendSendable(effs, s)
 	}
 	// Statements of one kind on different rows become one.
 	queueEffects(b, effs)
