@@ -282,6 +282,9 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 		}
 		fmt.Fprintf(stdout, "live projector caught up from zero in %.2fs = %.0f events/s (CPU: bench %.1fs, postgres %.1fs)\n",
 			s.Live.CatchUpSeconds, s.Live.EventsPerSec, s.Live.BenchCPUSeconds, s.Live.PostgresCPUSeconds)
+		if err := settle(ctx, pool); err != nil {
+			return nil, err
+		}
 		if s.Copy, err = copyLimit(ctx, pool, pgCPU, cfg.copyRuns); err != nil {
 			return nil, err
 		}
@@ -291,7 +294,13 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 		pcfg.ReplayWait = -1
 	}
 
+	if err := settle(ctx, pool); err != nil {
+		return nil, err
+	}
 	if s.Replay, err = replay(ctx, cfg, pcfg, pool, pgCPU); err != nil {
+		return nil, err
+	}
+	if err := settle(ctx, pool); err != nil {
 		return nil, err
 	}
 	if s.ReplayFold, err = foldToEnd(ctx, pcfg, pool, pgCPU); err != nil {
@@ -503,6 +512,14 @@ func loadAvg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// settle vacuums and analyzes the database between phases, unmeasured:
+// the server's CPU is read over all its processes, so autovacuum's work on
+// what one phase wrote would otherwise land in the next one's figures.
+func settle(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := pool.Exec(ctx, `VACUUM ANALYZE`)
+	return err
 }
 
 // printTable prints the figures issue 32 asks for.
