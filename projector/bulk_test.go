@@ -1,12 +1,15 @@
 package projector_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/drovehq/drove/events"
 	. "github.com/drovehq/drove/projector"
 )
 
@@ -28,27 +31,7 @@ func TestReplayEndsWithTheLiveIndexes(t *testing.T) {
 		t.Fatalf("replay not equal: %+v", rep.Tables)
 	}
 	t.Cleanup(func() { _, _ = e.pool.Exec(e.ctx, `DROP SCHEMA `+rep.ReplaySchema+` CASCADE`) })
-	defs := func(schema string) []string {
-		t.Helper()
-		rows, err := e.pool.Query(e.ctx, `
-			SELECT tablename || ' ' || indexname || ' ' || replace(indexdef, $1, 'S.') FROM pg_indexes WHERE schemaname = $2
-			UNION ALL
-			SELECT conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
-			FROM pg_constraint WHERE connamespace = $2::regnamespace`, schema+".", schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range out {
-			out[i] = strings.ReplaceAll(out[i], schema+".", "S.")
-		}
-		slices.Sort(out)
-		return out
-	}
-	live, replay := defs("drove"), defs(rep.ReplaySchema)
+	live, replay := indexDefs(t, e, "drove"), indexDefs(t, e, rep.ReplaySchema)
 	if len(live) < 20 {
 		t.Fatalf("only %d indexes and constraints in the live schema: %q", len(live), live)
 	}
@@ -76,4 +59,80 @@ func TestBatchBytesBoundsATransaction(t *testing.T) {
 		t.Errorf("%d records folded in %d transactions, want %d in one each", folded, commits, len(evs))
 	}
 	e.replayEqual()
+}
+
+// TestLiveBulkCatchUp starts a live projector on an empty schema with a
+// bulk catch-up bound of one record: it folds without the secondary
+// indexes and builds them once caught up. The first run crashes mid-way
+// (its indexes still dropped and recorded), the second finishes, builds
+// them and then follows the log as usual; the views equal a replay's and
+// end with every index of a schema that never deferred any.
+func TestLiveBulkCatchUp(t *testing.T) {
+	e := newEnv(t)
+	for range 4 {
+		evs := scenario()
+		for i := range evs {
+			evs[i].ID = events.NewID()
+		}
+		e.append(evs...)
+	}
+	bulk := func(c *Config) { c.BulkCatchUp, c.BatchSize = 1, 7 }
+	p1 := e.projector(bulk)
+	batches := 0
+	p1.SetBeforeCommit(func(context.Context) error {
+		if batches++; batches == 3 {
+			return errors.New("simulated crash before commit")
+		}
+		return nil
+	})
+	if err := p1.Run(e.ctx); err == nil || !strings.Contains(err.Error(), "simulated crash") {
+		t.Fatalf("Run with a crashing commit = %v", err)
+	}
+	var deferred int
+	e.get(`SELECT count(*) FROM projector_deferred_indexes`, &deferred)
+	if deferred < 5 {
+		t.Fatalf("after a crash mid catch-up, %d indexes recorded as deferred", deferred)
+	}
+
+	stop := e.start(e.projector(bulk))
+	e.waitCaughtUp("drove")
+	e.append(instanceMigration()...) // folded after the build, indexes in place
+	e.waitCaughtUp("drove")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	e.get(`SELECT count(*) FROM projector_deferred_indexes`, &deferred)
+	if deferred != 0 {
+		t.Errorf("caught up with %d indexes still deferred", deferred)
+	}
+	e.replayEqual()
+	if err := ApplySchema(e.ctx, e.pool, "never_deferred"); err != nil {
+		t.Fatal(err)
+	}
+	if live, want := indexDefs(t, e, "drove"), indexDefs(t, e, "never_deferred"); !slices.Equal(live, want) {
+		t.Errorf("indexes after a bulk catch-up differ from the schema's own:\nlive %q\nwant %q", live, want)
+	}
+}
+
+// indexDefs lists schema's indexes and constraints, the schema's name
+// taken out of their definitions.
+func indexDefs(t *testing.T, e *env, schema string) []string {
+	t.Helper()
+	rows, err := e.pool.Query(e.ctx, `
+		SELECT tablename || ' ' || indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = $1
+		UNION ALL
+		SELECT conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
+		FROM pg_constraint WHERE connamespace = $1::regnamespace`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range out {
+		out[i] = strings.ReplaceAll(out[i], schema+".", "S.")
+	}
+	slices.Sort(out)
+	return out
 }

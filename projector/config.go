@@ -35,6 +35,11 @@ type Config struct {
 	// which bounds the projector's memory whatever the records weigh
 	// (pieces.go). Default 8 MiB.
 	BatchBytes int
+	// BulkCatchUp is the fewest records a live projector must have to
+	// fold, on a schema that has folded nothing, to fold them as Replay
+	// does: without the indexes the fold does not read, built once it
+	// first catches up (bulk.go). Default 10,000; negative never.
+	BulkCatchUp int
 	// LagInterval is how often end offsets are listed, for the lag metric
 	// and to find partitions added to a topic. Default 10s.
 	LagInterval time.Duration
@@ -57,6 +62,8 @@ type Config struct {
 const (
 	DefaultBatchSize  = 4000
 	DefaultBatchBytes = 8 << 20
+	// DefaultBulkCatchUp is Config.BulkCatchUp's default.
+	DefaultBulkCatchUp = 10_000
 )
 
 // schemaName is what Drove accepts as a schema name: a plain lower-case
@@ -81,6 +88,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BatchBytes == 0 {
 		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.BulkCatchUp == 0 {
+		c.BulkCatchUp = DefaultBulkCatchUp
 	}
 	if c.LagInterval == 0 {
 		c.LagInterval = 10 * time.Second
