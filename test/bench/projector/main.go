@@ -366,7 +366,8 @@ func appendLog(ctx context.Context, kcfg kafka.Config, txs [][]kafka.Message, pe
 }
 
 // liveCatchUp runs a projector on the empty live schema and times it until
-// its offsets reach the end of every partition.
+// its offsets reach the end of every partition and the indexes it deferred
+// are built.
 func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool, pgCPU func() float64, evs int) (*liveResult, error) {
 	ends, err := logEnds(ctx, pcfg.Kafka.Brokers)
 	if err != nil {
@@ -447,7 +448,13 @@ func caughtUp(ctx context.Context, pool *pgxpool.Pool, ends kafka.Positions) (bo
 			return false, nil
 		}
 	}
-	return true, nil
+	// A catch-up from an empty schema builds its secondary indexes after
+	// its last batch (projector/bulk.go): it is done when they are built.
+	var deferred int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM drove.projector_deferred_indexes`).Scan(&deferred); err != nil {
+		return false, err
+	}
+	return deferred == 0, nil
 }
 
 // replay runs projector.Replay, with a CPU profile of this process when
