@@ -98,7 +98,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	// or at the start of a partition they never read, and picks up
 	// partitions added to a topic while it runs.
 	r, err := kafka.NewReader(ctx, p.cfg.Kafka, kafka.ReadOptions{Topics: events.Topics(), From: stored,
-		Follow: true, MaxRecords: p.cfg.BatchSize, Refresh: p.cfg.LagInterval})
+		Follow: true, MaxRecords: p.cfg.BatchSize, MaxFetchBytes: p.cfg.BatchBytes, Refresh: p.cfg.LagInterval})
 	if err != nil {
 		return err
 	}

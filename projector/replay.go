@@ -248,7 +248,7 @@ func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, s
 		return 0, nil
 	}
 	r, err := kafka.NewReader(ctx, cfg.Kafka, kafka.ReadOptions{Topics: topics, Partitions: parts,
-		MaxRecords: cfg.BatchSize})
+		MaxRecords: cfg.BatchSize, MaxFetchBytes: cfg.BatchBytes})
 	if err != nil {
 		return 0, fmt.Errorf("projector: replay: %w", err)
 	}

@@ -172,11 +172,12 @@ func foldToEnd(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool, p
 		}
 		b.Offsets[k.Topic][k.Partition] = end
 	}
+	rss := sampleRSS() // first: its collection is not the phase's CPU
 	selfBefore, pgBefore := selfCPU(), pgCPU()
-	rss := sampleRSS()
 	v, err := projector.AsOf(ctx, pcfg, pool, b)
 	r := &foldResult{}
 	r.RSSBeforeMiB, r.RSSPeakMiB = rss.done()
+	r.HeapLiveGrowthMiB = rss.liveGrowthMiB()
 	if err != nil {
 		return nil, err
 	}

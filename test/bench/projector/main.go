@@ -175,6 +175,9 @@ type cpuFigures struct {
 	PostgresCPUPer100k float64 `json:"postgres_cpu_seconds_per_100k"`
 	RSSBeforeMiB       float64 `json:"rss_before_mib"`
 	RSSPeakMiB         float64 `json:"rss_peak_mib"`
+	// HeapLiveGrowthMiB is the peak of the Go heap's live bytes over what
+	// was live before the phase (rss.go): the projector's working set.
+	HeapLiveGrowthMiB float64 `json:"heap_live_growth_mib"`
 }
 
 type replayResult struct {
@@ -379,8 +382,8 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
+	rss := sampleRSS() // first: its collection is not the phase's CPU
 	selfBefore, pgBefore := selfCPU(), pgCPU()
-	rss := sampleRSS()
 	began := time.Now()
 	go func() { done <- p.Run(rctx) }()
 	defer func() { cancel(); <-done }()
@@ -409,6 +412,7 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 		BenchCPUSeconds: selfCPU() - selfBefore, PostgresCPUSeconds: pgCPU() - pgBefore}
 	res.BenchCPUPer100k, res.PostgresCPUPer100k = per100k(res.BenchCPUSeconds, evs), per100k(res.PostgresCPUSeconds, evs)
 	res.RSSBeforeMiB, res.RSSPeakMiB = rss.done()
+	res.HeapLiveGrowthMiB = rss.liveGrowthMiB()
 	return res, nil
 }
 
@@ -471,8 +475,8 @@ func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpoo
 		}
 		defer pprof.StopCPUProfile()
 	}
+	rss := sampleRSS() // first: its collection is not the phase's CPU
 	selfBefore, pgBefore := selfCPU(), pgCPU()
-	rss := sampleRSS()
 	rep, err := projector.Replay(ctx, pcfg, pool)
 	rssBefore, rssPeak := rss.done()
 	if err != nil {
@@ -494,6 +498,7 @@ func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpoo
 	res.BenchCPUPer100k = per100k(res.BenchCPUSeconds, rep.Events)
 	res.PostgresCPUPer100k = per100k(res.PostgresCPUSeconds, rep.Events)
 	res.RSSBeforeMiB, res.RSSPeakMiB = rssBefore, rssPeak
+	res.HeapLiveGrowthMiB = rss.liveGrowthMiB()
 	return res, nil
 }
 
@@ -532,7 +537,7 @@ func settle(ctx context.Context, pool *pgxpool.Pool) error {
 // printTable prints the figures issue 32 asks for.
 func printTable(w io.Writer, s *summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tevents/s\tto COPY\tto COPY, same shape\tbench CPU s/100k\tpostgres CPU s/100k\tRSS before MiB\tRSS peak MiB\t")
+	fmt.Fprintln(tw, "\tevents/s\tto COPY\tto COPY, same shape\tbench CPU s/100k\tpostgres CPU s/100k\tRSS before MiB\tRSS peak MiB\tlive heap growth MiB\t")
 	ratio := func(eps, copy float64) string {
 		if copy == 0 {
 			return "-"
@@ -540,25 +545,25 @@ func printTable(w io.Writer, s *summary) {
 		return fmt.Sprintf("%.2f", eps/copy)
 	}
 	if c := s.Copy; c != nil {
-		fmt.Fprintf(tw, "COPY, bare table\t%.0f\t1.00\t%s\t-\t%.2f\t-\t-\t\n", c.RowsPerSec,
+		fmt.Fprintf(tw, "COPY, bare table\t%.0f\t1.00\t%s\t-\t%.2f\t-\t-\t-\t\n", c.RowsPerSec,
 			ratio(c.RowsPerSec, c.ShapeRowsPerSec), c.PostgresCPUPer100k)
-		fmt.Fprintf(tw, "COPY, same shape\t%.0f\t%s\t1.00\t-\t%.2f\t-\t-\t\n", c.ShapeRowsPerSec,
+		fmt.Fprintf(tw, "COPY, same shape\t%.0f\t%s\t1.00\t-\t%.2f\t-\t-\t-\t\n", c.ShapeRowsPerSec,
 			ratio(c.ShapeRowsPerSec, c.RowsPerSec), c.ShapePostgresCPUPer100k)
 	}
 	if l := s.Live; l != nil {
-		fmt.Fprintf(tw, "live catch-up\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t\n", l.EventsPerSec,
+		fmt.Fprintf(tw, "live catch-up\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t\n", l.EventsPerSec,
 			ratio(l.EventsPerSec, s.CopyRowsPerSec), ratio(l.EventsPerSec, s.CopySameShapeRowsPerSec),
-			l.BenchCPUPer100k, l.PostgresCPUPer100k, l.RSSBeforeMiB, l.RSSPeakMiB)
+			l.BenchCPUPer100k, l.PostgresCPUPer100k, l.RSSBeforeMiB, l.RSSPeakMiB, l.HeapLiveGrowthMiB)
 	}
 	if r := s.Replay; r != nil {
-		fmt.Fprintf(tw, "replay (CPU with checksums)\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t\n", r.EventsPerSec,
+		fmt.Fprintf(tw, "replay (CPU with checksums)\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t\n", r.EventsPerSec,
 			ratio(r.EventsPerSec, s.CopyRowsPerSec), ratio(r.EventsPerSec, s.CopySameShapeRowsPerSec),
-			r.BenchCPUPer100k, r.PostgresCPUPer100k, r.RSSBeforeMiB, r.RSSPeakMiB)
+			r.BenchCPUPer100k, r.PostgresCPUPer100k, r.RSSBeforeMiB, r.RSSPeakMiB, r.HeapLiveGrowthMiB)
 	}
 	if f := s.ReplayFold; f != nil {
-		fmt.Fprintf(tw, "replay's fold again (AsOf to the end)\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t\n", f.EventsPerSec,
+		fmt.Fprintf(tw, "replay's fold again (AsOf to the end)\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t\n", f.EventsPerSec,
 			ratio(f.EventsPerSec, s.CopyRowsPerSec), ratio(f.EventsPerSec, s.CopySameShapeRowsPerSec),
-			f.BenchCPUPer100k, f.PostgresCPUPer100k, f.RSSBeforeMiB, f.RSSPeakMiB)
+			f.BenchCPUPer100k, f.PostgresCPUPer100k, f.RSSBeforeMiB, f.RSSPeakMiB, f.HeapLiveGrowthMiB)
 	}
 	_ = tw.Flush()
 }
