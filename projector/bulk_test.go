@@ -13,33 +13,6 @@ import (
 	. "github.com/drovehq/drove/projector"
 )
 
-// TestReplayEndsWithTheLiveIndexes replays the scenario, which drops the
-// indexes the fold does not read and builds them after it (bulk.go), and
-// checks the replay schema ends with every index and constraint of the
-// live one, defined alike.
-func TestReplayEndsWithTheLiveIndexes(t *testing.T) {
-	e := newEnv(t)
-	e.append(append(scenario(), instanceMigration()...)...)
-	e.run()
-	cfg := e.cfg
-	cfg.KeepReplay = true
-	rep, err := Replay(e.ctx, cfg, e.pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Equal {
-		t.Fatalf("replay not equal: %+v", rep.Tables)
-	}
-	t.Cleanup(func() { _, _ = e.pool.Exec(e.ctx, `DROP SCHEMA `+rep.ReplaySchema+` CASCADE`) })
-	live, replay := indexDefs(t, e, "drove"), indexDefs(t, e, rep.ReplaySchema)
-	if len(live) < 20 {
-		t.Fatalf("only %d indexes and constraints in the live schema: %q", len(live), live)
-	}
-	if !slices.Equal(live, replay) {
-		t.Errorf("replay's indexes and constraints differ from live's:\nlive   %q\nreplay %q", live, replay)
-	}
-}
-
 // TestBatchBytesBoundsATransaction folds the scenario with a bound of one
 // byte: every record is a transaction of its own, whatever BatchSize
 // says, and the views still equal a replay's.
@@ -65,8 +38,9 @@ func TestBatchBytesBoundsATransaction(t *testing.T) {
 // bulk catch-up bound of one record: it folds without the secondary
 // indexes and builds them once caught up. The first run crashes mid-way
 // (its indexes still dropped and recorded), the second finishes, builds
-// them and then follows the log as usual; the views equal a replay's and
-// end with every index of a schema that never deferred any.
+// them and then follows the log as usual; the views equal a replay's
+// (also a bulk fold), and both schemas end with every index and
+// constraint of a schema that never deferred any, defined alike.
 func TestLiveBulkCatchUp(t *testing.T) {
 	e := newEnv(t)
 	for range 4 {
@@ -105,12 +79,29 @@ func TestLiveBulkCatchUp(t *testing.T) {
 	if deferred != 0 {
 		t.Errorf("caught up with %d indexes still deferred", deferred)
 	}
-	e.replayEqual()
+	// Replay folds in bulk too: its schema, kept, must end with the same
+	// indexes.
+	cfg := e.cfg
+	cfg.KeepReplay = true
+	rep, err := Replay(e.ctx, cfg, e.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = e.pool.Exec(e.ctx, `DROP SCHEMA `+rep.ReplaySchema+` CASCADE`) })
+	if !rep.Equal {
+		t.Fatalf("replay not equal: %+v", rep.Tables)
+	}
 	if err := ApplySchema(e.ctx, e.pool, "never_deferred"); err != nil {
 		t.Fatal(err)
 	}
-	if live, want := indexDefs(t, e, "drove"), indexDefs(t, e, "never_deferred"); !slices.Equal(live, want) {
-		t.Errorf("indexes after a bulk catch-up differ from the schema's own:\nlive %q\nwant %q", live, want)
+	want := indexDefs(t, e, "never_deferred")
+	if len(want) < 20 {
+		t.Fatalf("only %d indexes and constraints in a fresh schema: %q", len(want), want)
+	}
+	for _, schema := range []string{"drove", rep.ReplaySchema} {
+		if got := indexDefs(t, e, schema); !slices.Equal(got, want) {
+			t.Errorf("%s: indexes after a bulk fold differ from the schema's own:\ngot  %q\nwant %q", schema, got, want)
+		}
 	}
 }
 
