@@ -4,10 +4,13 @@
 package deploy
 
 import (
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/drovehq/drove/deploy/apachekafka"
 )
 
 // The compose file must validate: `docker compose config` (or the older
@@ -39,5 +42,21 @@ func TestComposeFileValidates(t *testing.T) {
 	}
 	if strings.Contains(string(out), "PLAINTEXT://") {
 		t.Errorf("a Kafka listener in plain text:\n%s", out)
+	}
+}
+
+// The compose file runs the Apache Kafka the tests run (deploy/
+// apachekafka/pom.xml): one version, proven by the tests.
+func TestComposeKafkaIsTheTestedVersion(t *testing.T) {
+	b, err := os.ReadFile("compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s+image:\s*apache/kafka:(\S+)\s*$`).FindAllSubmatch(b, -1)
+	if len(m) != 1 {
+		t.Fatalf("compose.yaml names %d apache/kafka images; want one", len(m))
+	}
+	if got := string(m[0][1]); got != apachekafka.Version {
+		t.Fatalf("compose.yaml runs apache/kafka:%s; the tests run %s (deploy/apachekafka/pom.xml)", got, apachekafka.Version)
 	}
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,6 +64,26 @@ func TestVerifyImportsOnlyTheSchema(t *testing.T) {
 			first, _, _ := strings.Cut(path, "/")
 			if strings.Contains(first, ".") && path != "github.com/drovehq/drove/events" {
 				t.Errorf("%s imports %s; events/verify may import only events and the standard library", name, path)
+			}
+		}
+	}
+}
+
+// TestSubpackagesPointInward keeps the arrows one way: every package under
+// events (kafka, chain, retry, promreg, verify) may import events and its
+// siblings, and nothing else of Drove's, so every service can import any
+// of them. A helper that needs a service belongs with that service.
+func TestSubpackagesPointInward(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module, self = "github.com/drovehq/drove/", "github.com/drovehq/drove/events"
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ": ")
+		for _, imp := range strings.Fields(imports) {
+			if strings.HasPrefix(imp, module) && imp != self && !strings.HasPrefix(imp, self+"/") {
+				t.Errorf("%s imports %s: packages under events import only events", pkg, imp)
 			}
 		}
 	}

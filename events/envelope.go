@@ -105,12 +105,6 @@ func CausedBy(cause Envelope) Option {
 	}
 }
 
-// WithID sets the event id. Producers that must write the same event again
-// after a crash use a deterministic id so consumers can deduplicate it.
-func WithID(id string) Option {
-	return func(e *Envelope) { e.ID = id }
-}
-
 // WithTime sets the event time (converted to UTC); tests and replays use it
 // for reproducible envelopes.
 func WithTime(t time.Time) Option {

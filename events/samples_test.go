@@ -96,7 +96,7 @@ func samples() []Payload {
 		ReceiverReady{Request: "req-1", Job: 1, Index: 0, Node: "node2", Target: "node4", Addr: "127.0.0.1:4711"},
 		TargetNotified{Node: "node4", Event: New(OpcodeDispatched{Request: "req-1", Job: 1, Index: 0, Node: "node2",
 			Opcode: job1.Opcodes[0]}, WithTime(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)), WithProducer("planner-1"),
-			WithReason(Reason{Actor: "planner", Why: "job 1 released", RequestID: "req-1"}), WithID("ev-relayed"))},
+			WithReason(Reason{Actor: "planner", Why: "job 1 released", RequestID: "req-1"}), withID("ev-relayed"))},
 		DefaultSettings(),
 		CheckpointRecorded{Topic: TopicRequests, Partition: 1, First: 2, Records: 4, FromOffset: 5, NextOffset: 9,
 			Prev: strings.Repeat("ab", 32), Head: strings.Repeat("cd", 32), Marks: "AAAAAAAAAAABAgMEBQYHCA==",
@@ -127,4 +127,9 @@ func TestSamplesCoverRegistry(t *testing.T) {
 			t.Errorf("no sample for %s; add one to samples()", typ)
 		}
 	}
+}
+
+// withID sets the event id, for samples whose id must not change.
+func withID(id string) Option {
+	return func(e *Envelope) { e.ID = id }
 }

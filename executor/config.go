@@ -10,6 +10,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/events/retry"
 	"github.com/drovehq/drove/executor/transfer"
 )
 
@@ -176,6 +177,6 @@ func (c Config) Validate() error {
 
 // policy is r as the shared backoff: every retry of the executor (driver
 // steps, appends, the target side's listening) goes through it.
-func (r Retry) policy() kafka.Backoff {
-	return kafka.Backoff{Tries: r.Attempts, Initial: r.Initial, Max: r.Max}
+func (r Retry) policy() retry.Backoff {
+	return retry.Backoff{Tries: r.Attempts, Initial: r.Initial, Max: r.Max}
 }

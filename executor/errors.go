@@ -3,6 +3,8 @@ package executor
 import (
 	"errors"
 	"fmt"
+
+	"github.com/drovehq/drove/events/retry"
 )
 
 // Sentinel errors. Drivers classify their failures with Transient and
@@ -30,7 +32,7 @@ var (
 
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("executor: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("executor: invalid config"))
 
 	// ErrUnknownInstance is the error an opcode ends with when its
 	// dispatch carries no facts of its instance or of a node it names
@@ -66,9 +68,6 @@ func Fatal(err error) error {
 	}
 	return &classified{class: ErrFatal, err: err}
 }
-
-// Transientf and Fatalf are Transient and Fatal over fmt.Errorf.
-func Transientf(format string, args ...any) error { return Transient(fmt.Errorf(format, args...)) }
 
 // Fatalf is Fatal over fmt.Errorf.
 func Fatalf(format string, args ...any) error { return Fatal(fmt.Errorf(format, args...)) }

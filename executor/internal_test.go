@@ -108,7 +108,7 @@ func TestErrorClasses(t *testing.T) {
 		fatal     bool
 	}{
 		{Transient(boom), true, false},
-		{fmt.Errorf("wrapped: %w", Transientf("link down")), true, false},
+		{fmt.Errorf("wrapped: %w", transientf("link down")), true, false},
 		{Fatal(boom), false, true},
 		{boom, false, false},
 		{fmt.Errorf("%w: aborted", ErrCanceled), false, false},
@@ -203,3 +203,6 @@ func TestOwedCheckpoint(t *testing.T) {
 		t.Fatalf("point = %d, owed %d; want the position 30 and nothing owed", at, o.count())
 	}
 }
+
+// transientf is Transient over fmt.Errorf.
+func transientf(format string, args ...any) error { return Transient(fmt.Errorf(format, args...)) }

@@ -1,8 +1,6 @@
 package executor
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drovehq/drove/events/promreg"
@@ -22,44 +20,23 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := promreg.On(reg)
 	m := &metrics{
-		started: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_executor_opcodes_started_total",
-			Help: "Opcodes this executor started, by kind.",
-		}, []string{"kind"}),
-		ended: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_executor_opcodes_ended_total",
-			Help: "Opcodes this executor ended, by kind and status (success, error, canceled).",
-		}, []string{"kind", "status"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "drove_executor_opcode_duration_seconds",
-			Help:    "Time from an opcode's start to its end, retries included.",
-			Buckets: prometheus.ExponentialBuckets(0.1, 2, 16),
-		}, []string{"kind", "status"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_executor_retries_total",
-			Help: "Driver attempts retried after a transient fault, by kind.",
-		}, []string{"kind"}),
-		running: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "drove_executor_opcodes_running",
-			Help: "Opcodes running in a driver now.",
-		}),
-		queued: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "drove_executor_opcodes_queued",
-			Help: "Opcodes dispatched to this node waiting for a free slot (Concurrency).",
-		}),
-		progress: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "drove_executor_progress_events_total",
-			Help: "Progress events appended to drove.progress.",
-		}),
-		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "drove_executor_duplicate_dispatches_total",
-			Help: "Dispatches ignored because the opcode already ran or is running (redelivery).",
-		}),
+		started: s.CounterVec("drove_executor_opcodes_started_total", "Opcodes this executor started, by kind.", "kind"),
+		ended: s.CounterVec("drove_executor_opcodes_ended_total",
+			"Opcodes this executor ended, by kind and status (success, error, canceled).", "kind", "status"),
+		duration: s.HistogramVec("drove_executor_opcode_duration_seconds",
+			"Time from an opcode's start to its end, retries included.",
+			prometheus.ExponentialBuckets(0.1, 2, 16), "kind", "status"),
+		retries: s.CounterVec("drove_executor_retries_total", "Driver attempts retried after a transient fault, by kind.", "kind"),
+		running: s.Gauge("drove_executor_opcodes_running", "Opcodes running in a driver now."),
+		queued: s.Gauge("drove_executor_opcodes_queued",
+			"Opcodes dispatched to this node waiting for a free slot (Concurrency)."),
+		progress: s.Counter("drove_executor_progress_events_total", "Progress events appended to drove.progress."),
+		duplicates: s.Counter("drove_executor_duplicate_dispatches_total",
+			"Dispatches ignored because the opcode already ran or is running (redelivery)."),
 	}
-	if err := errors.Join(promreg.Register(reg, &m.started), promreg.Register(reg, &m.ended),
-		promreg.Register(reg, &m.duration), promreg.Register(reg, &m.retries), promreg.Register(reg, &m.running),
-		promreg.Register(reg, &m.queued), promreg.Register(reg, &m.progress), promreg.Register(reg, &m.duplicates)); err != nil {
+	if err := s.Err(); err != nil {
 		return nil, err
 	}
 	return m, nil

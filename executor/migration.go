@@ -8,6 +8,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/executor/transfer"
 )
 
 // Per-instance migrations (RFD 34), one phase at a time. The planner
@@ -200,7 +201,7 @@ func (e *Executor) currentRate(d events.MigrationPhaseDispatched) int64 {
 		mbps = s.SendMbpsLimit
 	}
 	e.mig.mu.Unlock()
-	return int64(mbps * 1e6 / 8)
+	return transfer.MbitPerSecond(mbps)
 }
 
 func (t *migTask) what() string {

@@ -119,7 +119,7 @@ func newBadInputEnv(t *testing.T) *badInputEnv {
 // append, transaction markers included.
 func (e *badInputEnv) logEnd(t *testing.T) int64 {
 	t.Helper()
-	ends, err := kafka.Ends(e.ctx, kafka.Config{Brokers: e.kafka.Brokers}, events.Topics()...)
+	ends, err := kafka.Ends(e.ctx, e.kafka, events.Topics()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,21 +173,29 @@ func TestTailerCutsSlowWatcherAndFindsLateRows(t *testing.T) {
 	defer slow.Close()
 	defer fast.Close()
 
-	// Seqs 101 and 103 commit before 102: the tailer must not lose 102.
-	for _, seq := range []int{101, 103, 102, 104} {
+	// Seqs 101 and 103 commit before 102, and the tailer delivers 103
+	// before 102 exists: it must not lose 102 when it comes.
+	insert := func(seq int) {
 		e.exec(`INSERT INTO event_log (id, seq, topic, partition, "offset", type, version, time, key, payload)
   VALUES ($1, $2, 't', 0, $2, 'x', 1, now(), 'k', '{}')`, fmt.Sprintf("ev-%d", seq), seq)
-		time.Sleep(3 * tailInterval) // let the tailer pass 103 before 102 exists
 	}
 	var seqs []int64
-	for len(seqs) < 4 {
-		select {
-		case r := <-fast.Rows:
-			seqs = append(seqs, r.Seq)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("fast watcher got %v", seqs)
+	receive := func(n int) {
+		for len(seqs) < n {
+			select {
+			case r := <-fast.Rows:
+				seqs = append(seqs, r.Seq)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("fast watcher got %v, want %d rows", seqs, n)
+			}
 		}
 	}
+	insert(101)
+	insert(103)
+	receive(2)
+	insert(102)
+	insert(104)
+	receive(4)
 	if fmtSeqs(seqs) != "[101,103,102,104]" {
 		t.Fatalf("fast watcher got %v", seqs)
 	}
@@ -223,7 +231,7 @@ func TestHealthzAndMetrics(t *testing.T) {
 			if kafkaDown != nil {
 				return kafkaDown
 			}
-			return kafka.Ping(ctx, kafka.Config{Brokers: e.kafka.Brokers})
+			return kafka.Ping(ctx, e.kafka)
 		}
 	})
 	if status, body := e.do(http.MethodGet, "/healthz", ""); status != http.StatusOK || !strings.Contains(string(body), `"status":"ok"`) {

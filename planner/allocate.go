@@ -58,21 +58,24 @@ type groupResult struct {
 	group int32
 	best  *placement
 	log   string
+	hail  string // the same in hail's words
 }
 
 func (s *state) allocateOne(ni *NewInstance, dedicated bool, out *outcome) {
 	in := s.addInstance(ni.Instance)
 	name := ni.Instance.Name
 	var best *groupResult
-	var log []string
+	var log, unconnected, hail []string
 	for _, g := range s.allocGroups(ni) {
 		gname := s.c.Groups[g].Name
 		if net := missingNetwork(&s.c.Groups[g], ni.Networks); net != "" {
 			log = append(log, fmt.Sprintf("group %q is not connected to network %q", gname, net))
+			unconnected = append(unconnected, fmt.Sprintf("group %s is not connected to a network required by instance %s", gname, name))
 			continue
 		}
 		res := s.allocInGroup(in, g, ni, dedicated)
 		log = append(log, res.log)
+		hail = append(hail, res.hail)
 		if res.best == nil || (ni.Group == "" && s.c.Groups[g].AllocPolicy == Unallocable) {
 			continue
 		}
@@ -81,12 +84,18 @@ func (s *state) allocateOne(ni *NewInstance, dedicated bool, out *outcome) {
 			best = &r
 		}
 	}
+	// hail lists the groups refused for their networks first.
+	hail = append(unconnected, hail...)
 	if best == nil {
 		if len(log) == 0 {
 			log = append(log, "no node group has nodes")
+			hail = append(hail, "no node group has nodes")
 		}
-		out.fail(name, "no group can receive it: "+strings.Join(log, "; "))
+		out.failHail(name, "no group can receive it: "+strings.Join(log, "; "), strings.Join(hail, ", "))
 		return
+	}
+	if ni.Group == "" {
+		hail = append([]string{"Selected group: " + s.c.Groups[best.group].Name}, hail...)
 	}
 	out.plan.Log = append(out.plan.Log, fmt.Sprintf("%s: selected group %q", name, s.c.Groups[best.group].Name))
 	out.plan.Log = append(out.plan.Log, log...)
@@ -96,7 +105,8 @@ func (s *state) allocateOne(ni *NewInstance, dedicated bool, out *outcome) {
 	if in.sec != NoNode {
 		nodes = append(nodes, s.nodeName(in.sec))
 	}
-	out.plan.Allocated = append(out.plan.Allocated, Allocated{Instance: name, Group: s.c.Groups[best.group].Name, Nodes: nodes})
+	out.plan.Allocated = append(out.plan.Allocated, Allocated{Instance: name, Group: s.c.Groups[best.group].Name, Nodes: nodes,
+		Hail: strings.Join(hail, ", ")})
 }
 
 // groupBetter reports whether a beats b: a better allocation policy, then
@@ -155,6 +165,7 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 	nodes := s.allocNodes(g, ni.RestrictToNodes)
 	if len(nodes) == 0 || (ni.RequiredNodes == 2 && len(nodes) < 2) {
 		res.log = head + ": not enough online nodes"
+		res.hail = fmt.Sprintf("Group %s: error No online nodes", s.c.Groups[g].Name)
 		return res
 	}
 	x := newSearch(s, *in, wholeCluster)
@@ -181,11 +192,13 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 		res.best = &fits[i]
 		break
 	}
+	hhead := fmt.Sprintf("Group %s (%s): ", s.c.Groups[g].Name, s.c.Groups[g].AllocPolicy)
 	if res.best == nil {
 		res.log = head + ": nothing fits"
 		if !x.why.empty() {
 			res.log += ": " + x.why.describe(s)
 		}
+		res.hail = hhead + x.why.modes.NoSolution()
 		return res
 	}
 	var names []string
@@ -197,7 +210,23 @@ func (s *state) allocInGroup(in *instState, g int32, ni *NewInstance, dedicated 
 		what = fmt.Sprintf("lost allocations %v, free disk %d MiB", res.best.key.lost, res.best.key.disk)
 	}
 	res.log = fmt.Sprintf("%s: %s, %d candidates fit, for node(s) %s", head, what, len(fits), strings.Join(names, "/"))
+	res.hail = hhead + hailSolution(res.best.key, dedicated, len(fits)-x.why.modes[FailN1], x.why.modes, names)
 	return res
+}
+
+// hailSolution is hail's description of a group's best placement: its
+// metric, the candidates that passed and those refused, by mode.
+func hailSolution(k allocKey, dedicated bool, successes int, fails FailCounts, nodes []string) string {
+	metric := fmt.Sprintf("%.8f", k.score)
+	if dedicated {
+		lost := make([]string, len(k.lost))
+		for i, l := range k.lost {
+			lost[i] = fmt.Sprint(l)
+		}
+		metric = fmt.Sprintf("([%s],%d)", strings.Join(lost, ","), k.disk)
+	}
+	return fmt.Sprintf("score: %s, successes %d, failures %d (%s) for node(s) %s",
+		metric, successes, fails.Total(), fails, strings.Join(nodes, "/"))
 }
 
 // placements tries x's instance (described by spec) on each primary and
@@ -211,8 +240,8 @@ func (s *state) placements(x *search, spec *Instance, g int32, pairs [][2]int32,
 	}
 	var fits []placement
 	try := func(c candidate, p int32) {
-		if v := placementPolicyViolation(spec, pol, s.nodes[p].excl); v != "" {
-			x.why.add(failure{kind: failPolicy, node: p, tag: v})
+		if v, m := placementPolicyViolation(spec, pol, s.nodes[p].excl); v != "" {
+			x.why.add(failure{kind: failPolicy, node: p, tag: v, pmode: m})
 			return
 		}
 		score, _, f := x.eval(c)

@@ -120,8 +120,8 @@ func (s *state) emptyNode(n int32) string {
 		cp := s.newInstState(s.spec(i), i)
 		x := newSearch(s, cp, wholeCluster)
 		for _, t := range others {
-			if v := placementPolicyViolation(s.spec(i), &s.c.Groups[g].Policy, s.nodes[t].excl); v != "" {
-				x.why.add(failure{kind: failPolicy, node: t, tag: v})
+			if v, m := placementPolicyViolation(s.spec(i), &s.c.Groups[g].Policy, s.nodes[t].excl); v != "" {
+				x.why.add(failure{kind: failPolicy, node: t, tag: v, pmode: m})
 				continue
 			}
 			x.consider(mk(move{mvPlace, t}))

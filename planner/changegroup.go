@@ -55,7 +55,7 @@ func (s *state) changeGroup(r *Request, out *outcome) error {
 			out.fail(name, fmt.Sprintf("storage kind %q is not mirrored: its disks exist only on %s, so it cannot change group", in.kind, s.nodeName(in.pri)))
 			continue
 		}
-		best, why := s.bestGroup(&in, targets, b)
+		best, why, hail := s.bestGroup(&in, targets, b)
 		if best == nil {
 			msg := "no target group can receive it"
 			if len(targets) == 0 {
@@ -65,7 +65,10 @@ func (s *state) changeGroup(r *Request, out *outcome) error {
 			if len(why) > 0 {
 				msg += ": " + strings.Join(why, "; ")
 			}
-			out.fail(name, msg)
+			if len(hail) == 0 {
+				hail = []string{"no groups for evacuation"}
+			}
+			out.failHail(name, msg, strings.Join(hail, ", "))
 			continue
 		}
 		out.move(s, &in, best.best)
@@ -80,8 +83,9 @@ func (s *state) changeGroup(r *Request, out *outcome) error {
 // groups are searched in the order of their lower bounds, and a group
 // whose bound is above the best score found is not searched (see
 // groupbound.go): it could not win.
-func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*search, []string) {
+func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*search, []string, []string) {
 	why := make([]string, len(targets))
+	hail := make([]string, len(targets))
 	var best *search
 	for lo := 0; lo < len(targets) && best == nil; {
 		hi := lo + 1
@@ -95,9 +99,9 @@ func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*sear
 			if best != nil && bounds[k] > best.best.score {
 				break // sorted: no group left can beat it
 			}
-			x, reason := s.searchGroup(in, targets[i], b)
+			x, reason, h := s.searchGroup(in, targets[i], b)
 			if x == nil {
-				why[i] = reason
+				why[i], hail[i] = reason, h
 				continue
 			}
 			if best == nil || x.best.score < best.best.score || (x.best.score == best.best.score && i > bestAt) {
@@ -107,23 +111,27 @@ func (s *state) bestGroup(in *instState, targets []int32, b *groupBounds) (*sear
 		lo = hi
 	}
 	if best != nil {
-		return best, nil
+		return best, nil, nil
 	}
-	var out []string
-	for _, w := range why {
+	var out, hailOut []string
+	for i, w := range why {
 		if w != "" {
-			out = append(out, w)
+			out, hailOut = append(out, w), append(hailOut, hail[i])
 		}
 	}
-	return nil, out
+	return nil, out, hailOut
 }
 
 // searchGroup finds the best way for in to move whole to group g, or why
-// there is none.
-func (s *state) searchGroup(in *instState, g int32, b *groupBounds) (*search, string) {
+// there is none, in Drove's words and in hail's.
+func (s *state) searchGroup(in *instState, g int32, b *groupBounds) (*search, string, string) {
 	gname := s.c.Groups[g].Name
-	if reason := s.policyViolation(in, g); reason != "" {
-		return nil, fmt.Sprintf("group %q: %s", gname, reason)
+	hhead := fmt.Sprintf("Group %s (%s): ", gname, s.c.Groups[g].AllocPolicy)
+	if reason, mode := s.policyViolation(in, g); reason != "" {
+		// hail checks the policy on every candidate; Drove once per group.
+		var fc FailCounts
+		fc[mode] = len(s.targets(g, nil))
+		return nil, fmt.Sprintf("group %q: %s", gname, reason), hhead + fc.NoSolution()
 	}
 	x := newSearch(s, *in, g)
 	nodes := s.targets(g, nil)
@@ -145,14 +153,14 @@ func (s *state) searchGroup(in *instState, g int32, b *groupBounds) (*search, st
 		x.fast(mvFailoverToAny, nodes)
 	}
 	if !x.best.ok {
-		return nil, fmt.Sprintf("group %q: %s", gname, s.noPlaceReason(x, g, nodes))
+		return nil, fmt.Sprintf("group %q: %s", gname, s.noPlaceReason(x, g, nodes)), hhead + x.why.modes.NoSolution()
 	}
-	return x, ""
+	return x, "", ""
 }
 
 // policyViolation checks an instance against a group's instance policy:
 // its storage kind must be allowed and its size within one min/max range.
-func (s *state) policyViolation(in *instState, g int32) string {
+func (s *state) policyViolation(in *instState, g int32) (string, FailMode) {
 	pol := &s.c.Groups[g].Policy
 	if len(pol.DiskTemplates) > 0 {
 		ok := false
@@ -162,29 +170,30 @@ func (s *state) policyViolation(in *instState, g int32) string {
 			}
 		}
 		if !ok {
-			return fmt.Sprintf("storage kind %q is not allowed by the group's instance policy", in.kind)
+			return fmt.Sprintf("storage kind %q is not allowed by the group's instance policy", in.kind), FailDisk
 		}
 	}
 	if len(pol.MinMax) == 0 {
-		return ""
+		return "", 0
 	}
 	inst := s.spec(in.idx)
 	spec := ISpec{MemorySize: inst.Memory, CPUCount: inst.VCPUs, DiskCount: int64(len(inst.Disks)),
 		NICCount: inst.NICs, SpindleUse: inst.SpindleUse}
 	var first string
+	var mode FailMode
 	for _, mm := range pol.MinMax {
-		v := specViolation(spec, inst.Disks, mm)
+		v, m := specViolation(spec, inst.Disks, mm)
 		if v == "" {
-			return ""
+			return "", 0
 		}
 		if first == "" {
-			first = v
+			first, mode = v, m
 		}
 	}
-	return "outside the group's instance policy: " + first
+	return "outside the group's instance policy: " + first, mode
 }
 
-func specViolation(spec ISpec, disks []Disk, mm MinMax) string {
+func specViolation(spec ISpec, disks []Disk, mm MinMax) (string, FailMode) {
 	check := func(name string, v, lo, hi int64) string {
 		if v < lo {
 			return fmt.Sprintf("%s %d is below the minimum %d", name, v, lo)
@@ -197,21 +206,22 @@ func specViolation(spec ISpec, disks []Disk, mm MinMax) string {
 	for _, c := range []struct {
 		name      string
 		v, lo, hi int64
+		mode      FailMode // hail's
 	}{
-		{"memory-size", spec.MemorySize, mm.Min.MemorySize, mm.Max.MemorySize},
-		{"cpu-count", spec.CPUCount, mm.Min.CPUCount, mm.Max.CPUCount},
-		{"disk-count", spec.DiskCount, mm.Min.DiskCount, mm.Max.DiskCount},
-		{"nic-count", spec.NICCount, mm.Min.NICCount, mm.Max.NICCount},
-		{"spindle-use", spec.SpindleUse, mm.Min.SpindleUse, mm.Max.SpindleUse},
+		{"memory-size", spec.MemorySize, mm.Min.MemorySize, mm.Max.MemorySize, FailMem},
+		{"cpu-count", spec.CPUCount, mm.Min.CPUCount, mm.Max.CPUCount, FailCPU},
+		{"disk-count", spec.DiskCount, mm.Min.DiskCount, mm.Max.DiskCount, FailDiskCount},
+		{"nic-count", spec.NICCount, mm.Min.NICCount, mm.Max.NICCount, FailInternal},
+		{"spindle-use", spec.SpindleUse, mm.Min.SpindleUse, mm.Max.SpindleUse, FailSpindles},
 	} {
 		if v := check(c.name, c.v, c.lo, c.hi); v != "" {
-			return v
+			return v, c.mode
 		}
 	}
 	for _, d := range disks {
 		if v := check("disk-size", d.Size, mm.Min.DiskSize, mm.Max.DiskSize); v != "" {
-			return v
+			return v, FailDisk
 		}
 	}
-	return ""
+	return "", 0
 }

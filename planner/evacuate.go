@@ -30,7 +30,7 @@ func (s *state) evacuate(r *Request, evac map[int32]bool, out *outcome) {
 			continue
 		}
 		if !x.best.ok {
-			out.fail(name, s.noPlaceReason(x, g, targets))
+			out.failHail(name, s.noPlaceReason(x, g, targets), hailNoNode(x))
 			continue
 		}
 		out.move(s, &in, x.best)
@@ -103,6 +103,15 @@ next:
 		out = append(out, i)
 	}
 	return out
+}
+
+// hailNoNode is hail's sentence for an instance no node of its group
+// could take, each node named with the first check it failed.
+func hailNoNode(x *search) string {
+	if x.why.empty() {
+		return "Can't find any good node: no nodes available"
+	}
+	return "Can't find any good node: " + x.why.hailNodes(x.s)
 }
 
 // noPlaceReason explains why no candidate fitted in group g.

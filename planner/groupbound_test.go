@@ -97,7 +97,7 @@ func checkBounds(t *testing.T, c *Cluster, r Request, o Options, seed int) (chec
 			bound := s.lowerBound(g, &rg, &in)
 			bounds = append(bounds, bound)
 			nodeChecks += checkNodeBounds(t, s, &in, g, &rg, seed)
-			x, _ := s.searchGroup(&in, g, nil)
+			x, _, _ := s.searchGroup(&in, g, nil)
 			if x == nil {
 				continue
 			}
@@ -112,7 +112,7 @@ func checkBounds(t *testing.T, c *Cluster, r Request, o Options, seed int) (chec
 				pruned++
 			}
 		}
-		x, _ := s.bestGroup(&in, targets, b)
+		x, _, _ := s.bestGroup(&in, targets, b)
 		if x == nil {
 			continue
 		}

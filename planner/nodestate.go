@@ -33,6 +33,8 @@ type failure struct {
 	need int64 // what the instance needs (MiB, vCPUs, spindles)
 	have int64 // what the node has left
 	tag  string
+	// pmode is hail's mode of a policy refusal (failPolicy).
+	pmode FailMode
 }
 
 func (f failure) ok() bool { return f.kind == failNone }

@@ -75,12 +75,19 @@ type Allocated struct {
 	Instance string
 	Group    string
 	Nodes    []string
+	// Hail is hail's account of the choice ("Selected group: ...").
+	Hail string
 }
 
 // Failed is an instance the plan cannot move, with the reason.
 type Failed struct {
 	Instance string
 	Reason   string
+	// Hail is the failure in hail's words and counts ("Group g1
+	// (preferred): No valid allocation solutions, failure reasons:
+	// FailDisk: 1"), which Ganeti's answers carry; Reason is Drove's
+	// fuller explanation.
+	Hail string
 }
 
 // Plan is the planner's answer. Moved and Failed together hold every
@@ -107,6 +114,9 @@ type Plan struct {
 	// Log explains an allocation: the group chosen and, for every group
 	// tried, its best score or why nothing fitted.
 	Log []string
+	// Hail, for a successful AllocateSecondary, is hail's account of the
+	// choice ("score: ..., successes 2, failures 0 () for node(s) a/b").
+	Hail string
 }
 
 // GroupScore is one group's cluster score before and after a plan.

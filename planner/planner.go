@@ -8,8 +8,11 @@ type outcome struct {
 	profiles []jobProfile
 }
 
-func (o *outcome) fail(name, reason string) {
-	o.plan.Failed = append(o.plan.Failed, Failed{Instance: name, Reason: reason})
+func (o *outcome) fail(name, reason string) { o.failHail(name, reason, reason) }
+
+// failHail records a failure with hail's words for it besides Drove's.
+func (o *outcome) failHail(name, reason, hail string) {
+	o.plan.Failed = append(o.plan.Failed, Failed{Instance: name, Reason: reason, Hail: hail})
 }
 
 // move commits the chosen candidate and records its job.

@@ -14,28 +14,32 @@ import (
 //
 // excl is the target node's exclusive storage: then the spindles checked
 // are those of the disks (unknown spindles never fit), else spindle use.
-func placementPolicyViolation(in *Instance, pol *IPolicy, excl bool) string {
-	if len(pol.DiskTemplates) > 0 && !slices.Contains(pol.DiskTemplates, in.Storage) {
-		return fmt.Sprintf("storage kind %q is not allowed by the group's instance policy", in.Storage)
-	}
-	if len(pol.MinMax) == 0 {
-		return ""
-	}
+// The mode is hail's for the same refusal: the ranges are checked first,
+// as hail does, and a storage kind the policy does not allow is FailDisk.
+func placementPolicyViolation(in *Instance, pol *IPolicy, excl bool) (string, FailMode) {
 	var first string
+	var mode FailMode
 	for _, mm := range pol.MinMax {
-		v := rangeViolation(in, mm, excl)
+		v, m := rangeViolation(in, mm, excl)
 		if v == "" {
-			return ""
+			first = ""
+			break
 		}
 		if first == "" {
-			first = v
+			first, mode = v, m
 		}
 	}
-	return first
+	if first != "" {
+		return first, mode
+	}
+	if len(pol.DiskTemplates) > 0 && !slices.Contains(pol.DiskTemplates, in.Storage) {
+		return fmt.Sprintf("storage kind %q is not allowed by the group's instance policy", in.Storage), FailDisk
+	}
+	return "", 0
 }
 
 // rangeViolation checks one min/max range, in hail's order.
-func rangeViolation(in *Instance, mm MinMax, excl bool) string {
+func rangeViolation(in *Instance, mm MinMax, excl bool) (string, FailMode) {
 	out := func(name string, v, lo, hi int64) string {
 		if v < lo {
 			return fmt.Sprintf("%s %d is below the policy minimum %d", name, v, lo)
@@ -46,31 +50,31 @@ func rangeViolation(in *Instance, mm MinMax, excl bool) string {
 		return ""
 	}
 	if v := out("memory", in.Memory, mm.Min.MemorySize, mm.Max.MemorySize); v != "" {
-		return v
+		return v, FailMem
 	}
 	for _, d := range in.Disks {
 		if v := out("disk size", d.Size, mm.Min.DiskSize, mm.Max.DiskSize); v != "" {
-			return v
+			return v, FailDisk
 		}
 	}
 	if v := out("vCPUs", in.VCPUs, mm.Min.CPUCount, mm.Max.CPUCount); v != "" {
-		return v
+		return v, FailCPU
 	}
 	if excl {
 		sp := totalSpindles(in.Disks)
 		if sp < 0 {
-			return "the disks' spindles are unknown and the node has exclusive storage"
+			return "the disks' spindles are unknown and the node has exclusive storage", FailSpindles
 		}
 		if v := out("spindles", sp, mm.Min.SpindleUse, mm.Max.SpindleUse); v != "" {
-			return v
+			return v, FailSpindles
 		}
 	} else if v := out("spindle use", in.SpindleUse, mm.Min.SpindleUse, mm.Max.SpindleUse); v != "" {
-		return v
+		return v, FailSpindles
 	}
 	if in.Storage != Diskless {
 		if v := out("disk count", int64(len(in.Disks)), mm.Min.DiskCount, mm.Max.DiskCount); v != "" {
-			return v
+			return v, FailDiskCount
 		}
 	}
-	return ""
+	return "", 0
 }

@@ -13,6 +13,10 @@ type reasons struct {
 	count  [failKinds]int
 	sample [failKinds][]failure
 	seen   map[int32]bool
+	// modes counts every refused candidate by hail's mode, and first
+	// keeps each node's first refusal in order, for hail's words.
+	modes FailCounts
+	first []failure
 }
 
 const reasonSamples = 3
@@ -21,10 +25,12 @@ func (r *reasons) add(f failure) {
 	if r.seen == nil {
 		r.seen = map[int32]bool{}
 	}
+	r.modes[f.mode()]++
 	if r.seen[f.node] {
 		return // one reason per node: the first check it failed
 	}
 	r.seen[f.node] = true
+	r.first = append(r.first, f)
 	r.count[f.kind]++
 	if len(r.sample[f.kind]) < reasonSamples {
 		r.sample[f.kind] = append(r.sample[f.kind], f)

@@ -33,7 +33,7 @@ func (s *state) relocate(r *Request, out *outcome) {
 	}
 	x.fast(kind, targets)
 	if !x.best.ok {
-		out.fail(name, s.noPlaceReason(x, g, targets))
+		out.failHail(name, s.noPlaceReason(x, g, targets), hailNoNode(x))
 		return
 	}
 	out.move(s, &in, x.best)

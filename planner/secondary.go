@@ -50,6 +50,8 @@ func (s *state) allocateSecondaryOn(idx int32, out *outcome) bool {
 		}
 		s.commit(in, fits[i].cand)
 		out.plan.Relocated = []string{s.nodeName(in.sec)}
+		out.plan.Hail = hailSolution(fits[i].key, false, len(fits)-x.why.modes[FailN1], x.why.modes,
+			[]string{s.nodeName(in.pri), s.nodeName(in.sec)})
 		out.plan.Log = append(out.plan.Log, fmt.Sprintf("%s: score %.8f, %d candidates fit, for node(s) %s/%s",
 			name, fits[i].key.score, len(fits), s.nodeName(in.pri), s.nodeName(in.sec)))
 		return true
@@ -58,7 +60,7 @@ func (s *state) allocateSecondaryOn(idx int32, out *outcome) bool {
 	if !x.why.empty() {
 		why += ": " + x.why.describe(s)
 	}
-	out.fail(name, why)
+	out.failHail(name, why, x.why.modes.NoSolution())
 	return false
 }
 

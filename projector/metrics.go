@@ -1,7 +1,6 @@
 package projector
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,40 +19,22 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
+	s := promreg.On(reg)
 	m := &metrics{
-		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_projector_events_applied_total",
-			Help: "Events folded into the views, by event type (duplicates excluded).",
-		}, []string{"type"}),
-		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_projector_duplicate_events_total",
-			Help: "Events skipped because their id was already in event_log, by event type.",
-		}, []string{"type"}),
-		undecodable: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_projector_undecodable_events_total",
-			Help: "Records that could not be folded and were set aside in undecodable_events, by topic.",
-		}, []string{"topic"}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "drove_projector_lag",
-			Help: "Records between the log's end (last stable offset) and the projector's next offset.",
-		}, []string{"topic", "partition"}),
-		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "drove_projector_apply_seconds",
-			Help:    "Time to fold one batch of records in one Postgres transaction.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}),
-		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "drove_projector_batch_records",
-			Help:    "Records folded per transaction.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
-		}),
+		applied: s.CounterVec("drove_projector_events_applied_total",
+			"Events folded into the views, by event type (duplicates excluded).", "type"),
+		duplicates: s.CounterVec("drove_projector_duplicate_events_total",
+			"Events skipped because their id was already in event_log, by event type.", "type"),
+		undecodable: s.CounterVec("drove_projector_undecodable_events_total",
+			"Records that could not be folded and were set aside in undecodable_events, by topic.", "topic"),
+		lag: s.GaugeVec("drove_projector_lag",
+			"Records between the log's end (last stable offset) and the projector's next offset.", "topic", "partition"),
+		apply: s.Histogram("drove_projector_apply_seconds",
+			"Time to fold one batch of records in one Postgres transaction.", prometheus.ExponentialBuckets(0.001, 2, 14)),
+		batch: s.Histogram("drove_projector_batch_records", "Records folded per transaction.",
+			prometheus.ExponentialBuckets(1, 2, 11)),
 	}
-	if err := errors.Join(promreg.Register(reg, &m.applied), promreg.Register(reg, &m.duplicates),
-		promreg.Register(reg, &m.undecodable), promreg.Register(reg, &m.lag),
-		promreg.Register(reg, &m.apply), promreg.Register(reg, &m.batch)); err != nil {
+	if err := s.Err(); err != nil {
 		return nil, err
 	}
 	return m, nil

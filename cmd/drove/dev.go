@@ -11,19 +11,22 @@ import (
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
 )
 
 // devFlags are drove dev's settings.
 type devFlags struct {
 	dir, addr, brokerAddr, logLevel, driver, tokens string
+	kafka                                           string
 	pgPort                                          int
 	partitions                                      int
 }
 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dev", `
-Usage: drove dev [flags]     (make run; make run-zfs for --driver zfs)
+Usage: drove dev [flags]     (make run; make run-kafka for --kafka apache;
+                              make run-zfs for --driver zfs)
 
 Runs the whole system on this machine, the embedded default: a Kafka-protocol
 broker, a PostgreSQL cluster from the system's binaries, the projector, the
@@ -36,11 +39,19 @@ each node is a file-backed ZFS pool (zfs-fuse, started if not running)
 named drove-<node>, each instance a dataset in it with generated content
 and a process that keeps writing to it, and each node's executor moves
 datasets with the ZFS driver. A clean stop (Ctrl-C) stops the processes and
-exports the pools; a restart on the same --dir imports them again.`, stderr)
+exports the pools; a restart on the same --dir imports them again.
+
+With --kafka apache the system runs on a real Apache Kafka broker instead of
+the embedded one: drove dev starts one (deploy/apachekafka: Java 17 or later
+and the jars make test-deps fetches) with its log in DIR/apachekafka, and
+stops it cleanly on Ctrl-C; a restart on the same --dir is the same broker
+on the same port with the same topics and events. Each broker keeps its own
+log, so a --dir holds one or the other.`, stderr)
 	var f devFlags
 	fs.StringVar(&f.dir, "dir", ".drove", "where the broker and Postgres keep their data")
 	fs.StringVar(&f.addr, "addr", "localhost:8080", "the gateway's address")
-	fs.StringVar(&f.brokerAddr, "broker-addr", embedded.DefaultBrokerAddr, "the embedded broker's address")
+	fs.StringVar(&f.kafka, "kafka", kafkaEmbedded, "the broker: embedded (franz-go's kfake, in this process) or apache (a real Apache Kafka broker this command starts, its data in DIR/apachekafka)")
+	fs.StringVar(&f.brokerAddr, "broker-addr", embedded.DefaultBrokerAddr, "the embedded broker's address (--kafka apache picks a free port once and keeps it)")
 	fs.IntVar(&f.pgPort, "pg-port", embedded.DefaultPostgresPort, "the embedded Postgres port (on 127.0.0.1)")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error")
 	fs.IntVar(&f.partitions, "partitions", envInt("DROVE_PARTITIONS", 3), "partitions of each topic created in a new --dir (env DROVE_PARTITIONS)")
@@ -49,15 +60,17 @@ exports the pools; a restart on the same --dir imports them again.`, stderr)
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
-	if err := f.dev(stdout, stderr); err != nil {
+	ctx, stop := signalContext()
+	defer stop()
+	if err := f.dev(ctx, stdout, stderr); err != nil {
 		return fail(stderr, "dev", err)
 	}
 	return exitOK
 }
 
-// dev starts the embedded infrastructure and the system on it, and runs
-// until a signal.
-func (f devFlags) dev(stdout, stderr io.Writer) error {
+// dev starts the infrastructure and the system on it, and runs until ctx
+// ends (a signal).
+func (f devFlags) dev(ctx context.Context, stdout, stderr io.Writer) error {
 	if f.driver != "sim" && f.driver != "zfs" {
 		return fmt.Errorf("unknown --driver %q: sim or zfs", f.driver)
 	}
@@ -69,19 +82,17 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext()
-	defer stop()
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(f.logLevel))
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	fmt.Fprintf(stdout, "Starting Drove (data in %s)...\n", abs)
-	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(abs, "kafka"), Addr: f.brokerAddr,
-		Partitions: f.partitions})
+	broker, err := f.startDevBroker(ctx, abs)
 	if err != nil {
 		return err
 	}
-	defer broker.Stop()
+	defer broker.stop()
+	fmt.Fprintln(stdout, broker.about)
 	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(abs, "postgres"), Port: f.pgPort})
 	if err != nil {
 		return err
@@ -91,7 +102,7 @@ func (f devFlags) dev(stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := allinone.Config{
-		Brokers:       broker.Addrs(),
+		Kafka:         kafka.Config{Brokers: broker.brokers},
 		DatabaseURL:   pg.URL(embedded.DefaultDatabase),
 		GatewayAddr:   f.addr,
 		Logger:        log,
@@ -134,7 +145,7 @@ Try:
   go run ./cmd/drove plans                       # every request and its status
 
 (or build it once: make build, then bin/drove ...). Ctrl-C stops everything.
-`, len(sys.Nodes), f.addr, f.addr, cfg.Brokers, cfg.DatabaseURL, sys.Nodes[0])
+`, len(sys.Nodes), f.addr, f.addr, cfg.Kafka.Brokers, cfg.DatabaseURL, sys.Nodes[0])
 	if zdev != nil {
 		zdev.describe(stdout)
 	}

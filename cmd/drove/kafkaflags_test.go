@@ -19,6 +19,11 @@ import (
 // flags reads the log over TLS; with another CA it refuses the broker,
 // with a wrong password it says SASL refused, and neither error nor
 // output shows the password.
+//
+// kfake: a SCRAM user of the test's choosing on a TLS listener. Apache
+// Kafka keeps SCRAM users in its metadata, made when its storage is
+// formatted; the same commands over SASL_SSL with PLAIN users on a real
+// broker are TestComposeDeploymentOnARealBroker's.
 func TestCommandsTalkToASecuredKafka(t *testing.T) {
 	dir := t.TempDir()
 	// The broker's certificate, from a Drove CA: it names "localhost".

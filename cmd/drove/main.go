@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/drovehq/drove/cmd/drove/hailcli"
 )
 
 // command is one subcommand; run gets the arguments after its name.
@@ -40,12 +42,16 @@ func commands() []command {
 		{"watch", "follow a request or an instance", runWatch},
 		{"migrate", "migrate one instance (RFD 34): begin, sync, switch, abort, pause, schedule, watch", runMigrate},
 		{"settings", "read or change the migration settings (operators)", runSettings},
+		{"acls", "who may write which Kafka topic: print the ACLs, or apply them and create the topics (as the admin user)", runACLs},
 		{"ca", "a small CA for the executors' node certificates: init, issue NODE", runCA},
 		{"iallocator", "answer a Ganeti IAllocator request (stands in for hail)", runIAllocator},
 	}
 }
 
 func main() {
+	if name, ok := asAllocator(os.Args[0]); ok {
+		os.Exit(hailcli.Run(name, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

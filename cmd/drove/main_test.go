@@ -42,16 +42,39 @@ func TestIAllocatorBadInput(t *testing.T) {
 	}
 }
 
-func TestIAllocatorAnswers(t *testing.T) {
-	doc := `{"cluster_tags": [], "nodegroups": {"g": {"name": "default", "alloc_policy": "preferred", "networks": [], "tags": [], "ipolicy": {"std": {}, "minmax": [], "disk-templates": ["rbd"], "vcpu-ratio": 4, "spindle-ratio": 32}}},
+const iallocatorDoc = `{"cluster_tags": [], "nodegroups": {"g": {"name": "default", "alloc_policy": "preferred", "networks": [], "tags": [], "ipolicy": {"std": {}, "minmax": [], "disk-templates": ["rbd"], "vcpu-ratio": 4, "spindle-ratio": 32}}},
 	"nodes": {
 	 "n1": {"total_memory": 8192, "reserved_memory": 0, "free_memory": 7168, "total_disk": 100000, "free_disk": 100000, "total_cpus": 4, "reserved_cpus": 0, "free_spindles": 1, "offline": false, "drained": false, "group": "g", "ndparams": {"spindle_count": 1, "exclusive_storage": false}},
 	 "n2": {"total_memory": 8192, "reserved_memory": 0, "free_memory": 8192, "total_disk": 100000, "free_disk": 100000, "total_cpus": 4, "reserved_cpus": 0, "free_spindles": 1, "offline": false, "drained": false, "group": "g", "ndparams": {"spindle_count": 1, "exclusive_storage": false}}},
 	"instances": {"web": {"memory": 1024, "vcpus": 1, "disk_space_total": 1000, "disks": [{"size": 1000}], "nics": [], "tags": [], "spindle_use": 1, "disk_template": "rbd", "admin_state": "up", "nodes": ["n1"]}},
 	"request": {"type": "node-evacuate", "evac_mode": "all", "instances": ["web"]}}`
-	code, out, errs := run(t, doc, "iallocator", "-")
+
+func TestIAllocatorAnswers(t *testing.T) {
+	code, out, errs := run(t, iallocatorDoc, "iallocator", "-")
 	if code != 0 || !strings.Contains(out, `"success":true`) || !strings.Contains(out, `["web","default",["n2"]]`) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// Ganeti runs an allocator as ALLOCATOR FILE [OPTIONS]: an option after
+// the file means what it means before it.
+func TestIAllocatorOptionsAfterTheFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "req.json")
+	os.WriteFile(file, []byte(iallocatorDoc), 0o644)
+	_, before, _ := run(t, "", "iallocator", "--ignore-soft-errors", file)
+	code, after, errs := run(t, "", "iallocator", file, "--ignore-soft-errors")
+	if code != 0 || after != before || !strings.Contains(after, `"success":true`) {
+		t.Fatalf("exit %d, stderr %q\nbefore the file: %s\nafter it: %s", code, errs, before, after)
+	}
+}
+
+// The binary run through a link named hail or drove-hail is the allocator,
+// so Ganeti can run it by path; under its own name it is drove.
+func TestAllocatorNames(t *testing.T) {
+	for argv0, want := range map[string]bool{"/usr/lib/ganeti/iallocators/hail": true, "drove-hail": true, "/usr/bin/drove": false, "hbal": false} {
+		if _, got := asAllocator(argv0); got != want {
+			t.Errorf("asAllocator(%q) = %v, want %v", argv0, got, want)
+		}
 	}
 }
 
@@ -60,11 +83,11 @@ func TestHelp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "iallocator") || !strings.Contains(out, "evacuate") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	code, _, errs := run(t, "", "iallocator", "--help")
-	if code != 0 || !strings.Contains(errs, "IAllocator") {
-		t.Fatalf("exit %d: %s", code, errs)
+	code, out, _ = run(t, "", "iallocator", "--help")
+	if code != 0 || !strings.Contains(out, "IAllocator") {
+		t.Fatalf("exit %d: %s", code, out)
 	}
-	code, _, errs = run(t, "", "frobnicate")
+	code, _, errs := run(t, "", "frobnicate")
 	if code != 2 || !strings.Contains(errs, "unknown command") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/events/chain"
-	"github.com/drovehq/drove/notary"
+	"github.com/drovehq/drove/projector/notary"
 )
 
 func runNotary(args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -25,6 +25,7 @@ import (
 	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/events/retry"
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/iallocator"
@@ -45,6 +46,10 @@ type serviceFlags struct {
 	// lets services run over topics that delete events (EnsureTopics).
 	partitions           int
 	allowFiniteRetention bool
+	// replicas and minInsync are what topics are created with: how many
+	// brokers hold each partition, and how many must have an event before
+	// an append of it is acknowledged.
+	replicas, minInsync int
 }
 
 // envInt is the integer in environment variable name, or def when unset;
@@ -79,6 +84,10 @@ func (s *serviceFlags) register(fs *flag.FlagSet, needsDB bool) {
 	s.security.register(fs)
 	fs.IntVar(&s.partitions, "partitions", envInt("DROVE_PARTITIONS", 3),
 		"partitions of each topic this service creates; existing topics keep theirs (env DROVE_PARTITIONS). An executor reads 1/partitions of the opcodes: production wants 12 or more")
+	fs.IntVar(&s.replicas, "replication-factor", envInt("DROVE_REPLICATION_FACTOR", -1),
+		"replicas of each partition of the topics this service creates; -1: the broker's default.replication.factor (env DROVE_REPLICATION_FACTOR). Production wants 3")
+	fs.IntVar(&s.minInsync, "min-insync-replicas", envInt("DROVE_MIN_INSYNC_REPLICAS", 0),
+		"replicas that must hold an event before its append is acknowledged, on the topics this service creates; 0: 2 with 3 or more replicas, else 1 (env DROVE_MIN_INSYNC_REPLICAS)")
 	fs.BoolVar(&s.allowFiniteRetention, "allow-finite-retention", envBool("DROVE_ALLOW_FINITE_RETENTION"),
 		"run even if an existing topic would delete events (finite retention, compaction); replays then miss what the broker deleted (env DROVE_ALLOW_FINITE_RETENTION)")
 	if needsDB {
@@ -102,6 +111,7 @@ func (s *serviceFlags) kafka(clientID string) kafka.Config {
 	}
 	s.security.apply(&cfg)
 	cfg.AllowFiniteRetention = s.allowFiniteRetention
+	cfg.ReplicationFactor, cfg.MinInsyncReplicas = int16(s.replicas), s.minInsync
 	return cfg
 }
 
@@ -221,6 +231,11 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 		g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
 			KafkaCheck: prod.Ping, Tokens: tokens,
 			PointInTime: allinone.PointInTime(projector.Config{Kafka: sf.kafka("drove-asof"), Schema: sf.schema, Logger: log}, pool)}, pool, prod)
+		if errors.Is(err, gateway.ErrInvalidConfig) {
+			// The gateway's sentinel is not marked permanent itself yet;
+			// no restart cures a configuration.
+			return retry.Permanent(err)
+		}
 		if err != nil {
 			return err
 		}
@@ -248,6 +263,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	fs.Var(&perNode, "max-moves-per-node", "moves a node sends at once: a number, or auto (as many as the node's link has room for)")
 	nodeLease := fs.Duration("node-lease", 30*time.Second, "declare a node lost (offline) when its executor sent no heartbeat for this long; keep it above the executors' --fence")
 	snapshotDir := fs.String("snapshot-dir", os.Getenv("DROVE_PLANNER_SNAPSHOT_DIR"), "where the planner keeps a snapshot of its state, so a start reads only the log after it (env DROVE_PLANNER_SNAPSHOT_DIR); empty: every start replays the whole log")
+	election := fs.Duration("election-timeout", 6*time.Second, "with --standby: how long a leader may be silent before a standby takes over (the election group's session timeout; the brokers allow 6s to 30m unless configured otherwise)")
 	standby := fs.Bool("standby", true, "run several: they elect one that decides, the others stand by and take over when it dies; false: this one decides at once and fences any other")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
@@ -262,7 +278,7 @@ others stand by and take over within seconds when it dies (--standby).`, stderr)
 	// The flag changes one option: the rest keep the planner's defaults.
 	cfg.Options = planner.DefaultOptions()
 	cfg.Options.MaxMovesPerNode, cfg.AutoMovesPerNode = perNode.n, perNode.auto
-	cfg.Standby = *standby
+	cfg.Standby, cfg.ElectionTimeout = *standby, *election
 	cfg.NodeLease = *nodeLease
 	cfg.SnapshotDir = *snapshotDir
 	part := supervise.Part{Name: "planner", Log: log}
@@ -449,6 +465,7 @@ Ganeti cluster's data can be imported.`, stderr)
 		}
 	}
 	kcfg := sf.kafka("drove-seed")
+	kcfg.AwaitVisible = true // a tool: what it seeded is readable when it exits
 	kcfg.TransactionalID = "drove-seed"
 	if err := kafka.EnsureTopics(ctx, kcfg, sf.partitions, events.Topics()...); err != nil {
 		return fail(stderr, "seed", err)

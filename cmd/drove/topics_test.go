@@ -4,10 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // A service started over a topic the broker would delete events from
@@ -15,14 +14,17 @@ import (
 // override (flag or environment) lets it run. New topics get the
 // partition count asked for.
 func TestServicesRefuseTopicsThatDeleteEvents(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, events.TopicRequests))
-	if err != nil {
+	// The topic that deletes events is one the broker created itself,
+	// with its defaults (7 days), for a client that wrote to it first.
+	k := testenv.Kafka(t)
+	cfg := k.Config()
+	if err := kafka.WriteRaw(t.Context(), cfg, events.TopicRequests, []byte("k"), []byte("not an event")); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	brokers := c.ListenAddrs()[0]
+	t.Setenv("KAFKA_NAMESPACE", cfg.Namespace)
+	brokers := strings.Join(k.Brokers, ",")
 	code, out, errs := run(t, "", "seed", "--demo", "--brokers", brokers, "--partitions", "5")
-	if code == exitOK || !strings.Contains(errs, "topic drove.requests has retention.ms=") {
+	if code == exitOK || !strings.Contains(errs, "topic "+cfg.Namespace+"drove.requests has retention.ms=") {
 		t.Fatalf("seed over a topic with finite retention: exit %d\n%s\n%s", code, out, errs)
 	}
 	t.Setenv("DROVE_ALLOW_FINITE_RETENTION", "1")
@@ -31,7 +33,7 @@ func TestServicesRefuseTopicsThatDeleteEvents(t *testing.T) {
 	}
 	t.Setenv("DROVE_ALLOW_FINITE_RETENTION", "")
 	ctx := t.Context()
-	r, err := kafka.NewReader(ctx, kafka.Config{Brokers: []string{brokers}}, kafka.ReadOptions{Topics: []string{events.TopicOpcodes}})
+	r, err := kafka.NewReader(ctx, cfg, kafka.ReadOptions{Topics: []string{events.TopicOpcodes}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,7 @@ func TestVerifyCommand(t *testing.T) {
 		events.RequestRejected{Request: "r1", Reason: "unknown node n9"},
 	)
 	brokers := strings.Join(cfg.Brokers, ",")
+	t.Setenv("KAFKA_NAMESPACE", cfg.Namespace)
 	code, out, errs := run(t, "", "verify", "--brokers", brokers)
 	if code != exitOK || !strings.Contains(out, "OK: every invariant holds") || !strings.Contains(out, "1 requests: 0 finished, 1 rejected") {
 		t.Fatalf("clean log: exit %d\n%s\n%s", code, out, errs)

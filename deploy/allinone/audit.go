@@ -8,10 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
-	"github.com/drovehq/drove/notary"
 	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/projector/notary"
 )
 
 // The auditors' parts of the system: point-in-time views for the gateway
@@ -33,7 +32,7 @@ func PointInTime(cfg projector.Config, pool *pgxpool.Pool) func(context.Context,
 // StartNotary starts (or restarts) the notary, which checkpoints the log's
 // hash chains.
 func (s *System) StartNotary(_ context.Context) error {
-	cfg := notary.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-notary"},
+	cfg := notary.Config{Kafka: s.cfg.kafka("drove-notary", ""),
 		Key: s.cfg.NotaryKey, Interval: s.cfg.NotaryInterval, Logger: s.log.With("part", "notary")}
 	if err := cfg.Validate(); err != nil {
 		return err

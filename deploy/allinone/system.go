@@ -26,12 +26,22 @@ import (
 	"github.com/drovehq/drove/projector"
 )
 
+// kafka is c.Kafka for one part: its client id and transactional id.
+func (c Config) kafka(clientID, transactionalID string) kafka.Config {
+	k := c.Kafka
+	k.ClientID, k.TransactionalID = clientID, transactionalID
+	k.AwaitVisible = false // the services append as in production
+	return k
+}
+
 // Config describes the whole of Drove in one process: the projector,
 // the planner service, one simulated executor per node and the gateway,
 // over brokers and a database given from outside (the embedded ones for
 // `drove dev`, the test helpers' in end-to-end tests).
 type Config struct {
-	Brokers     []string
+	// Kafka is how every part reaches the brokers (Brokers, Namespace,
+	// TLS, SASL); each part sets its own ClientID and transactional id.
+	Kafka       kafka.Config
 	DatabaseURL string
 	Schema      string // the views' schema; default "drove"
 	// GatewayAddr is where the gateway listens; empty means it does not
@@ -76,7 +86,7 @@ type Config struct {
 	// RefusalAuditBurst is the gateway's budget of refusals audited one
 	// by one before it folds them into counts; 0 is its default.
 	RefusalAuditBurst int
-	// NotaryKey signs the notary's checkpoints (notary/); nil: unsigned.
+	// NotaryKey signs the notary's checkpoints (projector/notary); nil: unsigned.
 	// NotaryInterval is how often it writes them; 0 is its default.
 	NotaryKey      ed25519.PrivateKey
 	NotaryInterval time.Duration
@@ -156,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	s := &System{cfg: cfg, log: cfg.Logger, parts: map[string]*part{}, sims: map[string]*sim.Driver{},
 		drivers: map[string]executor.Driver{},
-		kcfg:    kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-dev"}}
+		kcfg:    cfg.kafka("drove-dev", "")}
 	s.Registry = prometheus.NewRegistry()
 	s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -189,14 +199,14 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	s.Nodes = nodes
 
-	if s.producer, err = kafka.NewProducer(kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-gateway", TransactionalID: "drove-gateway"}); err != nil {
+	if s.producer, err = kafka.NewProducer(cfg.kafka("drove-gateway", "drove-gateway")); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	g, err := gateway.New(gateway.Config{Addr: cfg.GatewayAddr, Schema: cfg.Schema, Logger: s.log.With("part", "gateway"),
 		Metrics: s.Registry, Gatherer: s.Registry, KafkaCheck: s.producer.Ping, Tokens: cfg.GatewayTokens, Parts: s.Parts,
 		RefusalAuditBurst: cfg.RefusalAuditBurst,
-		PointInTime: PointInTime(projector.Config{Kafka: kafka.Config{Brokers: cfg.Brokers, ClientID: "drove-asof"},
+		PointInTime: PointInTime(projector.Config{Kafka: cfg.kafka("drove-asof", ""),
 			Schema: cfg.Schema, Logger: s.log.With("part", "asof")}, pool)}, pool, s.producer)
 	if err != nil {
 		s.closeAll()
@@ -238,7 +248,7 @@ func (s *System) inventoryNodes(ctx context.Context) ([]string, error) {
 }
 
 func (s *System) seed(ctx context.Context, c *planner.Cluster) error {
-	p, err := kafka.NewProducer(kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-seed", TransactionalID: "drove-seed"})
+	p, err := kafka.NewProducer(s.cfg.kafka("drove-seed", "drove-seed"))
 	if err != nil {
 		return err
 	}
@@ -302,7 +312,7 @@ func (s *System) Parts() map[string]string {
 
 // StartProjector starts (or restarts) the projector.
 func (s *System) StartProjector(_ context.Context) error {
-	cfg := projector.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-projector"}, Partitions: s.cfg.Partitions,
+	cfg := projector.Config{Kafka: s.cfg.kafka("drove-projector", ""), Partitions: s.cfg.Partitions,
 		Schema: s.cfg.Schema, Logger: s.log.With("part", "projector"), Registerer: s.registerer("projector")}
 	if _, err := projector.New(cfg, s.Pool); err != nil {
 		return err
@@ -319,7 +329,7 @@ func (s *System) StartProjector(_ context.Context) error {
 
 // StartPlanner starts (or restarts) the planner service.
 func (s *System) StartPlanner(_ context.Context) error {
-	cfg := service.Config{Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-planner"}, Partitions: s.cfg.Partitions,
+	cfg := service.Config{Kafka: s.cfg.kafka("drove-planner", ""), Partitions: s.cfg.Partitions,
 		MaxRunningMoves: s.cfg.MaxRunningMoves, AutoMovesPerNode: s.cfg.AutoMovesPerNode,
 		Logger: s.log.With("part", "planner"), Metrics: s.registerer("planner"),
 		SnapshotDir: s.cfg.PlannerSnapshotDir, PlanPartBytes: s.cfg.PlanPartBytes}
@@ -351,7 +361,7 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	cfg := executor.Config{Node: node, Kafka: kafka.Config{Brokers: s.cfg.Brokers, ClientID: "drove-executor-" + node},
+	cfg := executor.Config{Node: node, Kafka: s.cfg.kafka("drove-executor-"+node, ""),
 		Partitions: s.cfg.Partitions, Concurrency: s.cfg.ExecutorConcurrency,
 		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
 	e, err := executor.New(cfg, d)

@@ -6,11 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/executor"
-	"github.com/drovehq/drove/gateway"
-	"github.com/drovehq/drove/planner/service"
-	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/events/retry"
 )
 
 // ErrStopped is what a part that returned nil before its context ended
@@ -25,7 +21,7 @@ type Part struct {
 	Log *slog.Logger
 	// Backoff paces restarts. Default: from 200ms doubling to 5s, without
 	// end.
-	Backoff kafka.Backoff
+	Backoff retry.Backoff
 	// Permanent says which errors no restart cures. Default Permanent.
 	Permanent func(error) bool
 	// OnRestart, if set, hears each restart (n counts from 1) before its wait.
@@ -40,8 +36,8 @@ func Run(ctx context.Context, p Part, run func(context.Context) error) error {
 	if p.Log == nil {
 		p.Log = slog.Default()
 	}
-	if p.Backoff == (kafka.Backoff{}) {
-		p.Backoff = kafka.Backoff{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
+	if p.Backoff == (retry.Backoff{}) {
+		p.Backoff = retry.Backoff{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
 	}
 	if p.Permanent == nil {
 		p.Permanent = Permanent
@@ -66,20 +62,13 @@ func Run(ctx context.Context, p Part, run func(context.Context) error) error {
 	return err
 }
 
-// Permanent reports the errors no restart cures: a configuration that
+// Permanent reports the errors no restart cures: those that wrap
+// retry.ErrPermanent. Each package marks its own (a configuration that
 // does not validate, a topic the broker keeps with settings that would
 // lose events, an event this build cannot decode, a schema of the views
-// that is not this build's, and fencing by a newer instance of the same
-// producer (restarting would fence it back, and the two would take turns).
+// that is not this build's, fencing by a newer instance of the same
+// producer, which restarting would fence back), so the supervisor needs
+// to know nothing of the parts it runs.
 func Permanent(err error) bool {
-	for _, target := range []error{
-		kafka.ErrInvalidConfig, kafka.ErrTopicConfig, kafka.ErrUndecodable, kafka.ErrFenced,
-		service.ErrInvalidConfig, projector.ErrInvalidConfig, projector.ErrSchemaOutdated, projector.ErrSchema,
-		executor.ErrInvalidConfig, gateway.ErrInvalidConfig,
-	} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
+	return errors.Is(err, retry.ErrPermanent)
 }

@@ -9,9 +9,14 @@ import (
 
 	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/events/retry"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/planner/service"
+	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/projector/notary"
 )
 
-var fast = kafka.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+var fast = retry.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
 
 // A part that fails for a while is restarted until it runs; each restart
 // is heard; its own end (ctx) is a clean nil.
@@ -42,9 +47,17 @@ func TestRestartsUntilRunning(t *testing.T) {
 	}
 }
 
-// An error no restart cures is returned at once, whatever wraps it.
+// An error no restart cures is returned at once, whatever wraps it: each
+// service marks its own (retry.Permanent), and the supervisor knows none
+// of them. The list is the services' contract with it, held here so a
+// sentinel that loses its mark fails a test rather than restarting a
+// part forever (gateway.ErrInvalidConfig is marked by drove gateway's
+// wiring, cmd/drove).
 func TestPermanentErrorEnds(t *testing.T) {
-	for _, target := range []error{kafka.ErrInvalidConfig, kafka.ErrUndecodable, kafka.ErrFenced, kafka.ErrTopicConfig} {
+	own := retry.Permanent(errors.New("part: invalid config"))
+	for _, target := range []error{own, kafka.ErrInvalidConfig, kafka.ErrUndecodable, kafka.ErrFenced, kafka.ErrTopicConfig,
+		service.ErrInvalidConfig, projector.ErrInvalidConfig, projector.ErrSchemaOutdated, projector.ErrSchema,
+		executor.ErrInvalidConfig, notary.ErrInvalidConfig} {
 		calls := 0
 		err := supervise.Run(t.Context(), supervise.Part{Name: "p", Backoff: fast}, func(context.Context) error {
 			calls++

@@ -117,25 +117,25 @@ func (b *Builder) Add(r Record) {
 func (b *Builder) Pending() int64 { return b.Records - b.first }
 
 // Cut returns the checkpoint of the records chained since the last one,
-// signed with key when key is not nil, and starts the next. ok is false
-// when there is nothing to certify.
-func (b *Builder) Cut(key ed25519.PrivateKey) (c events.CheckpointRecorded, ok bool) {
+// unsigned (the notary signs it: the key is the notary's, not the
+// chain's), and starts the next. ok is false when there is nothing to
+// certify.
+func (b *Builder) Cut() (c events.CheckpointRecorded, ok bool) {
 	if b.Pending() == 0 {
 		return c, false
 	}
 	c = events.CheckpointRecorded{Topic: b.Topic, Partition: b.Partition, First: b.first, Records: b.Records,
 		FromOffset: b.fromOffset, NextOffset: b.NextOffset, Prev: b.prev.String(), Head: b.Head.String(),
 		Marks: base64.StdEncoding.EncodeToString(b.marks)}
-	if key != nil {
-		Sign(&c, key)
-	}
 	b.first, b.prev, b.fromOffset, b.marks = b.Records, b.Head, -1, nil
 	return c, true
 }
 
 // SignedBytes are the bytes a checkpoint's signature covers: every field
 // but the signature, in a fixed order, so no re-encoding of the JSON can
-// change what was signed.
+// change what was signed. The notary signs them (projector/notary);
+// CheckSignature checks them, which is why they are defined here, beside
+// the verifier, and not with the key.
 func SignedBytes(c events.CheckpointRecorded) []byte {
 	marks := sha256.Sum256([]byte(c.Marks))
 	return fmt.Appendf(nil, "drove-checkpoint-v1\n%s\n%d\n%d\n%d\n%d\n%d\n%s\n%s\n%x\n%s\n",
@@ -146,12 +146,6 @@ func SignedBytes(c events.CheckpointRecorded) []byte {
 func KeyID(pub ed25519.PublicKey) string {
 	s := sha256.Sum256(pub)
 	return hex.EncodeToString(s[:8])
-}
-
-// Sign sets c's key id and signature.
-func Sign(c *events.CheckpointRecorded, key ed25519.PrivateKey) {
-	c.KeyID = KeyID(key.Public().(ed25519.PublicKey))
-	c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(key, SignedBytes(*c)))
 }
 
 // ErrSignature is wrapped by CheckSignature's refusals.

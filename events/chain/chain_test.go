@@ -2,11 +2,13 @@ package chain_test
 
 import (
 	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/chain"
 )
 
@@ -29,11 +31,21 @@ func checkpoints(recs []chain.Record, per int, key ed25519.PrivateKey) []chain.C
 	for i, r := range recs {
 		b.Add(r)
 		if (i+1)%per == 0 || i == len(recs)-1 {
-			c, _ := b.Cut(key)
+			c, _ := b.Cut()
+			if key != nil {
+				signAsTheNotary(&c, key)
+			}
 			out = append(out, chain.Checkpoint{CheckpointRecorded: c, Offset: int64(len(out))})
 		}
 	}
 	return out
+}
+
+// signAsTheNotary signs c the way the notary does (projector/notary),
+// which this package must not import: ed25519 over SignedBytes.
+func signAsTheNotary(c *events.CheckpointRecorded, key ed25519.PrivateKey) {
+	c.KeyID = chain.KeyID(key.Public().(ed25519.PublicKey))
+	c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(key, chain.SignedBytes(*c)))
 }
 
 func TestVerifyNamesTheFirstBreak(t *testing.T) {

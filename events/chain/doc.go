@@ -1,9 +1,12 @@
 // Package chain is the hash chain of Drove's tamper evidence (issue 15):
 // what the notary computes over every event record of a partition, what a
-// checkpoint certifies and signs, and the verifier that recomputes it from
-// offset zero and names the first record that differs. Standard library
-// and events only: the notary (notary/) and `drove verify-log` share it,
-// so both hash the same bytes the same way.
+// checkpoint certifies and which of its bytes a signature covers, and the
+// verifier that recomputes it from offset zero, checks the signatures and
+// names the first record that differs. Standard library and events only,
+// so anyone holding a copy of the log can check it: the notary
+// (projector/notary) and `drove verify-log` share it, and both hash the
+// same bytes the same way. Signing and keys are the notary's: this
+// package holds no private key.
 //
 // A record's digest is SHA-256 over its stored bytes as the broker returns
 // them: timestamp, key, value and headers, each length-prefixed, after a

@@ -22,7 +22,67 @@ func Ping(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// ListTopics returns the names of the cluster's topics, sorted.
+// BrokerIDs returns the ids of the brokers the cluster lists: those
+// registered with its controller and not fenced. A cluster being started
+// answers with fewer than it will have.
+func BrokerIDs(ctx context.Context, cfg Config) ([]int32, error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	bs, err := kadm.NewClient(cl).ListBrokers(ctx)
+	if err != nil {
+		return nil, cfg.withDefaults().explain(translate(err))
+	}
+	return bs.NodeIDs(), nil
+}
+
+// TopicDescription is a topic as the broker describes it.
+type TopicDescription struct {
+	Partitions        int
+	ReplicationFactor int               // replicas of its first partition
+	Configs           map[string]string // every setting, as in force
+}
+
+// Describe describes topics on the broker: what an operator checks to see
+// that Drove's topics carry Drove's settings.
+func Describe(ctx context.Context, cfg Config, topics ...string) (map[string]TopicDescription, error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, cfg.wires(topics)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: list topics: %w", cfg.explain(translate(err)))
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, cfg.wires(topics)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: read topic configuration: %w", translate(err))
+	}
+	out := map[string]TopicDescription{}
+	for _, d := range details {
+		if d.Err != nil {
+			return nil, fmt.Errorf("kafka: %s: %w", cfg.local(d.Topic), translate(d.Err))
+		}
+		td := TopicDescription{Partitions: len(d.Partitions), Configs: map[string]string{}}
+		if p, ok := d.Partitions[0]; ok {
+			td.ReplicationFactor = len(p.Replicas)
+		}
+		out[cfg.local(d.Topic)] = td
+	}
+	for _, rc := range configs {
+		for _, c := range rc.Configs {
+			out[cfg.local(rc.Name)].Configs[c.Key] = c.MaybeValue()
+		}
+	}
+	return out, nil
+}
+
+// ListTopics returns the names of the cluster's topics in cfg's
+// Namespace, without it, sorted.
 func ListTopics(ctx context.Context, cfg Config) ([]string, error) {
 	cl, err := NewClient(cfg)
 	if err != nil {
@@ -33,7 +93,12 @@ func ListTopics(ctx context.Context, cfg Config) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: list topics: %w", translate(err))
 	}
-	names := details.Names()
+	var names []string
+	for _, n := range details.Names() {
+		if cfg.inNamespace(n) {
+			names = append(names, cfg.local(n))
+		}
+	}
 	slices.Sort(names)
 	return names, nil
 }
@@ -49,7 +114,7 @@ func DeleteTopics(ctx context.Context, cfg Config, topics ...string) error {
 		return err
 	}
 	defer cl.Close()
-	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, topics...)
+	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, cfg.wires(topics)...)
 	if err == nil {
 		err = resps.Error()
 	}
@@ -69,7 +134,7 @@ func Bounds(ctx context.Context, cfg Config, topics ...string) (starts, ends Pos
 		return nil, nil, err
 	}
 	defer cl.Close()
-	return listBounds(ctx, kadm.NewClient(cl), topics)
+	return cfg.listBounds(ctx, kadm.NewClient(cl), topics)
 }
 
 // Ends returns the end (last stable offset) of every partition of topics:
@@ -81,6 +146,6 @@ func Ends(ctx context.Context, cfg Config, topics ...string) (Positions, error) 
 		return nil, err
 	}
 	defer cl.Close()
-	_, ends, err := listBounds(ctx, kadm.NewClient(cl), topics)
+	_, ends, err := cfg.listBounds(ctx, kadm.NewClient(cl), topics)
 	return ends, err
 }

@@ -38,7 +38,7 @@ func OpenCheckpoint(cfg Config, group string) (*Checkpoint, error) {
 // Load returns the positions kept for topics; a partition never kept is
 // absent (a Reader then starts it at the start of its log).
 func (c *Checkpoint) Load(ctx context.Context, topics ...string) (Positions, error) {
-	got, err := c.adm.FetchOffsetsForTopics(ctx, c.group, topics...)
+	got, err := c.adm.FetchOffsetsForTopics(ctx, c.cfg.wire(c.group), c.cfg.wires(topics)...)
 	if err == nil {
 		err = got.Error()
 	}
@@ -51,7 +51,7 @@ func (c *Checkpoint) Load(ctx context.Context, topics ...string) (Positions, err
 	out := Positions{}
 	got.Each(func(o kadm.OffsetResponse) {
 		if o.At >= 0 {
-			out[TopicPartition{o.Topic, o.Partition}] = o.At
+			out[TopicPartition{c.cfg.local(o.Topic), o.Partition}] = o.At
 		}
 	})
 	return out, nil
@@ -64,11 +64,11 @@ func (c *Checkpoint) Save(ctx context.Context, ps Positions) error {
 	}
 	os := kadm.Offsets{}
 	for tp, at := range ps {
-		os.Add(kadm.Offset{Topic: tp.Topic, Partition: tp.Partition, At: at, LeaderEpoch: -1})
+		os.Add(kadm.Offset{Topic: c.cfg.wire(tp.Topic), Partition: tp.Partition, At: at, LeaderEpoch: -1})
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CommitTimeout)
 	defer cancel()
-	resp, err := c.adm.CommitOffsets(cctx, c.group, os)
+	resp, err := c.adm.CommitOffsets(cctx, c.cfg.wire(c.group), os)
 	if err == nil {
 		err = resp.Error()
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events/retry"
 )
 
 // Config is what every Producer, Reader and client of this package needs.
@@ -18,6 +20,13 @@ type Config struct {
 	Brokers []string
 	// ClientID names the client in broker logs and quotas. Default "drove".
 	ClientID string
+	// Namespace is put in front of every topic, consumer group and
+	// transactional ID this Config names on the broker, so that several
+	// Drove installations (or tests) share one Kafka cluster and never see
+	// each other's events. Callers, and every position Drove stores, use
+	// the names without it: a log copied from one namespace to another
+	// replays the same. Default none: the names as Drove gives them.
+	Namespace string
 	// TransactionalID identifies a producer across restarts, so that a new
 	// instance fences the old one's unfinished transactions. It must be
 	// stable per producer role and instance (e.g. "planner-0") and never
@@ -41,11 +50,25 @@ type Config struct {
 	// ReplicationFactor is used by EnsureTopics; -1 is the broker default.
 	// Default -1.
 	ReplicationFactor int16
+	// MinInsyncReplicas is the min.insync.replicas EnsureTopics creates
+	// topics with: how many replicas must hold an event before its append
+	// is acknowledged (producers append with acks=all). Default 2 when
+	// ReplicationFactor is 3 or more, so an acknowledged event outlives
+	// the loss of a broker; else 1.
+	MinInsyncReplicas int
 	// MaxRecordBytes bounds one event in the log: topics are created with
 	// it as max.message.bytes, producers batch up to it, and Append refuses
 	// a larger event before writing anything. Default 8 MiB, enough for
 	// the plan of a request of tens of thousands of instances.
 	MaxRecordBytes int
+	// AwaitVisible makes an append return only once read-committed
+	// readers can see it (Producer.awaitVisible): for callers that append
+	// and then read what they appended, as tools and tests do. Apache
+	// Kafka answers a commit before the transaction's markers are in the
+	// partitions, so without it a Reader opened at once may stop short of
+	// the append. Services that read their own appends by following the
+	// log need not wait, and a wait costs an offset listing per append.
+	AwaitVisible bool
 	// AllowFiniteRetention lets EnsureTopics accept existing topics whose
 	// configuration deletes events (finite retention, compaction) with a
 	// warning, instead of refusing to start: an operator's explicit
@@ -66,7 +89,7 @@ type Config struct {
 	Dial func(ctx context.Context, network, host string) (net.Conn, error)
 	// Retry paces those retries. Default: from 100ms doubling to 5s, until
 	// the step succeeds, fails for good or the context ends.
-	Retry Backoff
+	Retry retry.Backoff
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -98,8 +121,8 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Retry == (Backoff{}) {
-		c.Retry = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
+	if c.Retry == (retry.Backoff{}) {
+		c.Retry = retry.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	}
 	return c
 }
@@ -143,6 +166,9 @@ func (c Config) validate(producer bool) error {
 	if c.MaxRecordBytes < 1024 {
 		ps = append(ps, fmt.Sprintf("MaxRecordBytes: %d (want at least 1024)", c.MaxRecordBytes))
 	}
+	if c.MinInsyncReplicas < 0 || c.ReplicationFactor > 0 && c.MinInsyncReplicas > int(c.ReplicationFactor) {
+		ps = append(ps, fmt.Sprintf("MinInsyncReplicas: %d (want 1 to ReplicationFactor, %d)", c.MinInsyncReplicas, c.ReplicationFactor))
+	}
 	if c.ReplicationFactor < -1 {
 		ps = append(ps, fmt.Sprintf("ReplicationFactor: %d (want -1 or at least 1)", c.ReplicationFactor))
 	}
@@ -161,6 +187,12 @@ func (c Config) clientOpts() []kgo.Opt {
 		kgo.DialTimeout(c.DialTimeout),
 		kgo.FetchMaxWait(c.FetchMaxWait),
 		kgo.FetchMaxPartitionBytes(int32(c.MaxRecordBytes)),
+		// franz-go answers a metadata request from its cache for 5 s by
+		// default, and refreshes no sooner after an error: a topic just
+		// created stayed unknown 5 s to EnsureTopics on Apache Kafka, and
+		// a partition whose leader died stays unwritable as long. A
+		// quarter second keeps the queries few and the failover quick.
+		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
 	// How to reach and authenticate to the brokers — Dial, TLS and SASL
 	// (security.go): every client of a Config is secured alike.

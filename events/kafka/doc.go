@@ -25,10 +25,11 @@
 //   - Every client is made by NewClient, so all are secured and sized
 //     alike; no package outside this one imports franz-go's client (kgo) or admin
 //     (kadm) (deps_test.go).
-//   - Retrying is done one way everywhere: Backoff.Do (tries, a first wait
-//     doubling up to a cap, a predicate for what is worth retrying). The
-//     executor's driver steps, appends and reads, and the planner
-//     service's appends all use it.
+//   - Retrying is done one way everywhere: events/retry's Backoff.Do
+//     (tries, a first wait doubling up to a cap, a predicate for what is
+//     worth retrying; IsRetryable is this package's). The executor's
+//     driver steps, appends and reads, the planner service's appends and
+//     the supervisor's restarts all use it.
 //
 // franz-go's errors are translated into this package's sentinel errors
 // (errors.go) where a caller can act on the difference.

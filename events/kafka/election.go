@@ -54,8 +54,8 @@ func JoinElection(cfg Config, e Election) (*Elector, error) {
 	}
 	el := &Elector{e: e, done: make(chan struct{})}
 	cl, err := NewClient(cfg,
-		kgo.ConsumerGroup(e.Group),
-		kgo.ConsumeTopics(e.Topic),
+		kgo.ConsumerGroup(cfg.wire(e.Group)),
+		kgo.ConsumeTopics(cfg.wire(e.Topic)),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(e.Timeout),
 		// A member that does not rejoin a rebalance within this is dropped
@@ -65,12 +65,12 @@ func JoinElection(cfg Config, e Election) (*Elector, error) {
 		kgo.HeartbeatInterval(max(e.Timeout/6, 1)),
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			if slices.Contains(a[e.Topic], 0) {
+			if slices.Contains(a[cfg.wire(e.Topic)], 0) {
 				el.set(true, "")
 			}
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
-			if slices.Contains(r[e.Topic], 0) {
+			if slices.Contains(r[cfg.wire(e.Topic)], 0) {
 				el.set(false, "revoked")
 			}
 		}),
@@ -79,7 +79,7 @@ func JoinElection(cfg Config, e Election) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl.PauseFetchTopics(e.Topic)
+	cl.PauseFetchTopics(cfg.wire(e.Topic))
 	el.cl = cl
 	ctx, cancel := context.WithCancel(context.Background())
 	el.cancel = cancel

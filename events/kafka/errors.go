@@ -10,14 +10,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drovehq/drove/events/retry"
 )
 
 // Sentinel errors. Returned errors wrap one of these and keep the franz-go
-// or events error underneath, so errors.Is works on either.
+// or events error underneath, so errors.Is works on either. Those no
+// restart cures are marked retry.Permanent.
 var (
 	// ErrInvalidConfig is returned by constructors when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("kafka: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("kafka: invalid config"))
 
 	// ErrClosed is returned when the Producer or Reader was closed.
 	ErrClosed = errors.New("kafka: client closed")
@@ -35,13 +38,13 @@ var (
 	// ErrFenced is returned when another producer with the same
 	// transactional id has taken over. This producer is a zombie and must
 	// stop; retrying would fail the same way.
-	ErrFenced = errors.New("kafka: producer fenced by a newer instance")
+	ErrFenced = retry.Permanent(errors.New("kafka: producer fenced by a newer instance"))
 
 	// ErrTopicConfig is returned by EnsureTopics when an existing topic's
 	// configuration would delete events (finite retention, compaction) and
 	// Config.AllowFiniteRetention does not allow it: running on would lose
 	// the source of truth.
-	ErrTopicConfig = errors.New("kafka: topic configuration")
+	ErrTopicConfig = retry.Permanent(errors.New("kafka: topic configuration"))
 
 	// ErrRecordTooLarge is returned by Append, before anything is written,
 	// for an event larger than Config.MaxRecordBytes.
@@ -56,6 +59,13 @@ var (
 	// never the password. Retrying will not help.
 	ErrAuth = errors.New("kafka: SASL authentication refused")
 
+	// ErrDenied is returned when the brokers' authorizer refused the
+	// client's principal what it asked (Kafka's ACLs): to write a topic
+	// another service owns, read one it may not, use a group or a
+	// transactional id not granted to it. Retrying will not help; the
+	// message names the resource's error (TOPIC_AUTHORIZATION_FAILED, ...).
+	ErrDenied = errors.New("kafka: not authorized by the brokers' ACLs")
+
 	// ErrTLS is returned when no TLS session with a broker could be made:
 	// its certificate is not from the configured CA, or it speaks no TLS.
 	ErrTLS = errors.New("kafka: TLS with the broker failed")
@@ -64,7 +74,7 @@ var (
 	// this build accepts (see events.Decode). It also wraps the events
 	// error, so errors.Is(err, events.ErrUnknownType) tells a newer schema
 	// from garbage.
-	ErrUndecodable = errors.New("kafka: undecodable record")
+	ErrUndecodable = retry.Permanent(errors.New("kafka: undecodable record"))
 )
 
 // IsRetryable reports whether repeating the failed operation may succeed:
@@ -75,7 +85,7 @@ var (
 // configuration, topic settings and undecodable records need an operator.
 func IsRetryable(err error) bool {
 	switch {
-	case err == nil, errors.Is(err, ErrAuth), errors.Is(err, ErrTLS):
+	case err == nil, errors.Is(err, ErrAuth), errors.Is(err, ErrTLS), errors.Is(err, ErrDenied):
 		return false
 	case errors.Is(err, ErrFenced), errors.Is(err, ErrClosed),
 		errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrUndecodable),
@@ -109,10 +119,15 @@ func translate(err error) error {
 		return nil
 	case errors.Is(err, kgo.ErrClientClosed):
 		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		// Still ErrFenced, as before ACLs: the producer must stop either way.
+		return fmt.Errorf("%w: %w: %w", ErrDenied, ErrFenced, err)
 	case errors.Is(err, kerr.ProducerFenced),
-		errors.Is(err, kerr.InvalidProducerEpoch),
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		errors.Is(err, kerr.InvalidProducerEpoch):
 		return fmt.Errorf("%w: %w", ErrFenced, err)
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
+		errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return fmt.Errorf("%w: %w", ErrDenied, err)
 	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
 		return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
 	}

@@ -2,11 +2,15 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
@@ -15,25 +19,60 @@ import (
 // testTimeout bounds every wait in these tests; none of them sleeps.
 const testTimeout = 20 * time.Second
 
-// newCluster starts an in-process Kafka (franz-go's kfake) with topics of
-// the given partition count and returns a Config pointing at it.
+// TestMain runs this package's tests against a real Apache Kafka broker:
+// KAFKA_BROKERS (`make test` gives one broker to the whole run), or, when
+// it is unset, one that test/tools/kafkabroker starts for this binary,
+// which runs again under it. (testenv, which starts brokers for the other
+// packages, imports this package, so these tests cannot import it.)
+func TestMain(m *testing.M) {
+	if os.Getenv("KAFKA_BROKERS") == "" {
+		os.Exit(underBroker())
+	}
+	os.Exit(m.Run())
+}
+
+// underBroker runs this test binary again, with its arguments, under
+// test/tools/kafkabroker.
+func underBroker() int {
+	tool := filepath.Join("..", "..", "test", "tools", "kafkabroker")
+	cmd := exec.Command("go", append([]string{"run", "./" + filepath.ToSlash(tool), "--", os.Args[0]}, os.Args[1:]...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(os.Stderr, "events/kafka tests: run under %s: %v\n", tool, err)
+		return 1
+	}
+	return 0
+}
+
+// newCluster gives the test topics of the given partition count on the
+// broker, in a namespace of its own, and returns a Config for them.
 func newCluster(t *testing.T, partitions int32, topics ...string) Config {
 	t.Helper()
-	opts := []kfake.Opt{kfake.NumBrokers(1)}
-	if len(topics) > 0 {
-		opts = append(opts, kfake.SeedTopics(partitions, topics...))
-	}
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return Config{
-		Brokers:         c.ListenAddrs(),
+	cfg := Config{
+		Brokers:         strings.Split(os.Getenv("KAFKA_BROKERS"), ","),
+		Namespace:       fmt.Sprintf("test-%s-%d-", strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()), time.Now().UnixNano()),
 		ClientID:        "drove-test",
 		TransactionalID: "test-" + t.Name(),
 		FetchMaxWait:    100 * time.Millisecond,
+		AwaitVisible:    true,
 	}
+	if len(topics) > 0 {
+		if err := EnsureTopics(testContext(t), cfg, int(partitions), topics...); err != nil {
+			t.Fatalf("create topics %v: %v", topics, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if names, err := ListTopics(ctx, cfg); err == nil {
+			_ = DeleteTopics(ctx, cfg, names...)
+		}
+	})
+	return cfg
 }
 
 func testContext(t *testing.T) context.Context {
@@ -82,7 +121,7 @@ func envIDs(evs ...events.Envelope) []string {
 func readUncommitted(t *testing.T, ctx context.Context, cfg Config, topic string, n int) []*kgo.Record {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+		kgo.ConsumeTopics(cfg.wire(topic)), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

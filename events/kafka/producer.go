@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/retry"
 )
 
 // Message is one event bound for a topic, for appends that span topics.
@@ -22,10 +26,13 @@ type Message struct {
 // concurrent use; appends are serialised, because a Kafka producer has at
 // most one open transaction.
 type Producer struct {
-	cfg Config
-	cl  *kgo.Client
+	cfg  Config
+	opts []kgo.Opt
 
 	mu sync.Mutex // one transaction at a time
+
+	clMu sync.Mutex  // guards cl, which an append may replace
+	cl   *kgo.Client // the transactional client
 
 	// beforeCommit, when set, runs after the records are written and before
 	// the commit; a test seam to observe or fail an open transaction.
@@ -40,7 +47,7 @@ func NewProducer(cfg Config) (*Producer, error) {
 	}
 	cfg = cfg.withDefaults()
 	opts := append(cfg.clientOpts(),
-		kgo.TransactionalID(cfg.TransactionalID),
+		kgo.TransactionalID(cfg.wire(cfg.TransactionalID)),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes)),
 		// Kafka's own key partitioner, named so that PartitionOf computes
@@ -51,7 +58,50 @@ func NewProducer(cfg Config) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return &Producer{cfg: cfg, cl: cl}, nil
+	return &Producer{cfg: cfg, opts: opts, cl: cl}, nil
+}
+
+// client is the current transactional client.
+func (p *Producer) client() *kgo.Client {
+	p.clMu.Lock()
+	defer p.clMu.Unlock()
+	return p.cl
+}
+
+// replaceClient drops the client, whose transaction never committed and
+// whose records may still be in flight to a broker that does not answer,
+// for a new one with the same transactional ID. franz-go waits for the
+// outcome of a record sent to a broker that died rather than fail it
+// (failing it could break idempotence), so an append would otherwise wait
+// for the broker's return, past its caller's deadline. The new client's
+// first append fences the old transaction: the broker aborts it, so none
+// of its records is ever read. The caller holds mu.
+func (p *Producer) replaceClient() {
+	cl, err := kgo.NewClient(p.opts...)
+	if err != nil {
+		p.cfg.Logger.Error("kafka producer: a new client", "err", err)
+		return // the options made a client before: not expected
+	}
+	p.clMu.Lock()
+	old := p.cl
+	p.cl = cl
+	p.clMu.Unlock()
+	go old.Close()
+}
+
+// produce writes recs in the open transaction, returning when they are
+// written or ctx is done, whichever is first.
+func (p *Producer) produce(ctx context.Context, recs []*kgo.Record) error {
+	done := make(chan error, 1)
+	cl := p.client()
+	go func() { done <- cl.ProduceSync(ctx, recs...).FirstErr() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		p.replaceClient()
+		return fmt.Errorf("%w: produce: %w (the transaction is abandoned and never commits)", ErrAborted, ctx.Err())
+	}
 }
 
 // Append writes evs to topic in one transaction: read-committed readers see
@@ -84,7 +134,7 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 			continue
 		}
 		recs[i] = &kgo.Record{
-			Topic:     m.Topic,
+			Topic:     p.cfg.wire(m.Topic),
 			Key:       []byte(m.Event.Key),
 			Value:     b,
 			Timestamp: m.Event.Time,
@@ -102,13 +152,15 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 	// append past its caller's end (a stopping executor's heartbeat). The
 	// id is loaded here first, within ctx; any other failure to load it is
 	// left to BeginTransaction and ProduceSync, as before.
-	if _, _, err := p.cl.ProducerID(ctx); err != nil && ctx.Err() != nil {
+	if _, _, err := p.client().ProducerID(ctx); err != nil && ctx.Err() != nil {
 		return fmt.Errorf("kafka: awaiting the producer id: %w", ctx.Err())
 	}
-	if err := p.cl.BeginTransaction(); err != nil {
+	if err := p.client().BeginTransaction(); err != nil {
 		return fmt.Errorf("kafka: begin transaction: %w", translate(err))
 	}
-	if err := p.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := p.produce(ctx, recs); errors.Is(err, ErrAborted) {
+		return err
+	} else if err != nil {
 		return p.abort(ctx, fmt.Errorf("produce: %w", translate(err)))
 	}
 	if p.beforeCommit != nil {
@@ -116,7 +168,54 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 			return p.abort(ctx, err)
 		}
 	}
-	return p.commit(ctx)
+	if err := p.commit(ctx); err != nil {
+		return err
+	}
+	if p.cfg.AwaitVisible {
+		p.awaitVisible(ctx, recs)
+	}
+	return nil
+}
+
+// awaitVisible waits until read-committed readers can see recs, which
+// were just committed (Config.AwaitVisible). Apache Kafka answers a
+// commit once its coordinator has logged the decision, and writes the
+// markers that end the transaction in each partition after; until a
+// partition's marker is written its last stable offset stays before recs.
+// The commit has happened whatever this finds: a wait that runs out is
+// logged, never an error.
+func (p *Producer) awaitVisible(ctx context.Context, recs []*kgo.Record) {
+	want := Positions{}
+	var topics []string
+	for _, r := range recs {
+		tp := TopicPartition{r.Topic, r.Partition}
+		if _, ok := want[tp]; !ok && !slices.Contains(topics, r.Topic) {
+			topics = append(topics, r.Topic)
+		}
+		want[tp] = max(want[tp], r.Offset+1)
+	}
+	// Another producer's transaction open on the same partition holds its
+	// last stable offset back as well, for as long as it stays open: the
+	// wait is bounded well below a commit's, and gives up quietly.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(time.Second, p.cfg.CommitTimeout))
+	defer cancel()
+	adm := kadm.NewClient(p.client())
+	quick := retry.Backoff{Initial: 2 * time.Millisecond, Max: 100 * time.Millisecond}
+	err := quick.Do(wctx, nil, func(int) error {
+		lso, err := adm.ListCommittedOffsets(wctx, topics...)
+		if err != nil {
+			return err
+		}
+		for tp, end := range want {
+			if o, ok := lso.Lookup(tp.Topic, tp.Partition); !ok || o.Err != nil || o.Offset < end {
+				return fmt.Errorf("%s is not visible yet", tp)
+			}
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		p.cfg.Logger.Debug("kafka: committed events are not yet visible to readers", "err", err)
+	}
 }
 
 // commit ends the transaction on a detached context: cancelling an EndTxn
@@ -124,14 +223,20 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 func (p *Producer) commit(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
 	defer cancel()
-	err := p.cl.EndTransaction(cctx, kgo.TryCommit)
+	err := p.client().EndTransaction(cctx, kgo.TryCommit)
 	if err == nil {
 		return nil
+	}
+	if cctx.Err() != nil {
+		// No answer in time: the commit may have landed or not, and the
+		// client's transaction state is unknown; start afresh.
+		p.replaceClient()
+		return fmt.Errorf("%w: commit: %w", ErrUncertain, err)
 	}
 	// franz-go's rule: after a failed commit, end again with TryAbort. When
 	// the commit was never attempted or the broker said it must abort, the
 	// abort is certain; otherwise the commit may have landed first.
-	abortErr := p.cl.EndTransaction(cctx, kgo.TryAbort)
+	abortErr := p.client().EndTransaction(cctx, kgo.TryAbort)
 	certain := errors.Is(err, kerr.OperationNotAttempted) || errors.Is(err, kerr.TransactionAbortable)
 	switch {
 	case errors.Is(translate(err), ErrFenced):
@@ -149,9 +254,12 @@ func (p *Producer) commit(ctx context.Context) error {
 func (p *Producer) abort(ctx context.Context, cause error) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CommitTimeout)
 	defer cancel()
-	err := p.cl.AbortBufferedRecords(actx)
+	err := p.client().AbortBufferedRecords(actx)
 	if err == nil {
-		err = p.cl.EndTransaction(actx, kgo.TryAbort)
+		err = p.client().EndTransaction(actx, kgo.TryAbort)
+	}
+	if actx.Err() != nil {
+		p.replaceClient()
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w (the abort request failed too: %v)", ErrAborted, cause, translate(err))
@@ -169,7 +277,7 @@ func (p *Producer) abort(ctx context.Context, cause error) error {
 // planner) fences first and reads after, so no decision of the old one can
 // land behind its back.
 func (p *Producer) Fence(ctx context.Context) error {
-	if _, _, err := p.cl.ProducerID(ctx); err != nil {
+	if _, _, err := p.client().ProducerID(ctx); err != nil {
 		return fmt.Errorf("kafka: take over transactional id %q: %w", p.cfg.TransactionalID, translate(err))
 	}
 	return nil
@@ -177,10 +285,10 @@ func (p *Producer) Fence(ctx context.Context) error {
 
 // Close flushes nothing (appends are synchronous) and releases the client.
 // An append running concurrently fails with ErrClosed.
-func (p *Producer) Close() { p.cl.Close() }
+func (p *Producer) Close() { p.client().Close() }
 
 // Ping checks that a broker answers, for health checks.
-func (p *Producer) Ping(ctx context.Context) error { return translate(p.cl.Ping(ctx)) }
+func (p *Producer) Ping(ctx context.Context) error { return translate(p.client().Ping(ctx)) }
 
 // Fits checks that e fits in one record of the log: an error wrapping
 // ErrRecordTooLarge (or the encoding's) is what AppendBatch would refuse

@@ -199,7 +199,7 @@ func NewReader(ctx context.Context, cfg Config, opts ReadOptions) (*Reader, erro
 	}
 	r := &Reader{cfg: cfg, opts: opts, cl: cl, stats: stats, pending: map[TopicPartition]int64{},
 		next: Positions{}, ends: Positions{}, refresh: time.Now()}
-	starts, ends, err := listBounds(ctx, kadm.NewClient(cl), opts.Topics)
+	starts, ends, err := cfg.listBounds(ctx, kadm.NewClient(cl), opts.Topics)
 	if err != nil {
 		cl.Close()
 		return nil, cfg.explain(err)
@@ -230,7 +230,7 @@ func NewReader(ctx context.Context, cfg Config, opts ReadOptions) (*Reader, erro
 		}
 	}
 	r.caught = len(r.pending) == 0
-	r.cl.AddConsumePartitions(from)
+	r.cl.AddConsumePartitions(cfg.wireOffsets(from))
 	return r, nil
 }
 
@@ -303,7 +303,7 @@ func (r *Reader) Next(ctx context.Context) (Batch, error) {
 		if p.Topic == "" || p.Partition < 0 {
 			return // an error of the whole poll (its end at MaxWait): fetchErr's
 		}
-		tp := TopicPartition{p.Topic, p.Partition}
+		tp := TopicPartition{r.cfg.local(p.Topic), p.Partition}
 		for _, rec := range p.Records {
 			if end, ok := r.pending[tp]; !r.opts.Follow && (!ok || rec.Offset >= end) {
 				continue // past the end we were asked for
@@ -313,7 +313,7 @@ func (r *Reader) Next(ctx context.Context) (Batch, error) {
 			}
 			b.Next[tp] = rec.Offset + 1
 			if !rec.Attrs.IsControl() {
-				b.Records = append(b.Records, rawOf(rec))
+				b.Records = append(b.Records, rawOf(rec, tp.Topic))
 			}
 		}
 		if p.LastStableOffset >= 0 {
@@ -330,9 +330,9 @@ func (r *Reader) Next(ctx context.Context) (Batch, error) {
 	return b, r.fetchErr(fs)
 }
 
-// rawOf is a fetched data record as Raw.
-func rawOf(rec *kgo.Record) Raw {
-	r := Raw{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+// rawOf is a fetched data record of topic (the callers' name) as Raw.
+func rawOf(rec *kgo.Record, topic string) Raw {
+	r := Raw{Topic: topic, Partition: rec.Partition, Offset: rec.Offset,
 		Key: rec.Key, Value: rec.Value, Time: rec.Timestamp}
 	for _, h := range rec.Headers {
 		r.Headers = append(r.Headers, Header{Key: h.Key, Value: h.Value})
@@ -352,7 +352,7 @@ func (r *Reader) fetchErr(fs kgo.Fetches) error {
 		case errors.As(err, &loss):
 			r.cfg.Logger.Error("kafka reader: data loss in the log", "topic", topic, "partition", partition, "err", err)
 		default:
-			errs = append(errs, fmt.Errorf("kafka: fetch %s/%d: %w", topic, partition, translate(err)))
+			errs = append(errs, fmt.Errorf("kafka: fetch %s/%d: %w", r.cfg.local(topic), partition, translate(err)))
 		}
 	})
 	return errors.Join(errs...)
@@ -364,7 +364,7 @@ func (r *Reader) maybeRefresh(ctx context.Context) {
 		return
 	}
 	r.refresh = time.Now()
-	_, ends, err := listBounds(ctx, kadm.NewClient(r.cl), r.opts.Topics)
+	_, ends, err := r.cfg.listBounds(ctx, kadm.NewClient(r.cl), r.opts.Topics)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.cfg.Logger.Warn("kafka reader: list end offsets", "err", err)
@@ -388,7 +388,7 @@ func (r *Reader) maybeRefresh(ctx context.Context) {
 	r.mu.Unlock()
 	if len(added) > 0 {
 		r.cfg.Logger.Info("kafka reader: new partitions", "partitions", added)
-		r.cl.AddConsumePartitions(added)
+		r.cl.AddConsumePartitions(r.cfg.wireOffsets(added))
 	}
 }
 
@@ -412,7 +412,11 @@ func (r *Reader) Ends() Positions {
 // Fetched is what the Reader fetched so far, per topic. Safe to call
 // concurrently with Next.
 func (r *Reader) Fetched() map[string]FetchStats {
-	return r.stats.snapshot()
+	out := map[string]FetchStats{}
+	for t, s := range r.stats.snapshot() {
+		out[r.cfg.local(t)] = s
+	}
+	return out
 }
 
 // Close releases the Reader's client.
@@ -446,15 +450,15 @@ func (c Config) readerOpts() []kgo.Opt {
 
 // listBounds lists the log start and the last stable offset of every
 // partition of topics.
-func listBounds(ctx context.Context, adm *kadm.Client, topics []string) (starts, ends Positions, err error) {
-	ls, err := adm.ListStartOffsets(ctx, topics...)
+func (c Config) listBounds(ctx context.Context, adm *kadm.Client, topics []string) (starts, ends Positions, err error) {
+	ls, err := adm.ListStartOffsets(ctx, c.wires(topics)...)
 	if err == nil {
 		err = ls.Error()
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("kafka: start offsets of %v: %w", topics, translate(err))
 	}
-	le, err := adm.ListCommittedOffsets(ctx, topics...)
+	le, err := adm.ListCommittedOffsets(ctx, c.wires(topics)...)
 	if err == nil {
 		err = le.Error()
 	}
@@ -463,13 +467,22 @@ func listBounds(ctx context.Context, adm *kadm.Client, topics []string) (starts,
 	}
 	starts, ends = Positions{}, Positions{}
 	for _, t := range topics {
-		if len(le[t]) == 0 {
+		if len(le[c.wire(t)]) == 0 {
 			return nil, nil, fmt.Errorf("kafka: %s: %w", t, ErrUnknownTopic)
 		}
 	}
-	le.Each(func(o kadm.ListedOffset) { ends[TopicPartition{o.Topic, o.Partition}] = o.Offset })
-	ls.Each(func(o kadm.ListedOffset) { starts[TopicPartition{o.Topic, o.Partition}] = o.Offset })
+	le.Each(func(o kadm.ListedOffset) { ends[TopicPartition{c.local(o.Topic), o.Partition}] = o.Offset })
+	ls.Each(func(o kadm.ListedOffset) { starts[TopicPartition{c.local(o.Topic), o.Partition}] = o.Offset })
 	return starts, ends, nil
+}
+
+// wireOffsets is m keyed by the broker's topic names.
+func (c Config) wireOffsets(m map[string]map[int32]kgo.Offset) map[string]map[int32]kgo.Offset {
+	out := make(map[string]map[int32]kgo.Offset, len(m))
+	for t, ps := range m {
+		out[c.wire(t)] = ps
+	}
+	return out
 }
 
 func addOffset(m map[string]map[int32]kgo.Offset, tp TopicPartition, o kgo.Offset) {

@@ -224,7 +224,7 @@ func TestElectionHasOneLeaderAndHandsOver(t *testing.T) {
 	var leaders atomic.Int32
 	elected := make(chan string, 4)
 	join := func(name string) *Elector {
-		el, err := JoinElection(cfg, Election{Group: "elect", Topic: topic, Timeout: 6 * time.Second, /* kfake's least session */
+		el, err := JoinElection(cfg, Election{Group: "elect", Topic: topic, Timeout: 6 * time.Second,
 			Elected: func() {
 				if leaders.Add(1) != 1 {
 					t.Errorf("%s elected while another leads", name)
@@ -290,7 +290,7 @@ func TestReaderPicksUpNewPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreatePartitions(ctx, 2, topic); err != nil {
+	if _, err := kadm.NewClient(cl).CreatePartitions(ctx, 2, cfg.wire(topic)); err != nil {
 		t.Fatal(err)
 	}
 	p := newProducer(t, cfg)

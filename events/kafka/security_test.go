@@ -84,6 +84,14 @@ func (ca *testCA) issue(t *testing.T, server bool) (tls.Certificate, string, str
 	return c, certFile, keyFile
 }
 
+// These tests stay on kfake: SCRAM users and client certificates (mTLS)
+// are one option each there, while Apache Kafka needs SCRAM credentials
+// written at storage format (or through AlterUserScramCredentials) and a
+// key store per listener, which deploy/apachekafka does not make. The
+// real broker's refusals (SASL_AUTHENTICATION_FAILED for a wrong PLAIN
+// password, a certificate of another CA) and PLAIN over TLS are proven on
+// Apache Kafka by cmd/drove's TestComposeDeploymentOnARealBroker.
+
 // secureCluster is a kfake broker with a TLS listener (certificate from
 // ca; client certificates from ca required when mtls) and SASL users.
 func secureCluster(t *testing.T, ca *testCA, mtls bool) Config {

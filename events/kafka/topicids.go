@@ -18,13 +18,13 @@ func TopicIDs(ctx context.Context, cfg Config, topics ...string) (map[string]str
 		return nil, err
 	}
 	defer cl.Close()
-	details, err := kadm.NewClient(cl).ListTopics(ctx, topics...)
+	details, err := kadm.NewClient(cl).ListTopics(ctx, cfg.wires(topics)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: list topics: %w", cfg.explain(translate(err)))
 	}
 	out := map[string]string{}
 	for _, t := range topics {
-		d, ok := details[t]
+		d, ok := details[cfg.wire(t)]
 		if !ok || d.Err != nil {
 			return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, t)
 		}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/retry"
 )
 
 // topicConfig is what every Drove topic is created with. The log is the
@@ -26,6 +28,9 @@ func topicConfig(c Config, topic string) map[string]string {
 	minISR := "1"
 	if c.ReplicationFactor >= 3 {
 		minISR = "2" // a committed event survives the loss of one broker
+	}
+	if c.MinInsyncReplicas > 0 {
+		minISR = strconv.Itoa(c.MinInsyncReplicas)
 	}
 	cfg := map[string]string{
 		"retention.ms":           "-1",
@@ -95,6 +100,9 @@ func EnsureTopics(ctx context.Context, cfg Config, partitions int, topics ...str
 	for _, group := range byConfig(topics) {
 		want := topicConfig(cfg, group[0])
 		created, err := createTopics(ctx, adm, cfg, partitions, want, group)
+		if err == nil {
+			err = waitServed(ctx, adm, cfg, created)
+		}
 		if err != nil {
 			return cfg.explain(err)
 		}
@@ -124,12 +132,20 @@ func byConfig(topics []string) [][]string {
 }
 
 // createTopics creates what does not exist and returns what it created.
+// It asks only for the topics the brokers do not list: a principal
+// without CREATE (every service but the one that sets the cluster up,
+// under Drove's ACLs) is refused even the creation of a topic that
+// exists.
 func createTopics(ctx context.Context, adm *kadm.Client, cfg Config, partitions int, want map[string]string, topics []string) ([]string, error) {
+	topics, err := missingTopics(ctx, adm, cfg, topics)
+	if err != nil || len(topics) == 0 {
+		return nil, err
+	}
 	configs := map[string]*string{}
 	for k, v := range want {
 		configs[k] = kadm.StringPtr(v)
 	}
-	resps, err := adm.CreateTopics(ctx, int32(partitions), cfg.ReplicationFactor, configs, topics...)
+	resps, err := adm.CreateTopics(ctx, int32(partitions), cfg.ReplicationFactor, configs, cfg.wires(topics)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: create topics: %w", translate(err))
 	}
@@ -138,12 +154,60 @@ func createTopics(ctx context.Context, adm *kadm.Client, cfg Config, partitions 
 	for _, r := range resps.Sorted() {
 		switch {
 		case r.Err == nil:
-			created = append(created, r.Topic)
+			created = append(created, cfg.local(r.Topic))
 		case !errors.Is(r.Err, kerr.TopicAlreadyExists):
 			errs = append(errs, fmt.Errorf("kafka: create topic %s: %w (%s)", r.Topic, translate(r.Err), r.ErrMessage))
 		}
 	}
 	return created, errors.Join(errs...)
+}
+
+// missingTopics are those of topics the brokers do not list.
+func missingTopics(ctx context.Context, adm *kadm.Client, cfg Config, topics []string) ([]string, error) {
+	details, err := adm.ListTopics(ctx, cfg.wires(topics)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: list topics: %w", translate(err))
+	}
+	var missing []string
+	for _, t := range topics {
+		d, ok := details[cfg.wire(t)]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, t)
+		case d.Err != nil:
+			return nil, fmt.Errorf("kafka: describe topic %s: %w", cfg.wire(t), translate(d.Err))
+		}
+	}
+	return missing, nil
+}
+
+// waitServed waits until the brokers serve every partition of topics with
+// a leader. Apache Kafka answers a creation once its controller has
+// committed it; the brokers learn of it a moment later, and until then
+// answer UNKNOWN_TOPIC_OR_PARTITION to whoever uses the topic at once.
+func waitServed(ctx context.Context, adm *kadm.Client, cfg Config, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	quick := retry.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
+	return quick.Do(ctx, nil, func(int) error {
+		details, err := adm.ListTopics(ctx, cfg.wires(topics)...)
+		if err != nil {
+			return fmt.Errorf("kafka: list created topics: %w", translate(err))
+		}
+		for _, t := range cfg.wires(topics) {
+			d, ok := details[t]
+			if !ok || d.Err != nil || len(d.Partitions) == 0 {
+				return fmt.Errorf("kafka: created topic %s is not served yet", t)
+			}
+			for _, p := range d.Partitions {
+				if p.Err != nil || p.Leader < 0 {
+					return fmt.Errorf("kafka: created topic %s/%d has no leader yet", t, p.Partition)
+				}
+			}
+		}
+		return nil
+	}, nil)
 }
 
 // checkTopicConfig refuses existing topics that would delete events and
@@ -152,7 +216,7 @@ func checkTopicConfig(ctx context.Context, adm *kadm.Client, cfg Config, want ma
 	if len(topics) == 0 {
 		return nil
 	}
-	diff, err := topicConfigDiff(ctx, adm, want, topics)
+	diff, err := topicConfigDiff(ctx, adm, cfg, want, topics)
 	if err != nil {
 		return cfg.explain(err)
 	}
@@ -163,7 +227,7 @@ func checkTopicConfig(ctx context.Context, adm *kadm.Client, cfg Config, want ma
 			errs = append(errs, fmt.Errorf("%w: topic %s has %s=%s: the broker would delete events, and the log is Drove's source of truth; "+
 				"set %s=%s on it (kafka-configs --alter --entity-type topics --entity-name %s --add-config %s=%s), "+
 				"or allow it explicitly (--allow-finite-retention, DROVE_ALLOW_FINITE_RETENTION=1)",
-				ErrTopicConfig, d.topic, d.name, d.got, d.name, d.want, d.topic, d.name, d.want))
+				ErrTopicConfig, cfg.wire(d.topic), d.name, d.got, d.name, d.want, cfg.wire(d.topic), d.name, d.want))
 		case deletes(d.topic, d.name, d.got):
 			cfg.Logger.Warn("topic deletes events; running anyway, as the operator allowed (AllowFiniteRetention)",
 				"topic", d.topic, "setting", d.name, "value", d.got, "drove_wants", d.want)
@@ -178,8 +242,8 @@ func checkTopicConfig(ctx context.Context, adm *kadm.Client, cfg Config, want ma
 type configDiff struct{ topic, name, got, want string }
 
 // topicConfigDiff lists the settings of topics that differ from want.
-func topicConfigDiff(ctx context.Context, adm *kadm.Client, want map[string]string, topics []string) ([]configDiff, error) {
-	described, err := adm.DescribeTopicConfigs(ctx, topics...)
+func topicConfigDiff(ctx context.Context, adm *kadm.Client, cfg Config, want map[string]string, topics []string) ([]configDiff, error) {
+	described, err := adm.DescribeTopicConfigs(ctx, cfg.wires(topics)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: read topic configuration: %w", translate(err))
 	}
@@ -199,7 +263,7 @@ func topicConfigDiff(ctx context.Context, adm *kadm.Client, want map[string]stri
 		}
 		for _, k := range names {
 			if got[k] != want[k] {
-				out = append(out, configDiff{topic: rc.Name, name: k, got: got[k], want: want[k]})
+				out = append(out, configDiff{topic: cfg.local(rc.Name), name: k, got: got[k], want: want[k]})
 			}
 		}
 	}

@@ -5,6 +5,9 @@
 // registration takes over the collector registered first, so both count
 // into the one exported series instead of failing or hiding it.
 //
+// Services make their collectors through a Set (On), which registers each
+// as it is made; Register is the rule under it.
+//
 // It sits beside events because every service already depends on events;
 // it imports only Prometheus's client.
 package promreg

@@ -14,7 +14,7 @@ import (
 )
 
 // TestLiveMigrationThroughTwoExecutors runs a dispatched migrate of a
-// running VM through two executors over the Kafka protocol (kfake): the
+// running VM through two executors over Apache Kafka: the
 // target's executor runs Receive and announces the incoming VM, the
 // source's runs the migration, and the log ends with the source down, the
 // target up, the instance placed on the target and the downtime in End.

@@ -1,7 +1,6 @@
 package qemu
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,19 +16,15 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := promreg.On(reg)
 	m := &metrics{
-		vms: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "drove_qemu_vms", Help: "VMs this driver runs on its node."}),
-		migrations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_qemu_migrations_total", Help: "Live migrations sent, by outcome."}, []string{"outcome"}),
-		downtime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "drove_qemu_migration_downtime_seconds", Help: "Downtime QEMU measured for each completed migration.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
-		postcopy: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "drove_qemu_postcopy_switches_total", Help: "Migrations switched to post-copy."}),
+		vms:        s.Gauge("drove_qemu_vms", "VMs this driver runs on its node."),
+		migrations: s.CounterVec("drove_qemu_migrations_total", "Live migrations sent, by outcome.", "outcome"),
+		downtime: s.Histogram("drove_qemu_migration_downtime_seconds", "Downtime QEMU measured for each completed migration.",
+			prometheus.ExponentialBuckets(0.001, 2, 14)),
+		postcopy: s.Counter("drove_qemu_postcopy_switches_total", "Migrations switched to post-copy."),
 	}
-	if err := errors.Join(promreg.Register(reg, &m.vms), promreg.Register(reg, &m.migrations),
-		promreg.Register(reg, &m.downtime), promreg.Register(reg, &m.postcopy)); err != nil {
+	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("qemu: metrics: %w", err)
 	}
 	return m, nil

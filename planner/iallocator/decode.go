@@ -19,13 +19,18 @@ func Decode(data []byte) (*planner.Cluster, planner.Request, error) {
 	if err != nil {
 		return nil, req, err
 	}
-	c, err := decodeCluster(top)
-	if err != nil {
-		return nil, req, err
-	}
+	// The request is checked before the cluster, as Ganeti does, so that
+	// a document without one is called that.
 	rv, ok := top.get("request")
 	if !ok {
 		return nil, req, fieldErr("request", "missing")
+	}
+	if _, err := objectOf(rv, "request"); err != nil {
+		return nil, req, err
+	}
+	c, err := decodeCluster(top)
+	if err != nil {
+		return nil, req, err
 	}
 	req, err = decodeRequest(rv, c)
 	if err != nil {

@@ -92,7 +92,7 @@ func EncodeResult(p *planner.Plan) ([]byte, error) {
 	}
 	failed := make([]any, 0, len(p.Failed))
 	for _, f := range p.Failed {
-		failed = append(failed, []any{f.Instance, f.Reason})
+		failed = append(failed, []any{f.Instance, hailReason(f)})
 	}
 	jobs := make([]any, 0, len(p.Jobs))
 	for j, job := range p.Jobs {
@@ -106,26 +106,37 @@ func EncodeResult(p *planner.Plan) ([]byte, error) {
 		}
 		jobs = append(jobs, ops)
 	}
-	return marshal(response{Success: true, Info: Info(p), Result: []any{moved, failed, jobs}})
+	info := fmt.Sprintf("Request successful: %d instances failed to move and %d were moved successfully", len(p.Failed), len(p.Moved))
+	return marshal(response{Success: true, Info: info, Result: []any{moved, failed, jobs}})
 }
 
-// EncodeFailure renders Ganeti's answer for a request that cannot be
-// answered.
-func EncodeFailure(err error) ([]byte, error) {
-	return marshal(response{Success: false, Info: err.Error(), Result: []any{}})
+// hailReason is a failure in hail's words, which Ganeti's answers carry;
+// Drove's fuller reason when the planner gave none.
+func hailReason(f planner.Failed) string {
+	if f.Hail != "" {
+		return f.Hail
+	}
+	return f.Reason
 }
 
-// Info is the result's one-line summary: Ganeti's sentence, then the
-// cluster score before and after.
-func Info(p *planner.Plan) string {
+// Explain is Drove's own account of a plan, fuller than hail's words in
+// the answer: the cluster score before and after, each group's, the
+// nodes emptied, the choices of allocations and why each failure failed.
+// `drove iallocator -v` prints it on standard error.
+func Explain(p *planner.Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Request successful: %d instances failed to move and %d were moved successfully", len(p.Failed), len(p.Moved))
-	fmt.Fprintf(&b, "; cluster score %.8f -> %.8f", p.ScoreBefore, p.ScoreAfter)
+	fmt.Fprintf(&b, "cluster score %.8f -> %.8f", p.ScoreBefore, p.ScoreAfter)
 	for _, g := range p.Groups {
 		fmt.Fprintf(&b, "; group %s %.8f -> %.8f", g.Group, g.Before, g.After)
 	}
 	if len(p.EvacuatedNodes) > 0 {
 		fmt.Fprintf(&b, "; evacuated nodes %s", strings.Join(p.EvacuatedNodes, ","))
+	}
+	for _, l := range p.Log {
+		fmt.Fprintf(&b, "\n%s", l)
+	}
+	for _, f := range p.Failed {
+		fmt.Fprintf(&b, "\n%s failed: %s", f.Instance, f.Reason)
 	}
 	return b.String()
 }

@@ -2,7 +2,6 @@ package iallocator
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/drovehq/drove/planner"
 )
@@ -11,7 +10,7 @@ import (
 //   - node-evacuate, change-group: [moved, failed, jobs] (EncodeResult);
 //   - allocate: the chosen nodes, primary first, or success=false with the
 //     reason;
-//   - multi-allocate: [[[name, [nodes]], ...], [[name, reason], ...]];
+//   - multi-allocate: [[[name, [nodes]], ...], [name, ...]] (the failed);
 //   - relocate: the node that replaces the one left, or success=false;
 //   - allocate-secondary: the new secondary's name (a string), or
 //     success=false.
@@ -19,7 +18,7 @@ func EncodeAnswer(k planner.RequestKind, p *planner.Plan) ([]byte, error) {
 	switch k {
 	case planner.Allocate:
 		if len(p.Allocated) == 1 {
-			return marshal(response{Success: true, Info: "Request successful: " + allocInfo(p), Result: nonNil(p.Allocated[0].Nodes)})
+			return marshal(response{Success: true, Info: "Request successful: " + p.Allocated[0].Hail, Result: nonNil(p.Allocated[0].Nodes)})
 		}
 		return marshal(response{Success: false, Info: "Request failed: " + failReason(p), Result: []any{}})
 	case planner.MultiAllocate:
@@ -27,39 +26,35 @@ func EncodeAnswer(k planner.RequestKind, p *planner.Plan) ([]byte, error) {
 		for _, a := range p.Allocated {
 			done = append(done, []any{a.Instance, nonNil(a.Nodes)})
 		}
-		failed := make([]any, 0, len(p.Failed))
+		// Ganeti's master accepts only names in the failed list
+		// (lib/masterd/iallocator.py); why each failed is Drove's
+		// explanation (Explain), not the answer's.
+		failed := make([]string, 0, len(p.Failed))
 		for _, f := range p.Failed {
-			failed = append(failed, []any{f.Instance, f.Reason})
+			failed = append(failed, f.Instance)
 		}
-		info := fmt.Sprintf("Request successful: %d instances failed to allocate and %d were allocated successfully; %s",
-			len(p.Failed), len(p.Allocated), allocInfo(p))
+		info := fmt.Sprintf("Request successful: %d instances failed to allocate and %d were allocated successfully",
+			len(p.Failed), len(p.Allocated))
 		return marshal(response{Success: true, Info: info, Result: []any{done, failed}})
 	case planner.AllocateSecondary:
 		if len(p.Relocated) > 0 {
-			info := fmt.Sprintf("Request successful: %s; cluster score %.8f -> %.8f", strings.Join(p.Log, ", "), p.ScoreBefore, p.ScoreAfter)
-			return marshal(response{Success: true, Info: info, Result: p.Relocated[0]})
+			return marshal(response{Success: true, Info: "Request successful: " + p.Hail, Result: p.Relocated[0]})
 		}
 		return marshal(response{Success: false, Info: "Request failed: " + failReason(p), Result: []any{}})
 	case planner.Relocate:
 		if len(p.Relocated) > 0 {
-			info := fmt.Sprintf("Request successful: relocated to %s; cluster score %.8f -> %.8f",
-				strings.Join(p.Relocated, ","), p.ScoreBefore, p.ScoreAfter)
-			return marshal(response{Success: true, Info: info, Result: p.Relocated})
+			return marshal(response{Success: true, Info: "Request successful: success", Result: p.Relocated})
 		}
 		return marshal(response{Success: false, Info: "Request failed: " + failReason(p), Result: []any{}})
 	}
 	return EncodeResult(p)
 }
 
-func allocInfo(p *planner.Plan) string {
-	return fmt.Sprintf("%s; cluster score %.8f -> %.8f", strings.Join(p.Log, ", "), p.ScoreBefore, p.ScoreAfter)
-}
-
 func failReason(p *planner.Plan) string {
 	if len(p.Failed) == 0 {
 		return "no answer"
 	}
-	return p.Failed[0].Reason
+	return hailReason(p.Failed[0])
 }
 
 // requestFields renders the request part of an allocate, multi-allocate or

@@ -90,11 +90,14 @@ func answerOf(t *testing.T, who string, r planner.Request, out []byte) map[strin
 	}
 	switch r.Kind {
 	case planner.MultiAllocate:
-		var parts [2][][2]json.RawMessage
-		if err := json.Unmarshal(w.Result, &parts); err != nil {
+		// The failed list differs: hail's holds [name, reason] pairs,
+		// Drove's the names Ganeti's master accepts.
+		var parts [2]json.RawMessage
+		var done [][2]json.RawMessage
+		if err := json.Unmarshal(w.Result, &parts); err != nil || json.Unmarshal(parts[0], &done) != nil {
 			t.Fatalf("%s: %s", who, w.Result)
 		}
-		for _, a := range parts[0] {
+		for _, a := range done {
 			var name string
 			var nodes []string
 			_ = json.Unmarshal(a[0], &name)

@@ -12,6 +12,7 @@ import (
 // placement the opcode before it leaves, even before the service has read
 // that opcode's InstancePlaced.
 func TestDispatchCarriesTheInstanceFacts(t *testing.T) {
+	t.Parallel()
 	w := newWorld()
 	for _, n := range []string{"n1", "n2", "n3"} {
 		w.read(events.NodeAnnounced{Name: n, Group: "g-" + n, VMCapable: true,

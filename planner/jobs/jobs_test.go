@@ -49,6 +49,7 @@ func migrate(instance, from, to string) events.Opcode {
 // A failed job cancels the job that needs its success, which cascades to
 // the job depending on that one; the request then finishes with both.
 func TestFailureCancelsDependentsInCascade(t *testing.T) {
+	t.Parallel()
 	w := newWorld()
 	w.read(events.EvacuationRequested{Request: "r1", Nodes: []string{"n1"}, Mode: events.EvacAll})
 	success := []events.JobStatus{events.JobSuccess}
@@ -81,6 +82,7 @@ func TestFailureCancelsDependentsInCascade(t *testing.T) {
 // Jobs wait for a free slot: at most MaxMovesPerNode jobs send from one
 // node, and a cancelled request cancels every job not released.
 func TestReleaseWithinLimitsThenCancel(t *testing.T) {
+	t.Parallel()
 	w := newWorld()
 	w.read(events.EvacuationRequested{Request: "r1", Nodes: []string{"n1"}, Mode: events.EvacAll, MaxMovesPerNode: 1})
 	w.read(events.PlanComputed{Request: "r1", Jobs: []events.Job{
@@ -103,6 +105,7 @@ func TestReleaseWithinLimitsThenCancel(t *testing.T) {
 // although the inventory still shows n3 empty (test/chaos found two plans
 // filling one node before this).
 func TestPlanReservesTheRoomOfMovesInFlight(t *testing.T) {
+	t.Parallel()
 	w := newWorld()
 	w.read(events.GroupDeclared{Name: "g1", AllocPolicy: events.AllocPreferred})
 	for _, n := range []string{"n1", "n2", "n3"} {
@@ -137,6 +140,7 @@ func TestPlanReservesTheRoomOfMovesInFlight(t *testing.T) {
 // by the model, so the second waits; once the executor measures the first
 // far below the link (a slower path than announced), the second goes.
 func TestAutoReleasesOnMeasuredRoom(t *testing.T) {
+	t.Parallel()
 	w := newWorld()
 	w.env.AutoMovesPerNode = true
 	const mib = 1 << 20

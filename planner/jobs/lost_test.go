@@ -38,6 +38,7 @@ func (w *world) offline(node string) {
 // Target lost: the opcode is cancelled on its source (which keeps the
 // instance); the job then ends canceled with the executor's end.
 func TestTargetLostCancelsTheRunningOpcode(t *testing.T) {
+	t.Parallel()
 	w := lostWorld(t)
 	w.offline("n2")
 	d := Decide(w.env, w.st, "r1")
@@ -63,6 +64,7 @@ func TestTargetLostCancelsTheRunningOpcode(t *testing.T) {
 // Source lost: the job ends error at once, saying an operator must act;
 // a job not dispatched yet to a lost node is not dispatched.
 func TestSourceLostEndsTheJobForAnOperator(t *testing.T) {
+	t.Parallel()
 	w := lostWorld(t)
 	w.offline("n1")
 	d := Decide(w.env, w.st, "r1")

@@ -30,6 +30,7 @@ func inst(name, on string, diskMiB int64) events.InstanceDeclared {
 // one runs from the start while the small ones share the other slots, and
 // the evacuation ends within 1.2× of the lower bound.
 func TestOrderMattersHugeMoveFirst(t *testing.T) {
+	t.Parallel()
 	world := []events.Payload{events.GroupDeclared{Name: "g1", AllocPolicy: events.AllocPreferred}}
 	world = append(world, node("s", 1000*mib, 1000*mib, 64, 100))
 	for i := 1; i <= 10; i++ {
@@ -74,6 +75,7 @@ func TestOrderMattersHugeMoveFirst(t *testing.T) {
 // dependencies' (planner's property test runs those in every order).
 // Every run ends, and ends no faster than the lower bound.
 func TestReleaseKeepsTheRules(t *testing.T) {
+	t.Parallel()
 	runs := 60
 	if testing.Short() {
 		runs = 15
@@ -140,6 +142,7 @@ func TestReleaseKeepsTheRules(t *testing.T) {
 // order-matters case it expects the huge move's time, and its bound is the
 // simulation's.
 func TestEstimatePlan(t *testing.T) {
+	t.Parallel()
 	jobsOf := []events.Job{
 		{Index: 0, Opcodes: []events.Opcode{{OpID: events.OpInstanceMigrate, Instance: "a", From: "s", To: "r1"}}},
 		{Index: 1, Opcodes: []events.Opcode{{OpID: events.OpInstanceMigrate, Instance: "b", From: "s", To: "r2"}}},

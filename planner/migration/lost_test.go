@@ -18,6 +18,7 @@ func (w *world) offline(node string) {
 // once, and nothing more happens by itself (no finalize: the source copy
 // may be the only one left).
 func TestSwitchedMigrationTargetLost(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.read(events.MigrationStateChanged{Migration: "m1", Instance: "vm", Account: "acct", Role: events.RoleOperator,
 		Source: "n1", Target: "n2", State: events.MigrationSuccessful, Phase: events.PhaseSwitch,
@@ -35,6 +36,7 @@ func TestSwitchedMigrationTargetLost(t *testing.T) {
 // Target lost during a sync: failed, and an abort goes to the source,
 // superseding the sync.
 func TestTargetLostBeforeTheSwitchAborts(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.read(events.MigrationStateChanged{Migration: "m1", Instance: "vm", Account: "acct", Role: events.RoleOperator,
 		Source: "n1", Target: "n2", State: events.MigrationRunning, Phase: events.PhaseSync, Syncs: 1,

@@ -11,22 +11,44 @@ import (
 	"github.com/drovehq/drove/planner/inventory"
 )
 
+// RFD 34's re-sync rule, every way it can answer: switch when the last
+// sync was small, when the syncs allowed are spent, or when the size
+// stopped shrinking over the window; else sync again. The reason is what
+// the record's message tells the operator.
 func TestResyncRule(t *testing.T) {
+	t.Parallel()
 	s := events.SettingsChanged{ResyncMaxBytes: 100, ResyncMaxSyncs: 5, ResyncShrinkWindow: 2}
+	noWindow := s
+	noWindow.ResyncShrinkWindow = 0
 	for _, c := range []struct {
+		name  string
 		sizes []int64
+		s     events.SettingsChanged
 		want  bool
+		why   string
 	}{
-		{nil, false},
-		{[]int64{1000}, false},
-		{[]int64{1000, 99}, true},                 // under ResyncMaxBytes
-		{[]int64{1000, 500, 300, 200, 150}, true}, // ResyncMaxSyncs syncs
-		{[]int64{1000, 500, 600, 500}, true},      // stopped shrinking over 2 syncs
-		{[]int64{1000, 500, 400}, false},          // still shrinking
+		{"no sync yet", nil, s, false, "no sync yet"},
+		{"the full send", []int64{1000}, s, false, "the last sync sent 1000 bytes; syncing again"},
+		{"a small first sync switches at once", []int64{99}, s, true, "the last sync sent 99 bytes, under 100"},
+		{"under ResyncMaxBytes", []int64{1000, 99}, s, true, "the last sync sent 99 bytes, under 100"},
+		{"exactly ResyncMaxBytes is not under", []int64{1000, 100}, s, false, "syncing again"},
+		{"ResyncMaxSyncs syncs", []int64{1000, 500, 300, 200, 150}, s, true, "5 syncs done, the most the settings allow"},
+		{"one short of ResyncMaxSyncs", []int64{1000, 500, 300, 200}, s, false, "syncing again"},
+		{"stopped shrinking over the window", []int64{1000, 500, 600, 500}, s, true,
+			"the sync size stopped shrinking over the last 2 syncs (500, then 500 bytes)"},
+		{"grew over the window", []int64{1000, 300, 200, 400}, s, true, "(300, then 400 bytes)"},
+		{"still shrinking", []int64{1000, 500, 400}, s, false, "the last sync sent 400 bytes; syncing again"},
+		{"no older sync to compare within the window", []int64{1000, 1000}, s, false, "syncing again"},
+		{"a window of 0 never compares", []int64{1000, 500, 600, 500}, noWindow, false, "syncing again"},
+		{"small wins over the count", []int64{1000, 500, 300, 200, 50}, s, true, "under 100"},
 	} {
-		if got, why := switchNow(c.sizes, s); got != c.want {
-			t.Errorf("switchNow(%v) = %v (%s), want %v", c.sizes, got, why, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got, why := switchNow(c.sizes, c.s)
+			if got != c.want || !strings.Contains(why, c.why) {
+				t.Errorf("switchNow(%v) = %v, %q; want %v, %q", c.sizes, got, why, c.want, c.why)
+			}
+		})
 	}
 }
 
@@ -47,7 +69,8 @@ func newWorld(t *testing.T) *world {
 		w.read(events.NodeAnnounced{Name: n, Group: "g1", VMCapable: true,
 			Total: events.Resources{MemoryMiB: 8192, DiskMiB: 100 << 10, CPUs: 8, Spindles: 4}})
 	}
-	for name, kind := range map[string]events.StorageKind{"vm": events.StorageZFSLocal, "held": events.StorageZFSLocal,
+	for name, kind := range map[string]events.StorageKind{"vm": events.StorageZFSLocal, "vm2": events.StorageZFSLocal,
+		"held":     events.StorageZFSLocal,
 		"mirrored": events.StorageDRBD} {
 		in := events.InstanceDeclared{Name: name, Owner: "acct", Storage: kind, RunState: events.RunRunning,
 			PrimaryNode: "n1", Size: events.Size{MemoryMiB: 1024, VCPUs: 1, DisksMiB: []int64{1024}}}
@@ -85,6 +108,7 @@ func record(t *testing.T, evs []events.Envelope) events.MigrationStateChanged {
 }
 
 func TestBeginDispatchesToTheSourceOrRefuses(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	begin := func(id, instance string) events.MigrationActionRequested {
 		return events.MigrationActionRequested{Migration: id, Instance: instance, Action: events.ActionBegin,
@@ -124,6 +148,7 @@ func TestBeginDispatchesToTheSourceOrRefuses(t *testing.T) {
 // 8 CPUs cannot meet for a 16-vCPU instance though memory and disk fit.
 // The refusal gives the planner's reason.
 func TestBeginChecksTheTargetWithThePlannersRules(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.read(events.InstanceDeclared{Name: "wide", Owner: "acct", Storage: events.StorageZFSLocal, RunState: events.RunRunning,
 		PrimaryNode: "n1", Size: events.Size{MemoryMiB: 1024, VCPUs: 40, DisksMiB: []int64{1024}}})
@@ -140,6 +165,7 @@ func TestBeginChecksTheTargetWithThePlannersRules(t *testing.T) {
 // pause has ended the record counts only the syncs that completed and one
 // End says paused.
 func TestPauseStopsTheRunningSync(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	act := func(a events.MigrationAction) []events.Envelope {
 		w.read(events.MigrationActionRequested{Migration: "m1", Instance: "vm", Action: a, Target: "n2",
@@ -184,6 +210,7 @@ func TestPauseStopsTheRunningSync(t *testing.T) {
 // refused with a message that says the guest already runs on the target,
 // and the switch's record says it went post-copy.
 func TestAbortRefusedAfterPostCopy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	act := func(a events.MigrationAction) []events.Envelope {
 		w.read(events.MigrationActionRequested{Migration: "m1", Instance: "vm", Action: a, Target: "n2",

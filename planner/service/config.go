@@ -173,35 +173,24 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("Options: %w", err))
 	}
 	var ps []string
-	if c.MaxRunningMoves < 1 {
-		ps = append(ps, fmt.Sprintf("MaxRunningMoves: %d (want at least 1)", c.MaxRunningMoves))
-	}
-	if c.Partitions < 1 {
-		ps = append(ps, fmt.Sprintf("Partitions: %d (want at least 1)", c.Partitions))
-	}
-	if c.AppendRetries < 0 {
-		ps = append(ps, fmt.Sprintf("AppendRetries: negative (%d)", c.AppendRetries))
-	}
-	if c.RetryBackoff < 0 {
-		ps = append(ps, fmt.Sprintf("RetryBackoff: negative (%s)", c.RetryBackoff))
-	}
-	if c.Tick < 0 {
-		ps = append(ps, fmt.Sprintf("Tick: negative (%s)", c.Tick))
-	}
-	if c.StallRetries < 0 {
-		ps = append(ps, fmt.Sprintf("StallRetries: negative (%d)", c.StallRetries))
-	}
-	if c.ElectionTimeout < 0 {
-		ps = append(ps, fmt.Sprintf("ElectionTimeout: negative (%s)", c.ElectionTimeout))
-	}
-	if c.PlanPartBytes < 1 {
-		ps = append(ps, fmt.Sprintf("PlanPartBytes: %d (want at least 1)", c.PlanPartBytes))
-	}
-	if c.SnapshotEvery < 1 {
-		ps = append(ps, fmt.Sprintf("SnapshotEvery: %d (want at least 1)", c.SnapshotEvery))
-	}
-	if c.SnapshotInterval < 0 {
-		ps = append(ps, fmt.Sprintf("SnapshotInterval: negative (%s)", c.SnapshotInterval))
+	for _, chk := range []struct {
+		bad bool
+		msg string
+	}{
+		{c.MaxRunningMoves < 1, fmt.Sprintf("MaxRunningMoves: %d (want at least 1)", c.MaxRunningMoves)},
+		{c.Partitions < 1, fmt.Sprintf("Partitions: %d (want at least 1)", c.Partitions)},
+		{c.AppendRetries < 0, fmt.Sprintf("AppendRetries: negative (%d)", c.AppendRetries)},
+		{c.RetryBackoff < 0, fmt.Sprintf("RetryBackoff: negative (%s)", c.RetryBackoff)},
+		{c.Tick < 0, fmt.Sprintf("Tick: negative (%s)", c.Tick)},
+		{c.StallRetries < 0, fmt.Sprintf("StallRetries: negative (%d)", c.StallRetries)},
+		{c.ElectionTimeout < 0, fmt.Sprintf("ElectionTimeout: negative (%s)", c.ElectionTimeout)},
+		{c.PlanPartBytes < 1, fmt.Sprintf("PlanPartBytes: %d (want at least 1)", c.PlanPartBytes)},
+		{c.SnapshotEvery < 1, fmt.Sprintf("SnapshotEvery: %d (want at least 1)", c.SnapshotEvery)},
+		{c.SnapshotInterval < 0, fmt.Sprintf("SnapshotInterval: negative (%s)", c.SnapshotInterval)},
+	} {
+		if chk.bad {
+			ps = append(ps, chk.msg)
+		}
 	}
 	if len(ps) > 0 {
 		errs = append(errs, errors.New(strings.Join(ps, "; ")))

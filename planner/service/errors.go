@@ -1,6 +1,10 @@
 package service
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/drovehq/drove/events/retry"
+)
 
 // Sentinel errors of the planner service. Errors from Kafka keep the
 // events/kafka sentinels underneath (kafka.ErrFenced, kafka.ErrUncertain,
@@ -8,7 +12,7 @@ import "errors"
 var (
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("planner service: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("planner service: invalid config"))
 
 	// ErrAppend is returned by Run when decisions could not be appended
 	// after retries. The decisions were already applied to the in-memory

@@ -43,7 +43,8 @@ func newHarnessFor(t *testing.T, c *planner.Cluster, d time.Duration) *harness {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	k := testenv.Kafka(t)
-	kc := kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond, TransactionalID: "test-operator"}
+	kc := k.Config()
+	kc.TransactionalID = "test-operator"
 	if err := kafka.EnsureTopics(ctx, kc, 3, events.Topics()...); err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,7 @@ func evacPlan(t *testing.T, c *planner.Cluster) *planner.Plan {
 }
 
 func TestInventoryRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := testCluster(200)
 	got := fold(t, InventoryEvents(c, seedReason)).inv.Cluster()
 	if !reflect.DeepEqual(got.Nodes, c.Nodes) {
@@ -63,6 +64,7 @@ func TestInventoryRoundTrip(t *testing.T) {
 // A Ganeti cluster imported through its IAllocator document plans the same
 // once folded from the log.
 func TestGanetiImport(t *testing.T) {
+	t.Parallel()
 	c := testCluster(200)
 	doc, err := iallocator.EncodeRequest(c, planner.Request{Kind: planner.NodeEvacuate, Mode: planner.EvacAll,
 		Instances: evacInstances(c, "n1")})
@@ -80,6 +82,7 @@ func TestGanetiImport(t *testing.T) {
 }
 
 func TestFreeSpaceFollowsPlacements(t *testing.T) {
+	t.Parallel()
 	envs := InventoryEvents(testCluster(200), seedReason)
 	envs = append(envs, events.New(events.InstancePlaced{Instance: "web1", Group: "g1",
 		PrimaryNode: "n2", SecondaryNode: "n4", PreviousGroup: "g1", PreviousPrimary: "n1", PreviousSecondary: "n2"},
@@ -111,6 +114,7 @@ func TestFreeSpaceFollowsPlacements(t *testing.T) {
 }
 
 func TestConfigReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	err := Config{MaxRunningMoves: -1, Partitions: -2, Options: planner.Options{MaxMovesPerNode: -1}}.Validate()
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("Validate = %v, want ErrInvalidConfig", err)
@@ -128,6 +132,7 @@ func TestConfigReportsEveryProblem(t *testing.T) {
 // The fold's order depends on the log, not on how partitions happened to be
 // interleaved when it was read.
 func TestFoldOrderIgnoresPartitionInterleaving(t *testing.T) {
+	t.Parallel()
 	envs := InventoryEvents(testCluster(200), seedReason)
 	parts := make([][]int, 3)
 	for i, e := range envs {
@@ -160,6 +165,7 @@ func TestFoldOrderIgnoresPartitionInterleaving(t *testing.T) {
 // nothing of Drove's); the services use events.StorageKind's rules. This
 // holds the two equal, kind by kind.
 func TestStorageRulesAgreeWithThePlanner(t *testing.T) {
+	t.Parallel()
 	for _, k := range events.StorageKinds() {
 		pk := planner.StorageKind(k)
 		if !pk.Known() || !k.Known() {

@@ -22,6 +22,7 @@ func (h *harness) markOffline(node string) {
 // Target lost in the middle of a sync: the migration fails, an abort runs
 // on the source, and the instance stays there, running.
 func TestMigrationTargetLostAbortsToTheSource(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, false, nil)
 	w.act("m1", "big", events.ActionAutomatic, func(a *events.MigrationActionRequested) { a.Target = "n2" })
 	w.await("m1", "syncing", func(r events.MigrationStateChanged) bool { return r.Phase == events.PhaseSync })
@@ -42,6 +43,7 @@ func TestMigrationTargetLostAbortsToTheSource(t *testing.T) {
 
 // Source lost: the record fails at once and says an operator must act.
 func TestMigrationSourceLostNeedsAnOperator(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, true, nil) // nobody runs n1's phases: it is "lost"
 	w.act("m1", "big", events.ActionAutomatic, func(a *events.MigrationActionRequested) { a.Target = "n2" })
 	w.await("m1", "begun", func(r events.MigrationStateChanged) bool { return r.State == events.MigrationRunning })

@@ -162,6 +162,7 @@ func (w *migWorld) dispatches() []events.MigrationPhaseDispatched {
 }
 
 func TestMigrationAutomaticSwitchesThenFinalizes(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, false, nil)
 	w.act("m1", "vm1", events.ActionAutomatic)
 	r := w.awaitState("m1", events.MigrationSuccessful)
@@ -192,6 +193,7 @@ func TestMigrationAutomaticSwitchesThenFinalizes(t *testing.T) {
 }
 
 func TestMigrationOnDemandInOrderThenRollback(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, false, nil)
 	w.act("m1", "vm1", events.ActionBegin, func(a *events.MigrationActionRequested) { a.Target = "n3" })
 	r := w.await("m1", "begun", func(r events.MigrationStateChanged) bool {
@@ -229,6 +231,7 @@ func TestMigrationOnDemandInOrderThenRollback(t *testing.T) {
 }
 
 func TestMigrationPauseDuringSyncThenSyncThenSwitch(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, false, nil)
 	w.act("m1", "big", events.ActionBegin)
 	w.await("m1", "begun", func(r events.MigrationStateChanged) bool { return r.State == events.MigrationPaused })
@@ -269,6 +272,7 @@ func TestMigrationPauseDuringSyncThenSyncThenSwitch(t *testing.T) {
 }
 
 func TestMigrationAbortDuringSyncRestoresTheSource(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, false, nil)
 	w.act("m1", "big", events.ActionAutomatic)
 	w.await("m1", "syncing", func(r events.MigrationStateChanged) bool { return r.Phase == events.PhaseSync })
@@ -288,6 +292,7 @@ func TestMigrationAbortDuringSyncRestoresTheSource(t *testing.T) {
 }
 
 func TestMigrationScheduledWaitsRescheduledAborted(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, false, nil)
 	at := w.clock.now().Add(time.Hour)
 	w.act("m1", "vm1", events.ActionSchedule, func(a *events.MigrationActionRequested) { a.ScheduledAt = &at })
@@ -319,6 +324,7 @@ func TestMigrationScheduledWaitsRescheduledAborted(t *testing.T) {
 }
 
 func TestSecondMigrationOfAMigratingInstanceRefused(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, false, nil)
 	w.act("m1", "vm1", events.ActionBegin)
 	w.awaitState("m1", events.MigrationPaused)
@@ -333,6 +339,7 @@ func TestSecondMigrationOfAMigratingInstanceRefused(t *testing.T) {
 }
 
 func TestMaxRunningMigrationsPerNodeQueuesInCreationOrder(t *testing.T) {
+	t.Parallel()
 	s := events.DefaultSettings()
 	s.MaxRunningMigrationsPerNode = 1
 	w := newMigWorld(t, false, &s)
@@ -397,6 +404,7 @@ func contextWithCancel(ctx context.Context) (context.Context, context.CancelFunc
 // rejected, naming the migration: the two would move it at once (test/chaos
 // found an instance placed twice that way).
 func TestEvacuationOfAMigratingInstanceRejected(t *testing.T) {
+	t.Parallel()
 	w := newMigWorld(t, false, nil)
 	w.act("m1", "vm1", events.ActionBegin)
 	w.awaitState("m1", events.MigrationPaused)

@@ -26,6 +26,7 @@ func (h *harness) nodeActionEnd(id string) events.NodeActionEnded {
 // A node an evacuation is emptying cannot be undrained; once the
 // evacuation ended it can, and the node is back in service.
 func TestUndrainRefusedWhileEmptiedThenDone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	x := h.executor(true, nil) // opcodes stay running: the evacuation stays active
 	h.start()

@@ -16,6 +16,7 @@ import (
 // with that reason; the request after it is planned in parts and runs, and
 // a restart finds nothing left to decide.
 func TestOversizedDecisionFailsOnlyItsRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.executor(false, nil)
 	small := func(c *Config) { c.Kafka.MaxRecordBytes = 4096 }

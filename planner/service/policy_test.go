@@ -14,6 +14,7 @@ import (
 // the cluster they came from, the policy deciding (a tight vCPU ratio
 // leaves instances of an evacuation without a node).
 func TestPolicyAndReservedMemoryTravelThroughTheLog(t *testing.T) {
+	t.Parallel()
 	c := testCluster(200)
 	c.Groups[0].Policy.VCPURatio = 0.1
 	c.Groups[0].Policy.DiskTemplates = []planner.StorageKind{planner.DRBD, planner.Plain}
@@ -41,6 +42,7 @@ func TestPolicyAndReservedMemoryTravelThroughTheLog(t *testing.T) {
 // drove seed --ganeti imports a Ganeti document's group policies and
 // reserved memory too.
 func TestGanetiImportKeepsPolicies(t *testing.T) {
+	t.Parallel()
 	c := testCluster(200)
 	c.Groups[0].Policy.VCPURatio = 2.5
 	c.Groups[0].Policy.SpindleRatio = 16
@@ -71,6 +73,7 @@ func TestGanetiImportKeepsPolicies(t *testing.T) {
 // The cluster's tags ride on the groups: migration tags the seed carried
 // restrict the folded cluster's plans as they restrict the original's.
 func TestClusterTagsTravelThroughTheLog(t *testing.T) {
+	t.Parallel()
 	c := testCluster(200)
 	c.Tags = []string{"htools:migration:hv"}
 	for i := range c.Nodes {

@@ -34,6 +34,7 @@ func tightCluster() *planner.Cluster {
 // n3 too, and a migration to n3 asked while an evacuation takes b there
 // is refused.
 func TestMigrationTargetReservedAgainstEvacuation(t *testing.T) {
+	t.Parallel()
 	t.Run("migration first", func(t *testing.T) {
 		h := newHarnessWith(t, tightCluster())
 		h.start(func(c *Config) { c.Tick = 20 * time.Millisecond })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/events/retry"
 	"github.com/drovehq/drove/planner/inventory"
 	"github.com/drovehq/drove/planner/jobs"
 	"github.com/drovehq/drove/planner/migration"
@@ -392,7 +393,7 @@ func messages(envs []events.Envelope) []kafka.Message {
 // confirm is retried too: if the first attempt did land, the second only
 // restates facts the fold already holds.
 func (l *loop) append(ctx context.Context, msgs []kafka.Message) error {
-	b := kafka.Backoff{Tries: l.svc.cfg.AppendRetries + 1, Initial: l.svc.cfg.RetryBackoff}
+	b := retry.Backoff{Tries: l.svc.cfg.AppendRetries + 1, Initial: l.svc.cfg.RetryBackoff}
 	err := b.Do(ctx, func(err error) bool {
 		return !errors.Is(err, kafka.ErrFenced) && (kafka.IsRetryable(err) || errors.Is(err, kafka.ErrUncertain))
 	}, func(int) error { return l.prod.AppendBatch(ctx, msgs...) },

@@ -22,6 +22,7 @@ func evacuate(h *harness, req string, dry bool, nodes ...string) events.Envelope
 }
 
 func TestEvacuationMovesEveryInstance(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.executor(false, nil)
 	reg := prometheus.NewRegistry()
@@ -115,6 +116,7 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 }
 
 func TestFailingOpcodeCancelsDependentsThatNeedSuccess(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	// A plan a previous planner instance computed and appended before it
 	// stopped: the service adopts it from the log. Written by hand so that
@@ -195,6 +197,7 @@ func TestFailingOpcodeCancelsDependentsThatNeedSuccess(t *testing.T) {
 }
 
 func TestDryRunWaitsForApprovalAndRefreshesAStalePlan(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.executor(false, nil)
 	svc := h.start()
@@ -256,6 +259,7 @@ func TestDryRunWaitsForApprovalAndRefreshesAStalePlan(t *testing.T) {
 }
 
 func TestCancelStopsEverything(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	x := h.executor(true, nil) // every opcode runs until cancelled
 	h.start()
@@ -316,6 +320,7 @@ func TestCancelStopsEverything(t *testing.T) {
 }
 
 func TestRestartedServiceFencesTheOldAndContinues(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	x := h.executor(true, nil)
 	old := h.start()
@@ -369,6 +374,7 @@ func TestRestartedServiceFencesTheOldAndContinues(t *testing.T) {
 }
 
 func TestRejections(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.start()
 	evacuate(h, "r1", true, "n1") // holds every instance of n1 until approved or cancelled
@@ -407,6 +413,7 @@ func sameSet(a, b []string) bool {
 }
 
 func TestGroupChangeMovesToTheTargetGroup(t *testing.T) {
+	t.Parallel()
 	c := testCluster(200)
 	c.Groups = append(c.Groups, c.Groups[0])
 	c.Groups[1].UUID, c.Groups[1].Name = "g2", "g2"

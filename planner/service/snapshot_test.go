@@ -173,6 +173,7 @@ func diff(path string, a, b any) string {
 // the state restored from the service's snapshot plus the log after it are
 // equal, and the service restarted from the snapshot finishes the work.
 func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
+	t.Parallel()
 	h := newHarnessWith(t, snapCluster())
 	x := h.executor(false, nil)
 	dir := t.TempDir()
@@ -350,6 +351,7 @@ func splitHeader(t *testing.T, b []byte) (header, []byte) {
 // events it folded since the one before: the next start reads only what
 // that pass appended, read back, and nothing it had folded.
 func TestSnapshotTakenAtShutdown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.executor(false, nil)
 	dir := t.TempDir()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drovehq/drove/deploy/apachekafka"
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -37,8 +38,8 @@ type system struct {
 	dir, bin string
 	brokers  string
 	pg       *embedded.PostgresServer
-	broker   *proc.Proc
-	services []*proc.Proc // what random kills choose from
+	kafka    *apachekafka.Cluster // three brokers, each partition on all three
+	services []*proc.Proc         // what random kills choose from
 	api      *client.Client
 	cluster  *planner.Cluster
 }
@@ -83,9 +84,14 @@ func TestChaos(t *testing.T) {
 		}
 		switch i {
 		case 5:
-			s.restartBroker()
+			s.killBusiestLeader()
+		case 8:
+			s.restartBrokers()
 		case 10:
 			s.restartPostgres()
+		case 13:
+			s.killAllBrokers()
+			s.restartBrokers()
 		}
 		victim := s.services[rng.IntN(len(s.services))]
 		victim.Stop(syscall.SIGKILL, 30*time.Second)
@@ -105,7 +111,7 @@ func TestChaos(t *testing.T) {
 	for _, n := range killed {
 		total += n
 	}
-	msg := fmt.Sprintf("chaos: survived %d SIGKILLs %v, 1 broker restart, 1 Postgres restart; %d requests and %d migrations ended; drove verify: %s",
+	msg := fmt.Sprintf("chaos: survived %d SIGKILLs %v, the SIGKILL of the busiest partition's leader, of all three brokers, 1 Postgres restart; %d requests and %d migrations ended; drove verify: %s",
 		total, killed, len(requests), len(migrations), summary)
 	t.Log(msg)
 	fmt.Println(msg)
@@ -126,18 +132,20 @@ func startSystem(t *testing.T) *system {
 	if out, err := exec.Command("go", "build", "-o", s.bin, "github.com/drovehq/drove/cmd/drove").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.keepLogs()
+		}
+	})
 	s.pg = startPostgres(t, 0, "")
-	s.brokers = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	s.broker = &proc.Proc{Name: "broker", Dir: dir,
-		Argv: []string{s.bin, "broker", "--dir", filepath.Join(dir, "kafka"), "--addr", s.brokers}}
-	s.broker.Start(t)
-	t.Cleanup(func() { s.broker.Stop(syscall.SIGTERM, 30*time.Second) })
+	s.startKafka()
 	s.seed()
 
 	gw := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	db := s.pg.URL("postgres")
 	add := func(name string, args ...string) {
-		p := &proc.Proc{Name: name, Dir: dir, Argv: append(append([]string{s.bin}, args...), "--brokers", s.brokers)}
+		p := &proc.Proc{Name: name, Dir: dir, Argv: append(append([]string{s.bin}, args...),
+			"--brokers", s.brokers, "--replication-factor", "3", "--min-insync-replicas", "2")}
 		p.Start(t)
 		t.Cleanup(func() { p.Stop(syscall.SIGTERM, 30*time.Second) })
 		s.services = append(s.services, p)
@@ -174,7 +182,8 @@ func (s *system) seed() {
 		s.t.Fatal(err)
 	}
 	s.cluster = c
-	kc := kafka.Config{Brokers: []string{s.brokers}, TransactionalID: "chaos-seed"}
+	kc := s.kafka.Config()
+	kc.TransactionalID, kc.ReplicationFactor, kc.MinInsyncReplicas = "chaos-seed", 3, 2
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s.waitFor("the broker", time.Minute, func() bool { return kafka.EnsureTopics(ctx, kc, 3, events.Topics()...) == nil })
@@ -218,11 +227,6 @@ func (s *system) restartPostgres() {
 	s.pg = startPostgres(s.t, s.pg.Port, s.pg.Dir)
 }
 
-func (s *system) restartBroker() {
-	s.broker.Stop(syscall.SIGTERM, 30*time.Second)
-	s.broker.Start(s.t)
-}
-
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -247,7 +251,7 @@ func (s *system) waitFor(what string, d time.Duration, cond func() bool) {
 }
 
 func (s *system) dumpLogs() {
-	for _, p := range append([]*proc.Proc{s.broker}, s.services...) {
+	for _, p := range s.services {
 		s.t.Logf("---- %s:\n%s", p.Name, p.Tail())
 	}
 }
@@ -376,7 +380,7 @@ func (s *system) story(report string) string {
 	}
 	var b strings.Builder
 	for _, topic := range []string{events.TopicRequests, events.TopicPlans, events.TopicJobs, events.TopicOpcodes, events.TopicInventory, events.TopicMigrations} {
-		recs, err := kafka.ReadAll(context.Background(), kafka.Config{Brokers: []string{s.brokers}}, topic)
+		recs, err := kafka.ReadAll(context.Background(), s.kafka.Config(), topic)
 		if err != nil {
 			return err.Error()
 		}
@@ -398,8 +402,13 @@ func (s *system) keepLogs() {
 	if err != nil {
 		return
 	}
-	for _, p := range append([]*proc.Proc{s.broker}, s.services...) {
+	for _, p := range s.services {
 		_ = os.WriteFile(filepath.Join(keep, filepath.Base(p.Name)+".log"), []byte(p.Log()), 0o644)
+	}
+	for _, n := range s.kafka.Nodes {
+		if b, err := os.ReadFile(filepath.Join(n.Dir, "broker.log")); err == nil {
+			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("broker-%d.log", n.ID)), b, 0o644)
+		}
 	}
 	s.t.Logf("the processes' logs are kept in %s", keep)
 }

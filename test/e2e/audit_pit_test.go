@@ -13,8 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/notary"
 	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/projector/notary"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // checkPointInTime: for moments in the middle of the evacuation, drove
@@ -60,7 +61,8 @@ func checkPointInTime(t *testing.T, e *env, bin string, samples []snapshot) {
 	if len(exact) == 0 {
 		t.Fatalf("no sample of the live view in the middle of the evacuation was caught up with the log")
 	}
-	env := []string{"DATABASE_URL=" + e.sys.Pool.Config().ConnString(), "KAFKA_BROKERS=" + strings.Join(e.kcfg.Brokers, ",")}
+	env := []string{"DATABASE_URL=" + e.sys.Pool.Config().ConnString()}
+	env = append(env, testenv.KafkaEnv(e.kcfg)...)
 	pick := []snapshot{exact[0], exact[len(exact)/2]}
 	for _, s := range pick {
 		at := s.at.UTC().Format(time.RFC3339Nano)

@@ -11,7 +11,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/chain"
 	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/notary"
+	"github.com/drovehq/drove/projector/notary"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -31,13 +31,13 @@ func checkTamperEvidence(t *testing.T, e *env, bin, keyFile, otherKey string) {
 		return err == nil && rep.OK && rep.Covered == rep.Records
 	})
 	t.Logf("the notary certified %d records; verified in %s", rep.Records, rep.Duration)
-	brokers := "KAFKA_BROKERS=" + strings.Join(e.kcfg.Brokers, ",")
-	if out, code := drove(t, bin, []string{brokers}, "verify-log", "--key", keyFile+".pub"); code != 0 {
+	brokers := testenv.KafkaEnv(e.kcfg)
+	if out, code := drove(t, bin, brokers, "verify-log", "--key", keyFile+".pub"); code != 0 {
 		t.Fatalf("verify-log on the untouched log: exit %d\n%s", code, out)
 	} else {
 		t.Logf("drove verify-log:\n%s", out)
 	}
-	out, code := drove(t, bin, []string{brokers}, "verify-log", "--key", otherKey+".pub", "--json")
+	out, code := drove(t, bin, brokers, "verify-log", "--key", otherKey+".pub", "--json")
 	if got := verifyLogReport(t, out); code != verifyExitViolations || len(got.Breaks) == 0 ||
 		!got.Breaks[0].Checkpoint || !strings.Contains(got.Breaks[0].Reason, "signed with key") {
 		t.Fatalf("verify-log with another key: exit %d, %+v", code, got.Breaks)
@@ -70,7 +70,7 @@ func checkTamperEvidence(t *testing.T, e *env, bin, keyFile, otherKey string) {
 		{"swapped", func(r []chain.Record) []chain.Record { r[i], r[i+1] = r[i+1], r[i]; return r }},
 	} {
 		cp := copyLog(t, log, target, c.edit)
-		out, code := drove(t, bin, []string{"KAFKA_BROKERS=" + strings.Join(cp.Brokers, ",")}, "verify-log", "--key", keyFile, "--json")
+		out, code := drove(t, bin, testenv.KafkaEnv(cp.Config()), "verify-log", "--key", keyFile, "--json")
 		got := verifyLogReport(t, out)
 		if c.name == "untouched" {
 			// The system runs on (heartbeats, the notary's checkpoints),
@@ -108,7 +108,7 @@ func copyLog(t *testing.T, log map[notary.Partition][]chain.Record, target notar
 	t.Helper()
 	ctx := context.Background()
 	k := testenv.Kafka(t)
-	if err := kafka.EnsureTopics(ctx, kafka.Config{Brokers: k.Brokers}, 3, events.Topics()...); err != nil {
+	if err := kafka.EnsureTopics(ctx, k.Config(), 3, events.Topics()...); err != nil {
 		t.Fatal(err)
 	}
 	var copied []kafka.Raw

@@ -20,7 +20,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway/client"
-	"github.com/drovehq/drove/notary"
+	"github.com/drovehq/drove/projector/notary"
 )
 
 // The auditor's questions (issue 15), through the drove binary against the

@@ -48,7 +48,7 @@ func startWith(t *testing.T, tune func(*allinone.Config), token string) *env {
 		level = slog.LevelDebug
 	}
 	cfg := allinone.Config{
-		Brokers:     k.Brokers,
+		Kafka:       k.Config(),
 		DatabaseURL: pg.URL,
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Seed:        allinone.DemoCluster,
@@ -72,7 +72,7 @@ func startWith(t *testing.T, tune func(*allinone.Config), token string) *env {
 	})
 	api := client.New(srv.URL, "e2e")
 	api.Token = token
-	e := &env{sys: sys, api: api, kcfg: kafka.Config{Brokers: k.Brokers}, t: t, db: pg.URL}
+	e := &env{sys: sys, api: api, kcfg: k.Config(), t: t, db: pg.URL}
 	seeded := len(cfg.Seed().Instances)
 	e.waitFor("the inventory in the views", 60*time.Second, func() bool {
 		var list struct {

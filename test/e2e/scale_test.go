@@ -68,7 +68,7 @@ func TestGroupChangeInPartsOnTheSimDriver(t *testing.T) {
 	simcfg := allinone.DemoSim()
 	simcfg.Clock = sim.InstantClock()
 	sys, err := allinone.Start(ctx, allinone.Config{
-		Brokers: k.Brokers, DatabaseURL: pg.URL, Seed: func() *planner.Cluster { return seed }, Sim: simcfg,
+		Kafka: k.Config(), DatabaseURL: pg.URL, Seed: func() *planner.Cluster { return seed }, Sim: simcfg,
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		MaxRunningMoves: 200, MaxMovesPerNode: 20, ExecutorConcurrency: 20, PlanPartBytes: partBytes,
 	})
@@ -99,7 +99,7 @@ func TestGroupChangeInPartsOnTheSimDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(truncate(err.Error()))
 	}
-	kc := kafka.Config{Brokers: k.Brokers}
+	kc := k.Config()
 	var fin events.RequestFinished
 	logged := time.Now()
 	e.waitFor("the request to close", 8*time.Minute, func() bool {

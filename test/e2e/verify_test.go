@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/events/verify"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // TestVerifyAfterEveryKindOfMove runs the whole system through an
@@ -72,7 +74,9 @@ func TestVerifyAfterEveryKindOfMove(t *testing.T) {
 
 	// Forge: the migrated instance placed from its old node onto a third
 	// one, and a job released before the job it depends on ended.
-	prod, err := kafka.NewProducer(kafka.Config{Brokers: e.kcfg.Brokers, TransactionalID: "e2e-forger"})
+	fcfg := e.kcfg
+	fcfg.TransactionalID = "e2e-forger"
+	prod, err := kafka.NewProducer(fcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +116,9 @@ const verifyExitViolations = 3
 // runVerify runs drove verify --json on the log and decodes its report.
 func runVerify(t *testing.T, bin string, kcfg kafka.Config) (*verify.Report, string) {
 	t.Helper()
-	out, err := exec.Command(bin, "verify", "--json", "--brokers", strings.Join(kcfg.Brokers, ",")).Output()
+	cmd := exec.Command(bin, "verify", "--json")
+	cmd.Env = append(os.Environ(), testenv.KafkaEnv(kcfg)...)
+	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
@@ -127,7 +133,8 @@ func runVerify(t *testing.T, bin string, kcfg kafka.Config) (*verify.Report, str
 // verifyText runs drove verify and checks its exit status.
 func verifyText(t *testing.T, bin string, kcfg kafka.Config, want int) string {
 	t.Helper()
-	cmd := exec.Command(bin, "verify", "--brokers", strings.Join(kcfg.Brokers, ","))
+	cmd := exec.Command(bin, "verify")
+	cmd.Env = append(os.Environ(), testenv.KafkaEnv(kcfg)...)
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {

@@ -68,14 +68,27 @@
 // credentials. As root without a postgres user, Postgres fails and says
 // how to create one.
 //
-// # Kafka
+// # Kafka: one real broker, a namespace per test
 //
-// [Kafka] starts a franz-go kfake cluster per test: it starts in
-// milliseconds, so sharing would only couple tests. It has 3 brokers,
-// transactions, classic and KIP-848 consumer groups, topic auto-creation
-// (3 partitions) for clients that ask for it, and short minimum session
-// timeouts. With KAFKA_BROKERS set, those brokers are used instead and
-// isolation comes from names: every test has a unique TopicPrefix, to put
-// in front of its topics, groups and transactional IDs, and its topics are
-// deleted when it ends.
+// [Kafka] gives a test Apache Kafka (deploy/apachekafka, the version
+// deps.sh fetches): the brokers in KAFKA_BROKERS when set — `make test`
+// starts one broker for the whole run (test/tools/kafkabroker) and hands
+// it to every package that way — or else one broker per test binary,
+// started at the first call (5 to 10 seconds) and stopped by [Main] (or
+// killed with its binary: parent-death signal; the next run removes what
+// it left in the temp directory). Brokers run with BrokerSettings: quick
+// internal topics, short group sessions, retention applied every second.
+//
+// Isolation comes from names, not brokers: every test has a TopicPrefix,
+// the Namespace of its Config, which events/kafka puts in front of every
+// topic, consumer group and transactional ID on the broker. So Drove's
+// fixed topic names (drove.requests, ...) are the test's own, tests run in
+// parallel on one broker, and a `drove` process started with KafkaEnv
+// works in the same namespace. A test's topics are deleted when it ends.
+// Its Config also makes appends wait until readers see them
+// (AwaitVisible): a test appends, then reads.
+//
+// [KafkaFake] starts franz-go's kfake in process instead, for the few
+// tests that inject a fault a real broker cannot be made to produce; each
+// says why.
 package testenv

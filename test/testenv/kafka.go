@@ -19,33 +19,28 @@ import (
 type KafkaCluster struct {
 	// Brokers are the seed broker addresses, host:port.
 	Brokers []string
-	// TopicPrefix is unique to the test. Put it in front of every topic,
-	// consumer group and transactional ID the test uses (see Topic), so
-	// tests sharing KAFKA_BROKERS never see each other's data.
+	// TopicPrefix is unique to the test, and is the Namespace of Config:
+	// every topic, consumer group and transactional ID the test's code
+	// names through Config is this test's alone on a shared broker.
 	TopicPrefix string
-	// Fake is the in-process cluster, for fault injection with its
-	// Control methods; nil when KAFKA_BROKERS is set.
+	// Fake is the in-process cluster of KafkaFake, for fault injection
+	// with its Control methods; nil on a real broker.
 	Fake *kfake.Cluster
 
 	t testing.TB
 }
 
-// Shape of the in-process cluster.
+// Shape of the in-process cluster of KafkaFake.
 const (
 	kafkaBrokers    = 3 // leaders spread over brokers, as in production
 	kafkaPartitions = 3 // for auto-created topics and CreateTopic(…, -1)
 )
 
-// Kafka returns brokers for t. With KAFKA_BROKERS set (comma-separated
-// host:port), those are used and the topics under the test's TopicPrefix
-// are deleted when t ends. Otherwise an in-process franz-go kfake cluster
-// is started for t alone and closed when t ends.
-//
-// The kfake cluster has 3 brokers, supports transactions and classic and
-// KIP-848 consumer groups, creates topics on metadata requests from clients
-// that ask for it (franz-go's AllowAutoTopicCreation) with 3 partitions, and
-// accepts session timeouts down to 100ms so rebalancing tests are quick. It
-// keeps its log in memory.
+// Kafka returns a real Apache Kafka broker for t: KAFKA_BROKERS if set
+// (comma-separated host:port), otherwise the broker this test binary
+// shares (started at the first call, see the package doc). The test's
+// Config carries a Namespace of its own, and its topics are deleted when
+// t ends.
 func Kafka(t testing.TB) *KafkaCluster {
 	t.Helper()
 	k := &KafkaCluster{TopicPrefix: topicPrefix(t.Name()), t: t}
@@ -56,10 +51,29 @@ func Kafka(t testing.TB) *KafkaCluster {
 			}
 		}
 		k.checkExternal()
-		t.Cleanup(k.deleteTopics)
-		return k
+	} else {
+		b, err := sharedBroker()
+		if err != nil {
+			t.Fatalf("testenv.Kafka: %v", err)
+		}
+		k.Brokers = b.Brokers()
 	}
+	t.Cleanup(k.deleteTopics)
+	return k
+}
 
+// KafkaFake returns an in-process franz-go kfake cluster for t alone. Only
+// a test that injects a fault a real broker cannot be made to produce
+// (its Control methods: a dropped or rewritten request, an error code
+// of the test's choosing) uses it, and says so.
+//
+// The cluster has 3 brokers, supports transactions and classic and
+// KIP-848 consumer groups, creates topics on metadata requests from
+// clients that ask for it with 3 partitions, and accepts session timeouts
+// down to 100ms. It keeps its log in memory.
+func KafkaFake(t testing.TB) *KafkaCluster {
+	t.Helper()
+	k := &KafkaCluster{TopicPrefix: topicPrefix(t.Name()), t: t}
 	logger := &kfakeLogger{t: t}
 	c, err := kfake.NewCluster(
 		kfake.NumBrokers(kafkaBrokers),
@@ -72,7 +86,7 @@ func Kafka(t testing.TB) *KafkaCluster {
 		kfake.WithLogger(logger),
 	)
 	if err != nil {
-		t.Fatalf("testenv.Kafka: start kfake: %v", err)
+		t.Fatalf("testenv.KafkaFake: start kfake: %v", err)
 	}
 	t.Cleanup(func() {
 		c.Close()
@@ -83,13 +97,22 @@ func Kafka(t testing.TB) *KafkaCluster {
 	return k
 }
 
-// Topic returns name under the test's prefix. Use it for consumer group
-// and transactional IDs too.
+// Topic returns name under the test's prefix. Config's Namespace already
+// makes every name the test's own; Topic is for names that must differ
+// within one test.
 func (k *KafkaCluster) Topic(name string) string { return k.TopicPrefix + name }
 
-// Config is a kafka.Config for the cluster.
+// Config is a kafka.Config for the cluster, in the test's Namespace,
+// whose consumers see an append within 50 ms, and whose appends return
+// once readers can see them (a test appends, then reads).
 func (k *KafkaCluster) Config() kafka.Config {
-	return kafka.Config{Brokers: k.Brokers, FetchMaxWait: 50 * time.Millisecond}
+	return kafka.Config{Brokers: k.Brokers, Namespace: k.TopicPrefix, FetchMaxWait: 50 * time.Millisecond, AwaitVisible: true}
+}
+
+// KafkaEnv is the environment that makes a `drove` process use cfg's
+// brokers and namespace.
+func KafkaEnv(cfg kafka.Config) []string {
+	return []string{"KAFKA_BROKERS=" + strings.Join(cfg.Brokers, ","), "KAFKA_NAMESPACE=" + cfg.Namespace}
 }
 
 // CreateTopic creates Topic(name) with the given partitions, as Drove
@@ -112,30 +135,25 @@ func (k *KafkaCluster) checkExternal() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := kafka.Ping(ctx, k.Config()); err != nil {
-		k.t.Fatalf("testenv.Kafka: KAFKA_BROKERS=%q does not answer: %v (unset it to use an in-process kfake cluster)",
+		k.t.Fatalf("testenv.Kafka: KAFKA_BROKERS=%q does not answer: %v (unset it to use a broker testenv starts)",
 			os.Getenv("KAFKA_BROKERS"), err)
 	}
 }
 
-// deleteTopics removes the test's topics from the external cluster. A
-// failure is logged, not fatal: the test itself has already passed or
-// failed on its own merits.
+// deleteTopics removes the test's topics from the shared broker, so that
+// a long run does not pile up partitions. A failure is logged, not
+// fatal: the test has already passed or failed on its own merits.
 func (k *KafkaCluster) deleteTopics() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names, err := kafka.ListTopics(ctx, k.Config())
+	cfg := k.Config()
+	names, err := kafka.ListTopics(ctx, cfg)
 	if err != nil {
 		k.t.Logf("testenv: delete topics %s*: %v", k.TopicPrefix, err)
 		return
 	}
-	var mine []string
-	for _, topic := range names {
-		if strings.HasPrefix(topic, k.TopicPrefix) {
-			mine = append(mine, topic)
-		}
-	}
-	if err := kafka.DeleteTopics(ctx, k.Config(), mine...); err != nil {
-		k.t.Logf("testenv: delete topics %v: %v", mine, err)
+	if err := kafka.DeleteTopics(ctx, cfg, names...); err != nil {
+		k.t.Logf("testenv: delete topics %v: %v", names, err)
 	}
 }
 

@@ -157,8 +157,8 @@ func dropDatabase(admin *pgxpool.Pool, name string) error {
 	return err
 }
 
-// Main runs the tests and then stops the PostgreSQL server testenv started
-// for this binary, if any. Use it as the whole TestMain of a package that
+// Main runs the tests and then stops the PostgreSQL server and the Kafka
+// broker testenv started for this binary, if any. Use it as the whole TestMain of a package that
 // calls [Postgres]:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
@@ -173,10 +173,14 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Shutdown stops the shared PostgreSQL server if testenv started one and
-// forgets it, so a later [Postgres] call starts a new one. [Main] calls it;
+// Shutdown stops the shared PostgreSQL server and Kafka broker if testenv
+// started them and forgets them, so a later call starts new ones. [Main] calls it;
 // a TestMain that needs more than Main can call it itself after m.Run.
 func Shutdown() error {
+	return errors.Join(stopPostgres(), stopBroker())
+}
+
+func stopPostgres() error {
 	serverMu.Lock()
 	defer serverMu.Unlock()
 	srv := theServer

@@ -4,6 +4,7 @@
 # public test data (from Debian's ganeti-testsuite, unpacked into .cache, not
 # installed: it would pull all of Ganeti), and PostgreSQL's server binaries.
 # It is idempotent and quick when everything is already there.
+# `deps.sh kafka` fetches Apache Kafka (and Java, if missing) only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 sudo=""
@@ -16,6 +17,40 @@ apt_update() {
   updated=1
 }
 
+# Apache Kafka for the tests, benchmarks and `make run-kafka`: the broker
+# and its runtime dependencies, copied by Maven into .cache once, at the
+# version deploy/apachekafka/pom.xml pins. Java 17 runs it (Kafka 4 needs
+# 17 or later); Debian's JDK and Maven come with it where missing.
+fetch_kafka() {
+  kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$root/deploy/apachekafka/pom.xml")
+  kafka_libs="$root/.cache/kafka-$kafka_version/libs"
+  if [ ! -f "$kafka_libs/kafka_2.13-$kafka_version.jar" ]; then
+    java_ok=""
+    if command -v java >/dev/null; then
+      v=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/.*java.specification.version = //p')
+      [ "${v%%.*}" -ge 17 ] 2>/dev/null && java_ok=1
+    fi
+    if [ -z "$java_ok" ] || ! command -v mvn >/dev/null; then
+      echo "deps: installing Java 17 and Maven"
+      apt_update
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null
+    fi
+    echo "deps: fetching Apache Kafka $kafka_version into $kafka_libs"
+    tmp_libs="$kafka_libs.tmp.$$"
+    rm -rf "$tmp_libs"
+    mvn -q -B -f "$root/deploy/apachekafka/pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$tmp_libs" >/dev/null
+    rm -rf "$kafka_libs"
+    mv "$tmp_libs" "$kafka_libs"
+  fi
+}
+
+# `deps.sh kafka` fetches Apache Kafka only: what `make run-kafka` needs.
+if [ "${1:-}" = kafka ]; then
+  fetch_kafka
+  exit 0
+fi
+
 packages=()
 [ -x /usr/lib/ganeti/iallocators/hail ] && command -v hbal >/dev/null || packages+=(ganeti-htools)
 command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || packages+=(docker-compose)
@@ -23,6 +58,8 @@ command -v qemu-system-x86_64 >/dev/null || packages+=(qemu-system-x86)
 # executor/qemu/guestboot/build.sh assembles the test guest (TestGuestBootBuilt).
 { command -v as && command -v ld; } >/dev/null || packages+=(binutils)
 command -v tmux >/dev/null || packages+=(tmux)
+# test/hailsuite runs Ganeti's shell tests of hail with shelltestrunner.
+command -v shelltest >/dev/null || packages+=(shelltestrunner)
 # test/partition: network namespaces, veth pairs, a bridge and a firewall rule.
 command -v ip >/dev/null || packages+=(iproute2)
 command -v iptables >/dev/null || packages+=(iptables)
@@ -61,3 +98,5 @@ if ! zpool list -H >/dev/null 2>&1; then
   for _ in $(seq 1 50); do zpool list -H >/dev/null 2>&1 && break; sleep 0.2; done
   zpool list -H >/dev/null 2>&1 || { echo "deps: zfs-fuse does not answer (is /dev/fuse there?)" >&2; exit 1; }
 fi
+
+fetch_kafka

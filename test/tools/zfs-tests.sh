@@ -24,5 +24,5 @@ run() {
   done
 }
 
-run ./executor/zfs/ || exit $?
-run ./test/e2e/ -run '^TestZfs' -timeout 15m || exit $?
+run ./executor/zfs/ -timeout 20m || exit $?
+run ./test/e2e/ -run '^TestZfs' -timeout 30m || exit $?

@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 type config struct {
@@ -32,24 +31,16 @@ type config struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.Run("fleet", os.Args[1:], os.Stderr, parseFlags, func(ctx context.Context, cfg config) int {
+		return run(ctx, cfg, os.Stdout, os.Stderr)
+	}))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "fleet: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	r, err := runBench(ctx, cfg, stdout)
 	if r != nil {
 		printTable(stdout, r)
-		if werr := writeJSON(cfg.out, r); werr != nil {
+		if werr := cli.WriteJSON(cfg.out, r); werr != nil {
 			fmt.Fprintf(stderr, "fleet: %v\n", werr)
 			return 1
 		}
@@ -70,7 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.nodes, "nodes", 10_000, "nodes in the fleet")
 	fs.IntVar(&cfg.groupNodes, "group-nodes", 500, "nodes per group")
 	fs.IntVar(&cfg.perNode, "instances-per-node", 10, "primary instances per node")
-	fs.IntVar(&cfg.executors, "executors", 1000, "simulated executors run in this process (each its own Kafka clients): 1,000 is the most this 2-core machine holds with the embedded broker (see DESIGN.md)")
+	fs.IntVar(&cfg.executors, "executors", 1000, "simulated executors run in this process (each its own Kafka clients): 1,000 is the most this 2-core machine holds with the embedded broker (see docs/benchmarks.md)")
 	fs.IntVar(&cfg.wave, "start-wave", 100, "executors started together; the next wave starts once they run")
 	fs.IntVar(&cfg.logEvents, "log-events", 1_000_000, "events in the log for the second planner restart (history appended up to it)")
 	fs.IntVar(&cfg.partitions, "partitions", 24, "partitions of every topic (deploy/compose.yaml's): an executor reads about 1/partitions of the opcodes")
@@ -79,11 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.runTimeout, "run-timeout", 3*time.Minute, "how long the evacuation may run for the fetch measure")
 	fs.StringVar(&cfg.droveBin, "drove-bin", "", "the drove binary to run the planner and one executor from; empty: built into a temporary directory")
 	fs.StringVar(&cfg.out, "out", "test/bench/results/fleet.json", "where to write the figures as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if cfg.quick {
 		given := map[string]bool{}
@@ -200,15 +188,4 @@ func showInt(v *int64) string {
 		return "null"
 	}
 	return fmt.Sprint(*v)
-}
-
-func writeJSON(path string, r *result) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -25,7 +25,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -41,10 +40,12 @@ import (
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 // result is test/bench/results/live.json.
@@ -123,11 +124,7 @@ func main() {
 			r.GuestWriteMBps, *writeMBps, flushEvery*64)
 	}
 	fmt.Printf("goal: downtime under 300 ms (KubeVirt's target is about 900 ms); load average %s\n", r.LoadAverage)
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-		fail("out", err)
-	}
-	b, _ := json.MarshalIndent(r, "", "  ")
-	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+	if err := cli.WriteJSON(*out, r); err != nil {
 		fail("out", err)
 	}
 }
@@ -172,7 +169,7 @@ func startSystem(ctx context.Context, tmp string, seed *planner.Cluster, driver 
 		stopInfra()
 		return nil, err
 	}
-	sys, err := allinone.Start(ctx, allinone.Config{Brokers: broker.Addrs(), DatabaseURL: pg.URL("drove"), Logger: quiet,
+	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Addrs()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
 		Seed: func() *planner.Cluster { return seed }, Driver: driver})
 	if err != nil {
 		stopInfra()

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/test/bench/cli"
 	"github.com/drovehq/drove/test/evacsim"
 )
 
@@ -76,7 +75,7 @@ func main() {
 
 func run(out string, seed uint64, system float64, only string, sweeps int) error {
 	s := summary{
-		Method: "discrete-event simulation: planner/jobs.Decide (plan, dependencies, release) with the sim driver's bandwidth model (planner.ShareLinks); see DESIGN.md",
+		Method: "discrete-event simulation: planner/jobs.Decide (plan, dependencies, release) with the sim driver's bandwidth model (planner.ShareLinks); see docs/benchmarks.md",
 		Limits: "makespan: release for the makespan, auto per node, 5 per cluster; fixed rules: plan order, 2 per node, 5 per cluster",
 	}
 	world, names, fast, instances := cluster(seed, 100)
@@ -161,14 +160,7 @@ func run(out string, seed uint64, system float64, only string, sweeps int) error
 			s.Sweep = append(s.Sweep, sw)
 		}
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(out, append(b, '\n'), 0o644)
+	return cli.WriteJSON(out, s)
 }
 
 func round(x float64) float64 { return math.Round(x*1000) / 1000 }

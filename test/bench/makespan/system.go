@@ -13,6 +13,7 @@ import (
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/planner"
@@ -63,7 +64,7 @@ func systemMakespan(world []events.Payload, evac []string, speedup float64) (flo
 	clock := sim.FastClock(speedup)
 	cfg := sim.Config{Links: sim.NewLinks(cluster.Links()), Clock: clock, DirtyRate: 1, DiskScale: 1 << 20,
 		MemoryScale: 1 << 20, Step: 5 * time.Second, StopTime: time.Millisecond, StartTime: time.Millisecond}
-	sys, err := allinone.Start(ctx, allinone.Config{Brokers: broker.Addrs(), DatabaseURL: pg.URL("drove"), Logger: quiet,
+	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Addrs()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
 		Seed: func() *planner.Cluster { return cluster }, Sim: cfg, AutoMovesPerNode: true})
 	if err != nil {
 		return 0, nil, err

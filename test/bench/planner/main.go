@@ -14,6 +14,7 @@ import (
 
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 const defaultHail = "/usr/lib/ganeti/iallocators/hail"
@@ -43,13 +44,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "bench: %v\n", err)
-		return 2
+	cfg, code, ok := cli.Flags("bench", args, stderr, parseFlags)
+	if !ok {
+		return code
 	}
 	if cfg.childCase == "large" {
 		return runLargeChild(cfg, stdout, stderr)
@@ -79,11 +76,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.largeN, "large-nodes", 5000, "nodes of the large case's single group")
 	fs.IntVar(&cfg.largeIPN, "large-instances-per-node", 10, "instances per node of the large case")
 	fs.StringVar(&cfg.childCase, "case", "", "internal: run one case in this process (large) and print it as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var probs []string
 	var err error
@@ -194,7 +188,7 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	sum.LoadEnd = loadAvg()
 	sum.judgeAll()
 	printSummary(stdout, sum)
-	if err := writeJSON(cfg.out, sum); err != nil {
+	if err := cli.WriteJSON(cfg.out, sum); err != nil {
 		fmt.Fprintf(stderr, "bench: writing %s: %v\n", cfg.out, err)
 		return 2
 	}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -143,15 +140,4 @@ func printSummary(w io.Writer, s *summary) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "load average at start %s, at end %s (%d CPUs)\n", s.LoadStart, s.LoadEnd, s.CPUs)
-}
-
-func writeJSON(path string, s *summary) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

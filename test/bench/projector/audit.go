@@ -12,8 +12,8 @@ import (
 
 	"github.com/drovehq/drove/events/chain"
 	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/notary"
 	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/projector/notary"
 )
 
 // The auditor's figures (issue 15) on the bench's log: the time to build

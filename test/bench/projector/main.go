@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -24,6 +22,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 type config struct {
@@ -43,26 +42,18 @@ type config struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.Run("bench", os.Args[1:], os.Stderr, parseFlags, func(ctx context.Context, cfg config) int {
+		return run(ctx, cfg, os.Stdout, os.Stderr)
+	}))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "bench: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	s, err := runBench(ctx, cfg, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1
 	}
-	if err := writeJSON(cfg.out, s); err != nil {
+	if err := cli.WriteJSON(cfg.out, s); err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1
 	}
@@ -90,11 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"comma-separated Kafka brokers with empty Drove topics to use instead of the in-process broker (env DROVE_BENCH_BROKERS)")
 	fs.StringVar(&cfg.postgres, "postgres", "", "URL of an empty database to use instead of the embedded server")
 	fs.StringVar(&cfg.postgresData, "postgres-data", "", "with -postgres: its server's data directory, to read the server's CPU")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *quick {
 		cfg.events = 10_000
@@ -500,17 +488,6 @@ func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpoo
 	res.RSSBeforeMiB, res.RSSPeakMiB = rssBefore, rssPeak
 	res.HeapLiveGrowthMiB = rss.liveGrowthMiB()
 	return res, nil
-}
-
-func writeJSON(path string, s *summary) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // loadAvg is /proc/loadavg's three load averages, or "" off Linux.

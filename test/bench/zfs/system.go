@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/test/bench/cli"
 	"github.com/drovehq/drove/test/zfsenv"
 )
 
@@ -116,7 +116,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out string) error {
 		return err
 	}
 
-	sys, err := allinone.Start(ctx, allinone.Config{Brokers: broker.Addrs(), DatabaseURL: pg.URL("drove"), Logger: quiet,
+	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Addrs()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
 		Seed: func() *planner.Cluster { return cluster }, Driver: demo.Driver})
 	if err != nil {
 		return err
@@ -278,14 +278,7 @@ func report(ctx context.Context, brokers []string, m *client.Migration, reps []z
 		first.Bytes>>20, wall.Round(time.Millisecond), first.Duration.Round(time.Millisecond), r.FirstSyncMiBps, r.BareMiBps)
 	fmt.Printf("system: throughput ratio %.3f (send alone %.3f; goal >= 0.9); %d syncs, final delta %d KiB, downtime %d ms in the record (driver %d ms, of which final send %d ms, checksums %d ms; goal <= 250)\n",
 		r.ThroughputRatio, r.SendRatio, r.Syncs, r.FinalDeltaBytes>>10, r.DowntimeMS, r.DriverDowntimeMS, r.FinalSendMS, r.SwitchChecksumMS)
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(out, append(b, '\n'), 0o644)
+	return cli.WriteJSON(out, r)
 }
 
 func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }

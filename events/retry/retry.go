@@ -1,4 +1,4 @@
-package kafka
+package retry
 
 import (
 	"context"
@@ -7,8 +7,9 @@ import (
 
 // Backoff is Drove's one way of trying a step again: an append the broker
 // refused for a while, a driver step that hit a transient fault, a read
-// the broker could not serve. Every service retries through [Backoff.Do], so the waits,
-// the cap and what ends the tries are the same everywhere.
+// the broker could not serve, a part the supervisor restarts. Every
+// service retries through [Backoff.Do], so the waits, the cap and what
+// ends the tries are the same everywhere.
 type Backoff struct {
 	// Tries is the number of tries in all, the first included; 0 tries
 	// until the step succeeds, fails for good, or ctx is done.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/notary"
+	"github.com/drovehq/drove/projector/notary"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -44,7 +44,7 @@ func TestNotaryResumesAfterItsLastCheckpoint(t *testing.T) {
 		nctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- notary.Run(nctx, notary.Config{Kafka: kafka.Config{Brokers: kcfg.Brokers, FetchMaxWait: 50 * time.Millisecond},
+			done <- notary.Run(nctx, notary.Config{Kafka: kcfg,
 				Key: key, Interval: 50 * time.Millisecond, MaxRecords: 7})
 		}()
 		defer func() {

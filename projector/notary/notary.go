@@ -133,7 +133,10 @@ type run struct {
 
 // cutOne cuts b's checkpoint into the queue.
 func (n *run) cutOne(b *chain.Builder) {
-	if c, ok := b.Cut(n.cfg.Key); ok {
+	if c, ok := b.Cut(); ok {
+		if n.cfg.Key != nil {
+			sign(&c, n.cfg.Key)
+		}
 		n.queue = append(n.queue, events.New(c, events.WithProducer("notary"),
 			events.WithReason(events.Reason{Actor: "notary", Why: "checkpoint of the log's hash chain"})))
 	}

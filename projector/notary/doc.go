@@ -13,4 +13,10 @@
 // reads records undecoded (kafka.Reader's Raw: key, value, headers,
 // timestamp) because the chain is over the bytes as stored, not over
 // decoded events.
+//
+// It lives under projector/ because it is one of the log's derived
+// outputs, like the views: it reads the whole log in order and writes
+// what it derives (here back to the log, as checkpoints). The keys
+// (key.go) and the signing (sign.go) are its own; events/chain defines
+// the chain and checks signatures, so a verifier needs no private key.
 package notary

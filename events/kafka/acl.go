@@ -1,0 +1,110 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ACL is one grant of the brokers' authorizer: Principal may do
+// Operations on a resource. Names are as Drove gives them; ApplyACLs puts
+// the Config's Namespace in front, as it does for every topic, group and
+// transactional id it names, so the grants of one installation on a
+// shared cluster cover that installation's names only.
+type ACL struct {
+	Principal  string   // "User:planner"
+	Resource   string   // "topic", "group", "transactional-id" or "cluster"
+	Name       string   // the resource's name; ignored for the cluster
+	Prefixed   bool     // Name is a prefix: every resource whose name starts with it
+	Operations []string // READ, WRITE, DESCRIBE, DESCRIBE_CONFIGS, CREATE, IDEMPOTENT_WRITE, ...
+}
+
+// String is the grant as one line: principal, operations, resource.
+func (a ACL) String() string {
+	name := a.Name
+	if a.Resource == "cluster" {
+		name = "kafka-cluster"
+	} else if a.Prefixed {
+		name += "*"
+	}
+	return fmt.Sprintf("%-16s %-36s %s %s", a.Principal, strings.Join(a.Operations, ","), a.Resource, name)
+}
+
+// ApplyACLs creates acls on the brokers (creating one that exists is a
+// no-op). cfg's principal must be allowed to alter the cluster: a super
+// user. Every grant is checked before anything is sent, so a typo in a
+// table creates nothing.
+func ApplyACLs(ctx context.Context, cfg Config, acls []ACL) error {
+	if err := cfg.validate(false); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
+	req := kmsg.NewPtrCreateACLsRequest()
+	for _, a := range acls {
+		cs, err := cfg.creations(a)
+		if err != nil {
+			return err
+		}
+		req.Creations = append(req.Creations, cs...)
+	}
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("kafka: create ACLs: %w", cfg.explain(translate(err)))
+	}
+	var errs []error
+	for i, r := range resp.Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			c := req.Creations[i]
+			errs = append(errs, fmt.Errorf("kafka: ACL %s %s on %s: %w (%s)", c.Principal, c.Operation, c.ResourceName,
+				translate(err), deref(r.ErrorMessage)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// creations are the requests' entries of a: one per operation.
+func (c Config) creations(a ACL) ([]kmsg.CreateACLsRequestCreation, error) {
+	rt, err := kmsg.ParseACLResourceType(a.Resource)
+	if err != nil || rt == kmsg.ACLResourceTypeAny || rt == kmsg.ACLResourceTypeUnknown {
+		return nil, fmt.Errorf("%w: ACL %v: resource %q", ErrInvalidConfig, a, a.Resource)
+	}
+	name := c.wire(a.Name)
+	pattern := kmsg.ACLResourcePatternTypeLiteral
+	switch {
+	case rt == kmsg.ACLResourceTypeCluster:
+		name = "kafka-cluster"
+	case a.Prefixed:
+		pattern = kmsg.ACLResourcePatternTypePrefixed
+	}
+	if !strings.HasPrefix(a.Principal, "User:") || name == "" || len(a.Operations) == 0 {
+		return nil, fmt.Errorf("%w: ACL %v: want a User: principal, a name and operations", ErrInvalidConfig, a)
+	}
+	var out []kmsg.CreateACLsRequestCreation
+	for _, o := range a.Operations {
+		op, err := kmsg.ParseACLOperation(o)
+		if err != nil || op == kmsg.ACLOperationAny || op == kmsg.ACLOperationUnknown {
+			return nil, fmt.Errorf("%w: ACL %v: operation %q", ErrInvalidConfig, a, o)
+		}
+		e := kmsg.NewCreateACLsRequestCreation()
+		e.ResourceType, e.ResourceName, e.ResourcePatternType = rt, name, pattern
+		e.Principal, e.Host, e.Operation, e.PermissionType = a.Principal, "*", op, kmsg.ACLPermissionTypeAllow
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,72 @@
+// Package cli is what the benchmarks' mains share: reading their flags
+// the same way (help exits 0, a bad flag or a stray argument 2, said as
+// "name: problem"), stopping at Ctrl-C, and writing their figures as
+// JSON under test/bench/results (docs/benchmarks.md keeps what was
+// measured when).
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+)
+
+// Parse parses args into fs and refuses positional arguments: no bench
+// takes any, so one is a mistyped flag.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
+// Flags reads a bench's configuration with parse. When ok is false the
+// bench must exit with code: 0 after -h (the flag package printed the
+// usage), 2 after a bad flag, which Flags printed to stderr as
+// "name: problem".
+func Flags[C any](name string, args []string, stderr io.Writer, parse func([]string, io.Writer) (C, error)) (cfg C, code int, ok bool) {
+	cfg, err := parse(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return cfg, 0, false
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return cfg, 2, false
+	}
+	return cfg, 0, true
+}
+
+// Run is a bench's main: it reads the flags as Flags does, then runs run
+// with a context that ends at an interrupt (Ctrl-C), and returns the
+// process's exit code.
+func Run[C any](name string, args []string, stderr io.Writer, parse func([]string, io.Writer) (C, error),
+	run func(context.Context, C) int) int {
+	cfg, code, ok := Flags(name, args, stderr, parse)
+	if !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return run(ctx, cfg)
+}
+
+// WriteJSON writes v to path as indented JSON, making its folder.
+func WriteJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

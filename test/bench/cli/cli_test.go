@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+func parse(args []string, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	n := fs.Int("n", 1, "a number")
+	return *n, Parse(fs, args)
+}
+
+// Help exits 0, a bad flag or a stray argument 2 with the bench's name,
+// and good flags go on.
+func TestFlagsExitCodes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		code int
+		ok   bool
+		says string
+	}{
+		{[]string{"-n", "3"}, 0, true, ""},
+		{[]string{"-h"}, 0, false, "Usage"},
+		{[]string{"-m"}, 2, false, "x: flag provided but not defined: -m"},
+		{[]string{"stray"}, 2, false, `x: unexpected arguments ["stray"]`},
+	} {
+		var out strings.Builder
+		n, code, ok := Flags("x", c.args, &out, parse)
+		if code != c.code || ok != c.ok || !strings.Contains(out.String(), c.says) || (ok && n != 3) {
+			t.Errorf("%v: code %d, ok %t, n %d, said %q", c.args, code, ok, n, out.String())
+		}
+	}
+}
