@@ -62,13 +62,57 @@ type progressRow struct {
 	errT                   time.Time // the time of the event err is from
 }
 
-func (r progressRow) stmt() stmt {
-	return stmt{
-		name: "move_progress", sql: q("move_progress"),
-		args: []any{r.id, r.request, r.job, r.idx, r.instance, r.phase, r.state, r.t, r.current,
-			r.total, r.eta, r.bps, r.message, r.err, r.errT},
-		key: progressKey(r.id), merge: mergeProgress, vals: r,
+// A row statement (progressRow, syncRow, statusRow) carries its typed
+// values and gets its arguments only when it is sent (appendSendable),
+// after its run is merged: most of a batch is progress merged away, and
+// boxing each event's values into arguments was most of what the Go side
+// of a batch allocated.
+type rowValues interface{ argList() []any }
+
+// appendSendable appends what s sends, with its arguments.
+func appendSendable(out []stmt, s stmt) []stmt {
+	switch r := s.vals.(type) {
+	case progressRow:
+		return append(out, r.stmts()...)
+	case rowValues:
+		s.args = r.argList()
 	}
+	return append(out, s)
+}
+
+func (r progressRow) stmt() stmt {
+	return stmt{name: "move_progress", sql: q("move_progress"), key: progressKey(r.id), merge: mergeProgress, vals: r}
+}
+
+func (r progressRow) argList() []any {
+	return []any{r.id, r.request, r.job, r.idx, r.instance, r.phase, r.state, r.t, r.current,
+		r.total, r.eta, r.bps, r.message, r.err}
+}
+
+// sendable is r's statement with its arguments.
+func (r progressRow) sendable() stmt {
+	s := r.stmt()
+	s.args = r.argList()
+	return s
+}
+
+// stmts is what r sends: the one statement, or, when r keeps the error of
+// an event before its own (a merged run whose last error is not its last
+// event's), that error at its event's time and then r without an error.
+// The second applies whenever the first does (its time is not before),
+// and keeps the error the first left; the first applies exactly when the
+// row is not newer than the error's event, which is when the merged run's
+// error would have been kept (mergeProgress). So every statement's
+// parameters lie in its VALUES tuple, and the moves' progress of a batch
+// goes as one multi-row statement (batch.go) instead of one per move.
+func (r progressRow) stmts() []stmt {
+	if r.err == "" || micros(r.errT) == micros(r.t) {
+		return []stmt{r.sendable()}
+	}
+	first, rest := r, r
+	first.t = r.errT
+	rest.err = ""
+	return []stmt{first.sendable(), rest.sendable()}
 }
 
 // mergeProgress merges two move_progress statements of one move.
@@ -106,8 +150,7 @@ type syncRow struct {
 func (r syncRow) stmt() stmt {
 	return stmt{
 		name: "sync_seen", sql: q("sync_seen"),
-		args: []any{r.id, r.started, r.bytes},
-		key:  "move_syncs " + r.id + " " + strconv.FormatInt(micros(r.started), 10),
+		key: "move_syncs " + r.id + " " + strconv.FormatInt(micros(r.started), 10),
 		merge: func(a, b stmt) stmt {
 			x, y := a.vals.(syncRow), b.vals.(syncRow)
 			x.bytes = max(x.bytes, y.bytes) // the statement keeps the greatest
@@ -116,6 +159,8 @@ func (r syncRow) stmt() stmt {
 		vals: r,
 	}
 }
+
+func (r syncRow) argList() []any { return []any{r.id, r.started, r.bytes} }
 
 // statusRow is a move_status statement.
 type statusRow struct {
@@ -126,8 +171,7 @@ type statusRow struct {
 func (r statusRow) stmt() stmt {
 	return stmt{
 		name: "move_status", sql: q("move_status"),
-		args: []any{r.request, r.instance, r.node, r.status, r.t},
-		key:  "move_status " + strconv.Quote(r.request) + " " + strconv.Quote(r.instance) + " " + strconv.Quote(r.node),
+		key: "move_status " + strconv.Quote(r.request) + " " + strconv.Quote(r.instance) + " " + strconv.Quote(r.node),
 		// As with progress, the last report of the latest time wins,
 		// if that time is not before the row's.
 		merge: func(a, b stmt) stmt {
@@ -139,3 +183,5 @@ func (r statusRow) stmt() stmt {
 		vals: r,
 	}
 }
+
+func (r statusRow) argList() []any { return []any{r.request, r.instance, r.node, r.status, r.t} }

@@ -45,8 +45,6 @@ func TestCoalesceMergesRuns(t *testing.T) {
 	var kinds []string
 	for _, s := range got {
 		switch {
-		case s.derive != "":
-			kinds = append(kinds, "derive")
 		case s.sql == q("move_progress"):
 			kinds = append(kinds, "progress")
 		case s.sql == q("sync_seen"):
@@ -58,8 +56,8 @@ func TestCoalesceMergesRuns(t *testing.T) {
 		}
 	}
 	// One progress before the End and one after; one sync row (its
-	// bytes the greatest), one status; the derive markers pass through.
-	want := []string{"progress", "sync", "derive", "derive", "status", "derive", "derive", "end", "progress", "derive", "derive"}
+	// bytes the greatest), one status.
+	want := []string{"progress", "sync", "status", "end", "progress"}
 	if len(kinds) != len(want) {
 		t.Fatalf("coalesced to %v, want %v", kinds, want)
 	}
@@ -72,13 +70,23 @@ func TestCoalesceMergesRuns(t *testing.T) {
 	if first.current != 4 || !first.t.Equal(at(4)) || first.err != "disk slow" || !first.errT.Equal(at(2)) {
 		t.Errorf("first run merged to %+v: want event 4's fields, with event 2's error and time", first)
 	}
+	// Sent as two statements, each with its parameters in its tuple: the
+	// error at its event's time, then the run's last fields without it.
+	split := first.stmts()
+	if len(split) != 2 {
+		t.Fatalf("first run sent as %d statements, want 2", len(split))
+	}
+	if e, r := split[0].vals.(progressRow), split[1].vals.(progressRow); !e.t.Equal(at(2)) || e.err != "disk slow" ||
+		!r.t.Equal(at(4)) || r.err != "" || r.current != 4 {
+		t.Errorf("first run sent as %+v then %+v: want the error at event 2's time, then event 4 without it", e, r)
+	}
 	if s := got[1].vals.(syncRow); s.bytes != 10 {
 		t.Errorf("sync row %+v, want the greatest bytes", s)
 	}
-	if s := got[4].vals.(statusRow); s.status != string(events.StatusUp) {
+	if s := got[2].vals.(statusRow); s.status != string(events.StatusUp) {
 		t.Errorf("status %+v, want the latest", s)
 	}
-	if last := got[8].vals.(progressRow); last.current != 8 || last.err != "" {
+	if last := got[4].vals.(progressRow); last.current != 8 || last.err != "" {
 		t.Errorf("second run merged to %+v, want event 8's fields and no error", last)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,14 +28,18 @@ var copySignature = []byte("PGCOPY\n\377\r\n\000")
 
 // row starts a row of n fields.
 func (c *copyData) row(n int) {
-	if c.b == nil {
-		c.b = append(make([]byte, 0, 64<<10), copySignature...)
+	if len(c.b) == 0 {
+		c.b = append(c.b, copySignature...)
 		c.b = binary.BigEndian.AppendUint32(c.b, 0) // flags
 		c.b = binary.BigEndian.AppendUint32(c.b, 0) // no header extension
 	}
 	c.b = binary.BigEndian.AppendUint16(c.b, uint16(n))
 	c.rows++
 }
+
+// reserve makes room for about n bytes of rows before the first, so a
+// batch's data is not copied over and over as it grows.
+func (c *copyData) reserve(n int) { c.b = slices.Grow(c.b, n+len(copySignature)+10) }
 
 func (c *copyData) text(s string) {
 	c.b = binary.BigEndian.AppendUint32(c.b, uint32(len(s)))

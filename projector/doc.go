@@ -24,8 +24,9 @@
 //     (read committed, no consumer group, no offset commits), from the
 //     positions in projector_offsets.next_offset, loaded at every start;
 //     that is the only place its position lives.
-//   - A batch of records (up to BatchSize, from any partitions) is folded in
-//     one Postgres transaction that writes each new event's effects, its
+//   - A batch of records (up to BatchSize, from any partitions, and at
+//     most BatchBytes of them: a larger batch is cut into pieces, each with
+//     its own offsets, pieces.go) is folded in one Postgres transaction that writes each new event's effects, its
 //     event_log row, and the next offset of every partition in the batch.
 //     The transaction commits all of it or none of it: a crash before the
 //     commit leaves the offsets where they were and the batch is read
@@ -103,6 +104,20 @@
 // rebuild of exactly what it folded. A live projector still behind is
 // reported as such (Report.LiveBehind, Report.Behind), not as a mismatch in
 // disguise.
+//
+// A fold into a fresh schema (Replay, AsOf) drops the indexes the fold
+// does not read (all but the primary keys the upserts and the logged-id
+// check use; history_subjects' goes too) and builds them after the load
+// (bulk.go): one sort per index instead of a B-tree insertion per row.
+//
+// # Memory
+//
+// The projector holds at most two pieces of the log decoded and prepared
+// (the one in its transaction and the next, readAhead), each at most
+// BatchSize records and BatchBytes of record bytes (8 MiB by default;
+// what a piece's decoded events, log rows and arguments take is a few
+// times its bytes), besides the Kafka client's fetch buffers: so its
+// memory does not grow with the log or with the records' sizes.
 //
 // # History and points in time (issue 15)
 //

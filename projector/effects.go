@@ -13,10 +13,6 @@ type stmt struct {
 	name string // the query's name in sql/*.sql
 	sql  string
 	args []any
-	// derive, when set, names a move whose syncs and last sync
-	// size are to be derived once the batch's statements have run.
-	derive string
-
 	// key, when set, names what the statement writes (a row, and the
 	// columns of it that statements of its kind write) where the result
 	// depends on the order of the statements writing it. Every statement
@@ -185,8 +181,9 @@ func progressEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 			if started.IsZero() {
 				started = time.Unix(0, 0).UTC()
 			}
-			out = append(out, syncRow{id: id, started: started, bytes: max(e.Total, e.Current)}.stmt(),
-				stmt{derive: id})
+			// The move's syncs are derived once the batch's sync
+			// rows are in (queueEffectsOf).
+			out = append(out, syncRow{id: id, started: started, bytes: max(e.Total, e.Current)}.stmt())
 		}
 		return out, true
 	case events.End:

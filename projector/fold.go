@@ -87,18 +87,27 @@ type polled struct {
 	err   error
 }
 
-// readAhead reads r, decodes what it returns and prepares its writes in a
-// goroutine, one batch ahead of the caller: the next batch is fetched,
+// readAhead reads r, cuts what it returns into pieces of at most maxBytes
+// of records, decodes them and prepares their writes in a goroutine, one
+// piece ahead of the caller: the next batch is fetched,
 // decoded and prepared while Postgres runs the current one, so the two sides' CPU overlaps instead of
 // adding up. It changes nothing the fold guarantees: a batch read ahead and
 // not folded is only dropped, and where the views are in the log is still
 // what the offsets in Postgres say. The channel closes after an error or
 // the last batch (io.EOF, not sent). stop cancels the goroutine and waits
 // for it; call it before closing r.
-func readAhead(ctx context.Context, r *kafka.Reader) (batches <-chan polled, stop func()) {
+func readAhead(ctx context.Context, r *kafka.Reader, maxBytes int) (batches <-chan polled, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan polled)
 	done := make(chan struct{})
+	send := func(p polled) bool {
+		select {
+		case ch <- p:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	go func() {
 		defer close(done)
 		defer close(ch)
@@ -107,18 +116,18 @@ func readAhead(ctx context.Context, r *kafka.Reader) (batches <-chan polled, sto
 			if errors.Is(err, io.EOF) {
 				return
 			}
-			p := polled{b: b, err: err}
-			if err == nil {
-				p.items = decodeAll(b.Records)
-				p.prep, _ = prepare(p.items, nil)
-			}
-			select {
-			case ch <- p:
-			case <-ctx.Done():
-				return
-			}
 			if err != nil {
+				send(polled{b: b, err: err})
 				return
+			}
+			// Cut by bytes (pieces.go): each piece is decoded and
+			// prepared only once the one before it is taken.
+			for _, pb := range pieces(b, maxBytes) {
+				p := polled{b: pb, items: decodeAll(pb.Records)}
+				p.prep, _ = prepare(p.items, nil)
+				if !send(p) {
+					return
+				}
 			}
 		}
 	}()

@@ -36,6 +36,14 @@ func prepare(items []item, known map[string]bool) (*prepared, error) {
 	p := &prepared{fresh: make([]bool, len(items))}
 	seen := make(map[string]bool, len(items))
 	var log, hist copyData
+	// An event_log row is its payload and about 300 bytes of other
+	// fields; a history row about 70 bytes, two or three an event.
+	size := 0
+	for _, it := range items {
+		size += len(it.rec.Value) + 300
+	}
+	log.reserve(size)
+	hist.reserve(200 * len(items))
 	var stmts stmtQueue
 	for i, it := range items {
 		if it.err != nil {
@@ -68,7 +76,7 @@ func prepare(items []item, known map[string]bool) (*prepared, error) {
 // queueEffectsOf queues the effects of the fresh items: coalesced,
 // merged, and the derived sync counts last.
 func queueEffectsOf(b *stmtQueue, items []item, fresh []bool) error {
-	var all []stmt
+	all := make([]stmt, 0, 2*len(items)) // most events have one or two
 	for i, it := range items {
 		if it.err != nil || !fresh[i] {
 			continue
@@ -84,18 +92,17 @@ func queueEffectsOf(b *stmtQueue, items []item, fresh []bool) error {
 	syncs := map[string]bool{} // moves whose syncs to derive
 	effs := make([]stmt, 0, len(all))
 	for _, s := range coalesce(all) {
-		if s.derive != "" {
-			syncs[s.derive] = true
-			continue
+		if r, ok := s.vals.(syncRow); ok {
+			syncs[r.id] = true
 		}
-		effs = append(effs, s)
+		effs = appendSendable(effs, s)
 	}
 	// Statements of one kind on different rows become one.
 	queueEffects(b, effs)
 	// Derived once per batch, after every sync the batch saw: a derived
 	// value depends only on the rows it is derived from.
-	for _, id := range slices.Sorted(maps.Keys(syncs)) {
-		b.Queue(q("syncs_derive"), id)
+	if len(syncs) > 0 {
+		b.Queue(q("syncs_derive"), slices.Sorted(maps.Keys(syncs)))
 	}
 	return nil
 }

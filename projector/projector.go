@@ -98,7 +98,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	// or at the start of a partition they never read, and picks up
 	// partitions added to a topic while it runs.
 	r, err := kafka.NewReader(ctx, p.cfg.Kafka, kafka.ReadOptions{Topics: events.Topics(), From: stored,
-		Follow: true, MaxRecords: p.cfg.BatchSize, Refresh: p.cfg.LagInterval})
+		Follow: true, MaxRecords: p.cfg.BatchSize, MaxFetchBytes: p.cfg.BatchBytes, Refresh: p.cfg.LagInterval})
 	if err != nil {
 		return err
 	}
@@ -108,19 +108,42 @@ func (p *Projector) Run(ctx context.Context) error {
 	p.mu.Unlock()
 	p.updateLag()
 	p.log.Info("projector: folding", "partitions", len(p.next), "resumed", len(stored))
+	deferred, err := p.bulkCatchUp(ctx, conn, stored, r)
+	if err != nil {
+		return err
+	}
 
 	var wg sync.WaitGroup
 	wctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); wg.Wait() }()
 	wg.Go(func() { p.watchEnds(wctx, r) })
-	return p.foldAll(ctx, conn, r)
+	return p.foldAll(ctx, conn, r, deferred)
 }
 
 // foldAll folds every batch of r through conn, one transaction a batch,
 // until ctx is done or something fails.
-func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, r *kafka.Reader) error {
+//
+// deferred are indexes dropped for a bulk catch-up (bulk.go): they are
+// built once the fold first reaches the ends the reader found.
+func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, r *kafka.Reader, deferred []deferredIndex) error {
+	build := func() error {
+		if len(deferred) == 0 {
+			return nil
+		}
+		if err := buildIndexes(ctx, conn, p.cfg.Schema, deferred); err != nil {
+			return err
+		}
+		p.log.Info("projector: caught up; secondary indexes built", "indexes", len(deferred))
+		deferred = nil
+		return nil
+	}
+	if r.CaughtUp() { // nothing to fold before following (read before readAhead starts)
+		if err := build(); err != nil {
+			return err
+		}
+	}
 	// The next batch is fetched and decoded while this one is folded.
-	batches, stopReading := readAhead(ctx, r)
+	batches, stopReading := readAhead(ctx, r, p.cfg.BatchBytes)
 	defer stopReading()
 	folded := 0
 	for {
@@ -146,6 +169,14 @@ func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, r *kafka.Re
 		}
 		p.advance(res, r.Ends())
 		folded += res.records
+		if b.b.CaughtUp {
+			if err := build(); err != nil {
+				if ctx.Err() != nil {
+					return nil // rolled back: still recorded, built by the next Run
+				}
+				return fmt.Errorf("projector: %w", err)
+			}
+		}
 		if p.afterCommit != nil {
 			p.afterCommit(folded)
 		}

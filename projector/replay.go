@@ -136,7 +136,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 	}
 	f := &folder{schema: rep.ReplaySchema, log: log, m: m}
 	foldStart := time.Now()
-	rep.Events, err = foldRange(ctx, cfg, pool, f, starts, targets, nil)
+	rep.Events, err = foldBulk(ctx, cfg, pool, f, starts, targets, nil)
 	rep.FoldDuration = time.Since(foldStart)
 	if err != nil {
 		return rep, err
@@ -248,7 +248,7 @@ func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, s
 		return 0, nil
 	}
 	r, err := kafka.NewReader(ctx, cfg.Kafka, kafka.ReadOptions{Topics: topics, Partitions: parts,
-		MaxRecords: cfg.BatchSize})
+		MaxRecords: cfg.BatchSize, MaxFetchBytes: cfg.BatchBytes})
 	if err != nil {
 		return 0, fmt.Errorf("projector: replay: %w", err)
 	}
@@ -260,7 +260,7 @@ func foldRange(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, s
 	defer conn.Release()
 
 	// The next batch is fetched and decoded while this one is folded.
-	batches, stopReading := readAhead(ctx, r)
+	batches, stopReading := readAhead(ctx, r, cfg.BatchBytes)
 	defer stopReading()
 	folded := 0
 	for b := range batches {

@@ -71,6 +71,12 @@ type ReadOptions struct {
 	// MaxRecords bounds the records (control records included) of one
 	// batch. Default Config.MaxPollRecords.
 	MaxRecords int
+	// MaxFetchBytes, when set, bounds the bytes of one fetch (as stored:
+	// compressed) the client buffers, at least Config.MaxRecordBytes: a
+	// reader that folds what it reads holds one fetch ahead of it, and
+	// franz-go's default (50 MiB compressed) can be several hundred MiB
+	// of records. Default franz-go's.
+	MaxFetchBytes int
 	// MaxWait, when set, makes Next return an empty batch after waiting
 	// this long with nothing to read, so a follower can act on time (the
 	// planner service's tick).
@@ -183,7 +189,11 @@ func NewReader(ctx context.Context, cfg Config, opts ReadOptions) (*Reader, erro
 		opts.MaxRecords = cfg.MaxPollRecords
 	}
 	stats := &statsHook{by: map[string]*FetchStats{}}
-	cl, err := NewClient(cfg, kgo.WithHooks(stats))
+	extra := []kgo.Opt{kgo.WithHooks(stats)}
+	if opts.MaxFetchBytes > 0 {
+		extra = append(extra, kgo.FetchMaxBytes(int32(max(opts.MaxFetchBytes, cfg.MaxRecordBytes))))
+	}
+	cl, err := NewClient(cfg, extra...)
 	if err != nil {
 		return nil, err
 	}

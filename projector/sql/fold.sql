@@ -260,10 +260,12 @@ ON CONFLICT (id) DO UPDATE SET
 -- name: move_progress
 -- Applied only when newer than what the row shows, so the latest progress
 -- wins whatever order the events come in. A progress after an end (a
--- paused move resumed) clears the end state. $15 is the time of the event
--- the error ($14) is from: the event's own time, or, when the statement
--- merges a batch's run of progress events (coalesce.go), an earlier one's,
--- whose error stays only if that event would have applied.
+-- paused move resumed) clears the end state. An event's error replaces
+-- the row's; one without keeps it. A batch's run of progress events
+-- merged into one statement (coalesce.go) whose last error is not its
+-- last event's is sent as two: the error at its event's time, then the
+-- rest (progressRow.stmts). Every parameter lies in the VALUES tuple, so
+-- the statements of many moves merge into one (batch.go).
 INSERT INTO moves (id, request, job, idx, instance, phase, progress_state, progress_time,
                         current_bytes, total_bytes, eta_seconds, bytes_per_second, message,
                         error_detail, progress_end_state)
@@ -277,10 +279,7 @@ ON CONFLICT (id) DO UPDATE SET
     eta_seconds        = EXCLUDED.eta_seconds,
     bytes_per_second   = EXCLUDED.bytes_per_second,
     message            = EXCLUDED.message,
-    error_detail       = CASE WHEN EXCLUDED.error_detail <> ''
-                                   AND (moves.progress_time IS NULL
-                                        OR moves.progress_time <= $15::timestamptz)
-                              THEN EXCLUDED.error_detail
+    error_detail       = CASE WHEN EXCLUDED.error_detail <> '' THEN EXCLUDED.error_detail
                               ELSE moves.error_detail END,
     progress_end_state = ''
 WHERE moves.progress_time IS NULL OR moves.progress_time <= EXCLUDED.progress_time
@@ -301,12 +300,13 @@ ON CONFLICT (move, started) DO UPDATE SET
     bytes = greatest(move_syncs.bytes, EXCLUDED.bytes)
 
 -- name: syncs_derive
-UPDATE moves m SET
-    syncs           = s.n,
-    last_sync_bytes = coalesce(s.last, 0)
-FROM (SELECT count(*) AS n, (array_agg(bytes ORDER BY started DESC))[1] AS last
-      FROM move_syncs WHERE move = $1) AS s
-WHERE m.id = $1
+-- Once per batch, for every move ($1) whose sync phases the batch saw: the
+-- moves found by their key, each one's syncs by the key's prefix, so the
+-- cost follows the batch and not the size of the tables.
+UPDATE moves m SET (syncs, last_sync_bytes) =
+    (SELECT count(*), coalesce((array_agg(bytes ORDER BY started DESC))[1], 0)
+     FROM move_syncs WHERE move = m.id)
+WHERE m.id = ANY($1::text[])
 
 -- name: move_status
 -- The latest report of each node wins, by the event's time.

@@ -23,11 +23,14 @@ func selfCPU() float64 {
 const clockTicks = 100
 
 // postgresCPU is the CPU so far of the postmaster whose data directory is
-// in dir and of its live children (the backends), in seconds; 0 off Linux.
+// dir and of its live children (the backends), in seconds; 0 off Linux.
 // A backend that has exited takes its CPU with it, which is why it is read
 // while the fold's connections are still open.
 func postgresCPU(dir string) float64 {
-	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if dir == "" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
 	if err != nil {
 		return 0
 	}

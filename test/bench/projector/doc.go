@@ -17,8 +17,18 @@
 //     comparing it with the live views: events per second is Report.Events
 //     / Report.FoldDuration. The bench fails (exit 1) when the views differ.
 //
-// Both run on the same machine as the broker and Postgres, so the figures
-// include their CPU; the summary records the CPU each side spent during the
-// replay and the load average, so a busy machine shows. The summary is
-// printed and written as JSON to -out.
+// Between the two it COPYs the live event_log's rows into a bare table and
+// into a table of event_log's whole shape (copy.go): the projector's
+// figures are reported as ratios to those, measured in the same run
+// (live_ratio_to_copy, replay_ratio_to_copy), since on a shared machine
+// only a ratio holds still. Both run on the same machine as the broker and
+// Postgres; the summary records the CPU per 100,000 events of this process
+// and of the Postgres server, this process's resident set, and the load
+// average, so a busy machine shows. It is printed as a table and written as
+// JSON to -out.
+//
+// -brokers (or DROVE_BENCH_BROKERS) runs it on Kafka brokers with empty
+// Drove topics instead of the in-process broker; -postgres (with
+// -postgres-data for the server's CPU) on an empty database of another
+// server.
 package main

@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,6 +32,13 @@ type config struct {
 	out        string
 	cpuProfile string
 	skipLive   bool
+	skipAudit  bool
+	brokers    []string
+	// postgres, when set, is an empty database to use instead of the
+	// embedded server; postgresData its server's data directory, to read
+	// the server's CPU (0 when not given).
+	postgres, postgresData string
+	copyRuns               int
 }
 
 func main() {
@@ -66,12 +74,21 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.batch, "batch", 0, "the projector's BatchSize; 0 is its default")
 	fs.StringVar(&cfg.out, "out", "test/bench/results/projector.json", "where to write the summary as JSON")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process during the replay fold")
-	fs.BoolVar(&cfg.skipLive, "skip-live", false, "skip the live projector's catch-up (and so the replay's comparison)")
+	fs.BoolVar(&cfg.skipLive, "skip-live", false, "skip the live projector's catch-up (and so the replay's comparison and the COPY limit)")
+	fs.BoolVar(&cfg.skipAudit, "skip-audit", false, "skip the auditor's figures (point in time, notary, verify-log)")
+	fs.IntVar(&cfg.copyRuns, "copy-runs", 3, "COPYs of the event_log rows measured for the physical limit (the median is used)")
+	brokers := fs.String("brokers", os.Getenv("DROVE_BENCH_BROKERS"),
+		"comma-separated Kafka brokers with empty Drove topics to use instead of the in-process broker (env DROVE_BENCH_BROKERS)")
+	fs.StringVar(&cfg.postgres, "postgres", "", "URL of an empty database to use instead of the embedded server")
+	fs.StringVar(&cfg.postgresData, "postgres-data", "", "with -postgres: its server's data directory, to read the server's CPU")
 	if err := cli.Parse(fs, args); err != nil {
 		return cfg, err
 	}
 	if *quick {
 		cfg.events = 10_000
+	}
+	if *brokers != "" {
+		cfg.brokers = strings.Split(*brokers, ",")
 	}
 	var probs []string
 	if cfg.events < 1000 {
@@ -83,6 +100,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.batch < 0 {
 		probs = append(probs, "-batch must not be negative")
 	}
+	if cfg.copyRuns < 1 {
+		probs = append(probs, "-copy-runs must be at least 1")
+	}
 	if len(probs) > 0 {
 		return cfg, errors.New(strings.Join(probs, "; "))
 	}
@@ -91,11 +111,33 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 // summary is what the bench writes as JSON.
 type summary struct {
+	// The figures issue 32 asks for, each a ratio to Postgres taking the
+	// same rows by COPY in the same run (copy.go): the projector's live
+	// catch-up and replay events per second over COPY's rows per second
+	// into a bare table; and the same ratios to COPY into a table of
+	// event_log's whole shape (its indexes too).
+	LiveRatioToCopy            float64 `json:"live_ratio_to_copy"`
+	ReplayRatioToCopy          float64 `json:"replay_ratio_to_copy"`
+	CopyRowsPerSec             float64 `json:"copy_rows_per_s"`
+	LiveEPS                    float64 `json:"live_eps"`
+	ReplayEPS                  float64 `json:"replay_eps"`
+	CopySameShapeRowsPerSec    float64 `json:"copy_same_shape_rows_per_s"`
+	LiveRatioToSameShapeCopy   float64 `json:"live_ratio_to_same_shape_copy"`
+	ReplayRatioToSameShapeCopy float64 `json:"replay_ratio_to_same_shape_copy"`
+	// BenchCPUPer100k and PostgresCPUPer100k are the live catch-up's, all
+	// fold; the replay's are its fold's, measured on the same fold again
+	// without Replay's checksums (ReplayFold).
+	BenchCPUPer100k          float64 `json:"bench_cpu_s_per_100k"`
+	PostgresCPUPer100k       float64 `json:"postgres_cpu_s_per_100k"`
+	ReplayBenchCPUPer100k    float64 `json:"replay_bench_cpu_s_per_100k"`
+	ReplayPostgresCPUPer100k float64 `json:"replay_postgres_cpu_s_per_100k"`
+
 	Date      string         `json:"date"`
 	GoVersion string         `json:"go_version"`
 	CPUs      int            `json:"cpus"`
 	LoadStart string         `json:"load_start,omitempty"`
 	LoadEnd   string         `json:"load_end,omitempty"`
+	Broker    string         `json:"broker"` // in-process (kfake) or the brokers given
 	Events    int            `json:"events"`
 	Types     map[string]int `json:"types"`
 	// Transactions is how many Kafka transactions the log was appended in;
@@ -104,9 +146,26 @@ type summary struct {
 	Transactions  int           `json:"transactions"`
 	BatchSize     int           `json:"batch_size"`
 	AppendSeconds float64       `json:"append_seconds"`
+	Copy          *copyResult   `json:"copy,omitempty"`
 	Replay        *replayResult `json:"replay,omitempty"`
-	Live          *liveResult   `json:"live,omitempty"`
-	Audit         *auditResult  `json:"audit,omitempty"` // audit.go
+	// ReplayFold is Replay's fold again, without its checksums, for its CPU.
+	ReplayFold *foldResult  `json:"replay_fold,omitempty"`
+	Live       *liveResult  `json:"live,omitempty"`
+	Audit      *auditResult `json:"audit,omitempty"` // audit.go
+}
+
+// cpuFigures is the CPU a phase spent per 100,000 events: this process's
+// (the projector's Go code, and the in-process broker when it is used)
+// and the Postgres server's; and this process's resident set before the
+// phase and at its peak, in MiB.
+type cpuFigures struct {
+	BenchCPUPer100k    float64 `json:"bench_cpu_seconds_per_100k"`
+	PostgresCPUPer100k float64 `json:"postgres_cpu_seconds_per_100k"`
+	RSSBeforeMiB       float64 `json:"rss_before_mib"`
+	RSSPeakMiB         float64 `json:"rss_peak_mib"`
+	// HeapLiveGrowthMiB is the peak of the Go heap's live bytes over what
+	// was live before the phase (rss.go): the projector's working set.
+	HeapLiveGrowthMiB float64 `json:"heap_live_growth_mib"`
 }
 
 type replayResult struct {
@@ -117,10 +176,12 @@ type replayResult struct {
 	// Equal is Replay's verdict: the rebuilt views equal the live ones
 	// (false when the live catch-up was skipped).
 	Equal bool `json:"equal"`
-	// BenchCPUSeconds is this process's CPU during the fold (the projector's
-	// Go code and the embedded broker); PostgresCPUSeconds the server's.
+	// BenchCPUSeconds is this process's CPU during the whole Replay (the
+	// projector's Go code and the in-process broker); PostgresCPUSeconds
+	// the server's: the fold and the checksums of both schemas.
 	BenchCPUSeconds    float64 `json:"bench_cpu_seconds"`
 	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
+	cpuFigures
 }
 
 type liveResult struct {
@@ -130,11 +191,14 @@ type liveResult struct {
 	// checksums).
 	BenchCPUSeconds    float64 `json:"bench_cpu_seconds"`
 	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
+	cpuFigures
 }
+
+func per100k(v float64, events int) float64 { return v * 100_000 / float64(events) }
 
 func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, error) {
 	s := &summary{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(),
-		CPUs: runtime.NumCPU(), LoadStart: loadAvg()}
+		CPUs: runtime.NumCPU(), LoadStart: loadAvg(), Broker: "in-process (kfake)"}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	tmp, err := os.MkdirTemp("", "drove-bench-projector-")
@@ -146,26 +210,37 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
 	}
-	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
-	if err != nil {
-		return nil, err
+	brokers := cfg.brokers
+	if len(brokers) == 0 {
+		broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
+		if err != nil {
+			return nil, err
+		}
+		defer broker.Stop()
+		brokers = broker.Addrs()
+	} else {
+		s.Broker = strings.Join(brokers, ",")
 	}
-	defer broker.Stop()
-	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
-	if err != nil {
-		return nil, err
+	pgURL, pgData := cfg.postgres, cfg.postgresData
+	if pgURL == "" {
+		pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = pg.Stop() }()
+		if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
+			return nil, err
+		}
+		pgURL, pgData = pg.URL("drove"), pg.DataDir
 	}
-	defer func() { _ = pg.Stop() }()
-	if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
-		return nil, err
-	}
-	pool, err := pgxpool.New(ctx, pg.URL("drove"))
+	pgCPU := func() float64 { return postgresCPU(pgData) }
+	pool, err := pgxpool.New(ctx, pgURL)
 	if err != nil {
 		return nil, err
 	}
 	defer pool.Close()
 
-	kcfg := kafka.Config{Brokers: broker.Addrs(), TransactionalID: "bench-loader", FetchMaxWait: 100 * time.Millisecond}
+	kcfg := kafka.Config{Brokers: brokers, TransactionalID: "bench-loader", FetchMaxWait: 100 * time.Millisecond}
 	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
 		return nil, err
 	}
@@ -183,36 +258,70 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	s.AppendSeconds = time.Since(began).Seconds()
 	fmt.Fprintf(stdout, "appended in %d transactions in %.1fs\n", s.Transactions, s.AppendSeconds)
 
-	pcfg := projector.Config{Kafka: kafka.Config{Brokers: broker.Addrs(), FetchMaxWait: 100 * time.Millisecond},
+	pcfg := projector.Config{Kafka: kafka.Config{Brokers: brokers, FetchMaxWait: 100 * time.Millisecond},
 		BatchSize: cfg.batch, LagInterval: time.Second, Logger: quiet}
 	s.BatchSize = cfg.batch
 	if s.BatchSize == 0 {
-		s.BatchSize = 2000 // projector's default, for the record
+		s.BatchSize = projector.DefaultBatchSize // for the record
 	}
 	if err := projector.ApplySchema(ctx, pool, "drove"); err != nil {
 		return nil, err
 	}
 	if !cfg.skipLive {
-		if s.Live, err = liveCatchUp(ctx, pcfg, pool, pg, s.Events); err != nil {
+		if s.Live, err = liveCatchUp(ctx, pcfg, pool, pgCPU, s.Events); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(stdout, "live projector caught up from zero in %.2fs = %.0f events/s (CPU: bench %.1fs, postgres %.1fs)\n",
 			s.Live.CatchUpSeconds, s.Live.EventsPerSec, s.Live.BenchCPUSeconds, s.Live.PostgresCPUSeconds)
+		if err := settle(ctx, pool); err != nil {
+			return nil, err
+		}
+		if s.Copy, err = copyLimit(ctx, pool, pgCPU, cfg.copyRuns); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stdout, "COPY of the %d event_log rows: %.0f rows/s into a bare table (runs %.0f), %.0f into event_log's shape (runs %.0f)\n",
+			s.Copy.Rows, s.Copy.RowsPerSec, s.Copy.Runs, s.Copy.ShapeRowsPerSec, s.Copy.ShapeRuns)
 	} else {
 		pcfg.ReplayWait = -1
 	}
 
-	if s.Replay, err = replay(ctx, cfg, pcfg, pool, pg); err != nil {
+	if err := settle(ctx, pool); err != nil {
 		return nil, err
 	}
-	if s.Audit, err = audit(ctx, pcfg, pool, s.Events, stdout); err != nil {
+	if s.Replay, err = replay(ctx, cfg, pcfg, pool, pgCPU); err != nil {
 		return nil, err
+	}
+	if err := settle(ctx, pool); err != nil {
+		return nil, err
+	}
+	if s.ReplayFold, err = foldToEnd(ctx, pcfg, pool, pgCPU); err != nil {
+		return nil, err
+	}
+	s.ReplayBenchCPUPer100k, s.ReplayPostgresCPUPer100k = s.ReplayFold.BenchCPUPer100k, s.ReplayFold.PostgresCPUPer100k
+	if !cfg.skipAudit {
+		if s.Audit, err = audit(ctx, pcfg, pool, s.Events, stdout); err != nil {
+			return nil, err
+		}
 	}
 	s.LoadEnd = loadAvg()
 	r := s.Replay
 	fmt.Fprintf(stdout, "projector replay: %d events folded in %.2fs = %.0f events/s (equal to live: %v; CPU: bench %.1fs, postgres %.1fs; load %s -> %s, %d CPUs)\n",
 		r.Events, r.FoldSeconds, r.EventsPerSec, r.Equal, r.BenchCPUSeconds, r.PostgresCPUSeconds,
 		s.LoadStart, s.LoadEnd, s.CPUs)
+	s.ReplayEPS = r.EventsPerSec
+	if s.Live != nil {
+		s.LiveEPS = s.Live.EventsPerSec
+		s.BenchCPUPer100k, s.PostgresCPUPer100k = s.Live.BenchCPUPer100k, s.Live.PostgresCPUPer100k
+	}
+	if s.Copy != nil {
+		s.CopyRowsPerSec = s.Copy.RowsPerSec
+		s.LiveRatioToCopy = s.LiveEPS / s.CopyRowsPerSec
+		s.ReplayRatioToCopy = s.ReplayEPS / s.CopyRowsPerSec
+		s.CopySameShapeRowsPerSec = s.Copy.ShapeRowsPerSec
+		s.LiveRatioToSameShapeCopy = s.LiveEPS / s.CopySameShapeRowsPerSec
+		s.ReplayRatioToSameShapeCopy = s.ReplayEPS / s.CopySameShapeRowsPerSec
+	}
+	printTable(stdout, s)
 	return s, nil
 }
 
@@ -248,8 +357,9 @@ func appendLog(ctx context.Context, kcfg kafka.Config, txs [][]kafka.Message, pe
 }
 
 // liveCatchUp runs a projector on the empty live schema and times it until
-// its offsets reach the end of every partition.
-func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool, pg *embedded.PostgresServer, evs int) (*liveResult, error) {
+// its offsets reach the end of every partition and the indexes it deferred
+// are built.
+func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool, pgCPU func() float64, evs int) (*liveResult, error) {
 	ends, err := logEnds(ctx, pcfg.Kafka.Brokers)
 	if err != nil {
 		return nil, err
@@ -260,7 +370,8 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	selfBefore, pgBefore := selfCPU(), postgresCPU(pg.Dir)
+	rss := sampleRSS() // first: its collection is not the phase's CPU
+	selfBefore, pgBefore := selfCPU(), pgCPU()
 	began := time.Now()
 	go func() { done <- p.Run(rctx) }()
 	defer func() { cancel(); <-done }()
@@ -285,8 +396,12 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 		}
 	}
 	d := time.Since(began)
-	return &liveResult{CatchUpSeconds: d.Seconds(), EventsPerSec: float64(evs) / d.Seconds(),
-		BenchCPUSeconds: selfCPU() - selfBefore, PostgresCPUSeconds: postgresCPU(pg.Dir) - pgBefore}, nil
+	res := &liveResult{CatchUpSeconds: d.Seconds(), EventsPerSec: float64(evs) / d.Seconds(),
+		BenchCPUSeconds: selfCPU() - selfBefore, PostgresCPUSeconds: pgCPU() - pgBefore}
+	res.BenchCPUPer100k, res.PostgresCPUPer100k = per100k(res.BenchCPUSeconds, evs), per100k(res.PostgresCPUSeconds, evs)
+	res.RSSBeforeMiB, res.RSSPeakMiB = rss.done()
+	res.HeapLiveGrowthMiB = rss.liveGrowthMiB()
+	return res, nil
 }
 
 type part = kafka.TopicPartition
@@ -325,12 +440,18 @@ func caughtUp(ctx context.Context, pool *pgxpool.Pool, ends kafka.Positions) (bo
 			return false, nil
 		}
 	}
-	return true, nil
+	// A catch-up from an empty schema builds its secondary indexes after
+	// its last batch (projector/bulk.go): it is done when they are built.
+	var deferred int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM drove.projector_deferred_indexes`).Scan(&deferred); err != nil {
+		return false, err
+	}
+	return deferred == 0, nil
 }
 
 // replay runs projector.Replay, with a CPU profile of this process when
 // asked, and the CPU both sides spent.
-func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpool.Pool, pg *embedded.PostgresServer) (*replayResult, error) {
+func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpool.Pool, pgCPU func() float64) (*replayResult, error) {
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
 		if err != nil {
@@ -342,13 +463,15 @@ func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpoo
 		}
 		defer pprof.StopCPUProfile()
 	}
-	selfBefore, pgBefore := selfCPU(), postgresCPU(pg.Dir)
+	rss := sampleRSS() // first: its collection is not the phase's CPU
+	selfBefore, pgBefore := selfCPU(), pgCPU()
 	rep, err := projector.Replay(ctx, pcfg, pool)
+	rssBefore, rssPeak := rss.done()
 	if err != nil {
 		return nil, err
 	}
 	// The fold is most of Replay; the CPU is measured over all of it.
-	selfAfter, pgAfter := selfCPU(), postgresCPU(pg.Dir)
+	selfAfter, pgAfter := selfCPU(), pgCPU()
 	if !rep.Equal {
 		for _, t := range rep.Tables {
 			if !t.Equal {
@@ -357,9 +480,14 @@ func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpoo
 		}
 	}
 	fold := rep.FoldDuration.Seconds()
-	return &replayResult{Events: rep.Events, FoldSeconds: fold, EventsPerSec: float64(rep.Events) / fold,
+	res := &replayResult{Events: rep.Events, FoldSeconds: fold, EventsPerSec: float64(rep.Events) / fold,
 		TotalSeconds: rep.Duration.Seconds(), Equal: rep.Equal,
-		BenchCPUSeconds: selfAfter - selfBefore, PostgresCPUSeconds: pgAfter - pgBefore}, nil
+		BenchCPUSeconds: selfAfter - selfBefore, PostgresCPUSeconds: pgAfter - pgBefore}
+	res.BenchCPUPer100k = per100k(res.BenchCPUSeconds, rep.Events)
+	res.PostgresCPUPer100k = per100k(res.PostgresCPUSeconds, rep.Events)
+	res.RSSBeforeMiB, res.RSSPeakMiB = rssBefore, rssPeak
+	res.HeapLiveGrowthMiB = rss.liveGrowthMiB()
+	return res, nil
 }
 
 // loadAvg is /proc/loadavg's three load averages, or "" off Linux.
@@ -373,6 +501,48 @@ func loadAvg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// settle vacuums and analyzes the database between phases, unmeasured:
+// the server's CPU is read over all its processes, so autovacuum's work on
+// what one phase wrote would otherwise land in the next one's figures.
+func settle(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := pool.Exec(ctx, `VACUUM ANALYZE`)
+	return err
+}
+
+// printTable prints the figures issue 32 asks for.
+func printTable(w io.Writer, s *summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tevents/s\tto COPY\tto COPY, same shape\tbench CPU s/100k\tpostgres CPU s/100k\tRSS before MiB\tRSS peak MiB\tlive heap growth MiB\t")
+	ratio := func(eps, copy float64) string {
+		if copy == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", eps/copy)
+	}
+	if c := s.Copy; c != nil {
+		fmt.Fprintf(tw, "COPY, bare table\t%.0f\t1.00\t%s\t-\t%.2f\t-\t-\t-\t\n", c.RowsPerSec,
+			ratio(c.RowsPerSec, c.ShapeRowsPerSec), c.PostgresCPUPer100k)
+		fmt.Fprintf(tw, "COPY, same shape\t%.0f\t%s\t1.00\t-\t%.2f\t-\t-\t-\t\n", c.ShapeRowsPerSec,
+			ratio(c.ShapeRowsPerSec, c.RowsPerSec), c.ShapePostgresCPUPer100k)
+	}
+	if l := s.Live; l != nil {
+		fmt.Fprintf(tw, "live catch-up\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t\n", l.EventsPerSec,
+			ratio(l.EventsPerSec, s.CopyRowsPerSec), ratio(l.EventsPerSec, s.CopySameShapeRowsPerSec),
+			l.BenchCPUPer100k, l.PostgresCPUPer100k, l.RSSBeforeMiB, l.RSSPeakMiB, l.HeapLiveGrowthMiB)
+	}
+	if r := s.Replay; r != nil {
+		fmt.Fprintf(tw, "replay (CPU with checksums)\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t\n", r.EventsPerSec,
+			ratio(r.EventsPerSec, s.CopyRowsPerSec), ratio(r.EventsPerSec, s.CopySameShapeRowsPerSec),
+			r.BenchCPUPer100k, r.PostgresCPUPer100k, r.RSSBeforeMiB, r.RSSPeakMiB, r.HeapLiveGrowthMiB)
+	}
+	if f := s.ReplayFold; f != nil {
+		fmt.Fprintf(tw, "replay's fold again (AsOf to the end)\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t\n", f.EventsPerSec,
+			ratio(f.EventsPerSec, s.CopyRowsPerSec), ratio(f.EventsPerSec, s.CopySameShapeRowsPerSec),
+			f.BenchCPUPer100k, f.PostgresCPUPer100k, f.RSSBeforeMiB, f.RSSPeakMiB, f.HeapLiveGrowthMiB)
+	}
+	_ = tw.Flush()
 }
 
 // keys is for stable printing of the type counts.

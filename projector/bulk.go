@@ -1,0 +1,159 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/drovehq/drove/events/kafka"
+)
+
+// A fold into a schema that holds nothing yet writes the whole log before
+// the schema is of any use, so it maintains only the indexes the fold
+// reads (primary keys) and builds the others once at the end: an index
+// built from the loaded table costs one sort, where rows folded into an
+// indexed table cost each index a B-tree descent and insertion per row.
+// On the projector bench that was most of Postgres's time: COPY into a
+// table of event_log's shape ran at about a quarter of the speed of a
+// COPY into its bare columns (issue 32). Replay and AsOf fold so, and so
+// does a live projector that starts on a schema that has folded nothing
+// with at least Config.BulkCatchUp records to fold: it builds the indexes
+// when it first catches up (readers meanwhile read views that are far
+// behind anyway, without those indexes). The views, their checksums and
+// the indexes they end with are the same either way. The dropped indexes
+// are recorded in projector_deferred_indexes in the transaction that
+// drops them and deleted in the one that builds them, so a projector that
+// stops half way builds them when it next catches up.
+
+// deferredIndex is an index dropped for a bulk fold and built after it.
+type deferredIndex struct {
+	table, name string
+	constraint  string // the constraint it backs, if any
+	conDef      string // the constraint's definition
+	indexDef    string // CREATE INDEX ..., schema-qualified
+}
+
+// deferIndexes drops schema's indexes the fold does not need, records
+// them, and returns them, for buildIndexes.
+func deferIndexes(ctx context.Context, db beginner, schema string) ([]deferredIndex, error) {
+	var out []deferredIndex
+	err := inTx(ctx, db, schema, func(tx pgx.Tx) error {
+		var err error
+		if out, err = readIndexes(ctx, tx, q("bulk_deferred_indexes"), schema); err != nil {
+			return err
+		}
+		for _, d := range out {
+			drop := `DROP INDEX ` + quoteIdent(schema) + `.` + quoteIdent(d.name)
+			if d.constraint != "" {
+				drop = `ALTER TABLE ` + quoteIdent(schema) + `.` + quoteIdent(d.table) +
+					` DROP CONSTRAINT ` + quoteIdent(d.constraint)
+			}
+			if _, err := tx.Exec(ctx, drop); err != nil {
+				return fmt.Errorf("%s: %w", d.name, err)
+			}
+			if _, err := tx.Exec(ctx, q("bulk_deferred_record"), d.name, d.table, d.constraint, d.conDef, d.indexDef); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projector: defer the indexes of %s: %w", schema, err)
+	}
+	return out, nil
+}
+
+// pendingIndexes reads the indexes a bulk fold of schema dropped and has
+// not built yet.
+func pendingIndexes(ctx context.Context, db beginner, schema string) ([]deferredIndex, error) {
+	var out []deferredIndex
+	err := inTx(ctx, db, schema, func(tx pgx.Tx) error {
+		var err error
+		out, err = readIndexes(ctx, tx, q("bulk_deferred_pending"))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projector: deferred indexes of %s: %w", schema, err)
+	}
+	return out, nil
+}
+
+func readIndexes(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]deferredIndex, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []deferredIndex
+	var d deferredIndex
+	_, err = pgx.ForEachRow(rows, []any{&d.table, &d.name, &d.constraint, &d.conDef, &d.indexDef}, func() error {
+		out = append(out, d)
+		return nil
+	})
+	return out, err
+}
+
+// buildIndexes builds the indexes deferIndexes dropped and clears their
+// record, in one transaction.
+func buildIndexes(ctx context.Context, db beginner, schema string, idx []deferredIndex) error {
+	err := inTx(ctx, db, schema, func(tx pgx.Tx) error {
+		// Room to sort a large log's keys in memory: this is a one-off
+		// build, not the steady state.
+		if _, err := tx.Exec(ctx, `SET LOCAL maintenance_work_mem = '256MB'`); err != nil {
+			return err
+		}
+		for _, d := range idx {
+			sql := d.indexDef
+			if d.constraint != "" {
+				sql = `ALTER TABLE ` + quoteIdent(schema) + `.` + quoteIdent(d.table) +
+					` ADD CONSTRAINT ` + quoteIdent(d.constraint) + ` ` + d.conDef
+			}
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("%s: %w", d.name, err)
+			}
+		}
+		_, err := tx.Exec(ctx, q("bulk_deferred_built"))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("projector: build the indexes of %s: %w", schema, err)
+	}
+	return nil
+}
+
+// foldBulk is foldRange into a fresh schema: its deferrable indexes are
+// dropped before the fold and built after it.
+func foldBulk(ctx context.Context, cfg Config, pool *pgxpool.Pool, f *folder, starts, targets map[tp]int64, stop func(kafka.Raw) bool) (int, error) {
+	idx, err := deferIndexes(ctx, pool, f.schema)
+	if err != nil {
+		return 0, err
+	}
+	n, err := foldRange(ctx, cfg, pool, f, starts, targets, stop)
+	if err != nil {
+		return n, err
+	}
+	return n, buildIndexes(ctx, pool, f.schema, idx)
+}
+
+// bulkCatchUp says which indexes a live Run folds without: those a Run
+// before it deferred and did not build, or, on a schema that has folded
+// nothing (no offsets stored) with at least BulkCatchUp records to fold
+// (from r's positions to its ends), those it defers now. nil means none.
+func (p *Projector) bulkCatchUp(ctx context.Context, conn *pgxpool.Conn, stored map[tp]int64, r *kafka.Reader) ([]deferredIndex, error) {
+	idx, err := pendingIndexes(ctx, conn, p.cfg.Schema)
+	if err != nil || len(idx) > 0 || len(stored) > 0 || p.cfg.BulkCatchUp < 0 {
+		return idx, err
+	}
+	var backlog int64
+	pos := r.Position()
+	for k, end := range r.Ends() {
+		backlog += max(end-pos[k], 0)
+	}
+	if backlog < int64(p.cfg.BulkCatchUp) {
+		return nil, nil
+	}
+	p.log.Info("projector: an empty schema far behind the log: folding without its secondary indexes until caught up",
+		"records", backlog)
+	return deferIndexes(ctx, conn, p.cfg.Schema)
+}
