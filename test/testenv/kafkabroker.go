@@ -40,6 +40,8 @@ var BrokerSettings = map[string]string{
 	// Retention is applied every second, not every 5 minutes: a test of
 	// a topic that deletes events sees them go.
 	"log.retention.check.interval.ms": "1000",
+	// ...from the broker's start, not after 30 s.
+	"log.initial.task.delay.ms": "0",
 	// Fewer threads and a small cleaner buffer: the tests share 2 cores.
 	"num.network.threads":            "2",
 	"num.io.threads":                 "2",
