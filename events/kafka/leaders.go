@@ -3,22 +3,15 @@ package kafka
 import (
 	"context"
 	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Leaders returns the broker id leading each partition of topics, as the
 // cluster's metadata says now: for failure tests and benchmarks that kill
 // the broker a partition depends on. A partition without a leader is -1.
 func Leaders(ctx context.Context, cfg Config, topics ...string) (map[TopicPartition]int32, error) {
-	cl, err := NewClient(cfg)
+	details, err := listTopics(ctx, cfg, topics)
 	if err != nil {
 		return nil, err
-	}
-	defer cl.Close()
-	details, err := kadm.NewClient(cl).ListTopics(ctx, cfg.wires(topics)...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka: partition leaders: %w", translate(err))
 	}
 	out := map[TopicPartition]int32{}
 	for _, t := range details.Sorted() {

@@ -144,18 +144,5 @@ func stopBroker() error {
 // sweepStaleBrokers removes broker directories whose test process is
 // gone (its broker died with it: parent-death signal).
 func sweepStaleBrokers(tmp string) {
-	dirs, _ := filepath.Glob(filepath.Join(tmp, kafkaTempPrefix+"*"))
-	for _, dir := range dirs {
-		fi, err := os.Lstat(dir)
-		if err != nil || !fi.IsDir() {
-			continue
-		}
-		owner := readPid(filepath.Join(dir, "owner.pid"))
-		if owner == 0 && time.Since(fi.ModTime()) < 10*time.Minute {
-			continue // another process may be creating it right now
-		}
-		if !pidAlive(owner) {
-			_ = os.RemoveAll(dir)
-		}
-	}
+	sweepDirs(tmp, kafkaTempPrefix, func(string) bool { return false })
 }

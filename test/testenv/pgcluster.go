@@ -66,7 +66,15 @@ func startCluster(ctx context.Context) (*server, error) {
 // postmaster are both gone: what a run killed before Main could clean up
 // left behind.
 func sweepStale(tmp string) {
-	dirs, _ := filepath.Glob(filepath.Join(tmp, tempPrefix+"*"))
+	sweepDirs(tmp, tempPrefix, func(dir string) bool {
+		return pidAlive(readPid(filepath.Join(dir, "data", "postmaster.pid")))
+	})
+}
+
+// sweepDirs removes the directories named prefix* in tmp whose owner
+// (owner.pid) is gone and of which running says nothing still runs.
+func sweepDirs(tmp, prefix string, running func(dir string) bool) {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, prefix+"*"))
 	for _, dir := range dirs {
 		fi, err := os.Lstat(dir)
 		if err != nil || !fi.IsDir() {
@@ -76,8 +84,7 @@ func sweepStale(tmp string) {
 		if owner == 0 && time.Since(fi.ModTime()) < 10*time.Minute {
 			continue // another process may be creating it right now
 		}
-		if pidAlive(owner) ||
-			pidAlive(readPid(filepath.Join(dir, "data", "postmaster.pid"))) {
+		if pidAlive(owner) || running(dir) {
 			continue
 		}
 		_ = os.RemoveAll(dir)

@@ -13,6 +13,7 @@ import (
 	"github.com/drovehq/drove/deploy/apachekafka"
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/test/bench/eventlog"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -99,7 +100,7 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	if err != nil {
 		return nil, err
 	}
-	w := buildWorkload(cfg.events)
+	w := eventlog.Build(cfg.events)
 	for _, b := range in.brokers() {
 		res, err := measureFold(ctx, in, b, w, cfg.txnEvents, stdout)
 		if err != nil {

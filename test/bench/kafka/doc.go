@@ -3,7 +3,7 @@
 // run, and writes test/bench/results/kafka.json and a table:
 //
 //   - projector_eps_apache, projector_eps_kfake: projector.Replay's fold
-//     rate (events/s) of the same generated log (test/bench/projector's
+//     rate (events/s) of the same generated log (test/bench/eventlog's,
 //     evacuation-heavy log, 100,000 events; -quick: 10,000) appended to
 //     each broker;
 //   - plan_to_first_opcode_ms_apache, _kfake: the whole system in one

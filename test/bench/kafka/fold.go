@@ -12,13 +12,14 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/test/bench/eventlog"
 )
 
 // measureFold appends the workload's log to the broker (in a namespace of
 // its own) and folds it with projector.Replay into a database of its own:
 // the fold rate is Report.Events / Report.FoldDuration, as
 // test/bench/projector reports it.
-func measureFold(ctx context.Context, in *infra, b namedBroker, w *workload, per int, stdout io.Writer) (*foldResult, error) {
+func measureFold(ctx context.Context, in *infra, b namedBroker, w *eventlog.Log, per int, stdout io.Writer) (*foldResult, error) {
 	kcfg := b.cfg
 	kcfg.Namespace = "fold."
 	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
@@ -28,12 +29,12 @@ func measureFold(ctx context.Context, in *infra, b namedBroker, w *workload, per
 	began := time.Now()
 	lcfg := kcfg
 	lcfg.TransactionalID = "bench-loader"
-	txs, err := appendLog(ctx, lcfg, w.txs, per)
+	txs, err := eventlog.Append(ctx, lcfg, w.Txs, per)
 	if err != nil {
 		return nil, fmt.Errorf("append: %w", err)
 	}
 	res.AppendS = time.Since(began).Seconds()
-	fmt.Fprintf(stdout, "%s: appended %d events in %d transactions in %.1fs\n", b.name, w.count, txs, res.AppendS)
+	fmt.Fprintf(stdout, "%s: appended %d events in %d transactions in %.1fs\n", b.name, w.Count, txs, res.AppendS)
 
 	db := "fold_" + b.name
 	if err := in.pg.EnsureDatabase(ctx, db); err != nil {
@@ -61,8 +62,8 @@ func measureFold(ctx context.Context, in *infra, b namedBroker, w *workload, per
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	if rep.Events < w.count {
-		return nil, fmt.Errorf("replay folded %d records of a %d-event log", rep.Events, w.count)
+	if rep.Events < w.Count {
+		return nil, fmt.Errorf("replay folded %d records of a %d-event log", rep.Events, w.Count)
 	}
 	res.FoldS = rep.FoldDuration.Seconds()
 	res.EPS = float64(rep.Events) / res.FoldS
@@ -89,37 +90,6 @@ type foldCPU struct {
 }
 
 func (c cpuTimes) json() foldCPU { return foldCPU{c.self, c.postgres, c.broker} }
-
-// appendLog appends the workload's transactions, merging consecutive ones
-// until a transaction holds at least per events, and returns how many
-// transactions it appended.
-func appendLog(ctx context.Context, kcfg kafka.Config, txs [][]kafka.Message, per int) (int, error) {
-	prod, err := kafka.NewProducer(kcfg)
-	if err != nil {
-		return 0, err
-	}
-	defer prod.Close()
-	n := 0
-	var cur []kafka.Message
-	flush := func() error {
-		if len(cur) == 0 {
-			return nil
-		}
-		n++
-		err := prod.AppendBatch(ctx, cur...)
-		cur = cur[:0]
-		return err
-	}
-	for _, tx := range txs {
-		cur = append(cur, tx...)
-		if len(cur) >= per {
-			if err := flush(); err != nil {
-				return n, err
-			}
-		}
-	}
-	return n, flush()
-}
 
 func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)

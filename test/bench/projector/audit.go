@@ -40,7 +40,7 @@ type auditResult struct {
 
 // workloadTime is the time of the workload's events-th event: its clock
 // starts here and each event is one second after the one before
-// (workload.go).
+// (test/bench/eventlog).
 func workloadTime(events int) time.Time {
 	return time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC).Add(time.Duration(events) * time.Second)
 }

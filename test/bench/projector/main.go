@@ -23,6 +23,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/projector"
 	"github.com/drovehq/drove/test/bench/cli"
+	"github.com/drovehq/drove/test/bench/eventlog"
 )
 
 type config struct {
@@ -244,15 +245,15 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
 		return nil, err
 	}
-	w := buildWorkload(cfg.events)
-	s.Events, s.Types = w.count, w.types
+	w := eventlog.Build(cfg.events)
+	s.Events, s.Types = w.Count, w.Types
 	var mix []string
-	for _, t := range keys(w.types) {
-		mix = append(mix, fmt.Sprintf("%s=%d", t, w.types[t]))
+	for _, t := range keys(w.Types) {
+		mix = append(mix, fmt.Sprintf("%s=%d", t, w.Types[t]))
 	}
-	fmt.Fprintf(stdout, "appending %d events: %s\n", w.count, strings.Join(mix, " "))
+	fmt.Fprintf(stdout, "appending %d events: %s\n", w.Count, strings.Join(mix, " "))
 	began := time.Now()
-	if s.Transactions, err = appendLog(ctx, kcfg, w.txs, cfg.txnEvents); err != nil {
+	if s.Transactions, err = eventlog.Append(ctx, kcfg, w.Txs, cfg.txnEvents); err != nil {
 		return nil, err
 	}
 	s.AppendSeconds = time.Since(began).Seconds()
@@ -323,37 +324,6 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	}
 	printTable(stdout, s)
 	return s, nil
-}
-
-// appendLog appends the workload's transactions, merging consecutive ones
-// until a transaction holds at least per events, and returns how many
-// transactions it appended.
-func appendLog(ctx context.Context, kcfg kafka.Config, txs [][]kafka.Message, per int) (int, error) {
-	prod, err := kafka.NewProducer(kcfg)
-	if err != nil {
-		return 0, err
-	}
-	defer prod.Close()
-	n := 0
-	var cur []kafka.Message
-	flush := func() error {
-		if len(cur) == 0 {
-			return nil
-		}
-		n++
-		err := prod.AppendBatch(ctx, cur...)
-		cur = cur[:0]
-		return err
-	}
-	for _, tx := range txs {
-		cur = append(cur, tx...)
-		if len(cur) >= per {
-			if err := flush(); err != nil {
-				return n, err
-			}
-		}
-	}
-	return n, flush()
 }
 
 // liveCatchUp runs a projector on the empty live schema and times it until

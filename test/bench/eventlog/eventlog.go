@@ -1,11 +1,11 @@
-// This file is test/bench/projector's log, copied as it stood at the
-// commit this bench was written on: that bench is being changed, and the
-// two figures must fold the same kind of log. Once it settles, both
-// should take it from one package (test/bench/kafka's notes say so).
-
-package main
+// Package eventlog generates the benchmarks' log: a cluster's inventory,
+// then evacuations with their plans, jobs, dispatches and many progress
+// events, until a number of events is reached; and appends it. The
+// projector's and the Kafka benchmarks fold the same log.
+package eventlog
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -15,12 +15,13 @@ import (
 
 // workload builds the log of an evacuation-heavy cluster, in the order the
 // services would append it, as the transactions they would append it in.
-type workload struct {
+// Log is a generated log, as transactions of messages.
+type Log struct {
 	n     int       // events wanted
-	count int       // events built so far
+	Count int       // events built so far
 	clock time.Time // advances one second per event: every event has its own time
-	txs   [][]kafka.Message
-	types map[string]int
+	Txs   [][]kafka.Message
+	Types map[string]int // events per type
 
 	nodes     []string
 	groups    []string
@@ -42,9 +43,10 @@ const (
 	syncsPerMove = 24
 )
 
-func buildWorkload(n int) *workload {
-	w := &workload{n: n, clock: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC),
-		types: map[string]int{}, byNode: map[string][]int{}}
+// Build generates a log of at least n events.
+func Build(n int) *Log {
+	w := &Log{n: n, clock: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC),
+		Types: map[string]int{}, byNode: map[string][]int{}}
 	w.inventory()
 	for r := 0; !w.full(); r++ {
 		w.evacuation(r)
@@ -52,10 +54,10 @@ func buildWorkload(n int) *workload {
 	return w
 }
 
-func (w *workload) full() bool { return w.count >= w.n }
+func (w *Log) full() bool { return w.Count >= w.n }
 
 // tx appends one transaction of evs, each to its type's topic, cut at n.
-func (w *workload) tx(evs ...events.Envelope) {
+func (w *Log) tx(evs ...events.Envelope) {
 	var msgs []kafka.Message
 	for _, e := range evs {
 		if w.full() {
@@ -66,16 +68,16 @@ func (w *workload) tx(evs ...events.Envelope) {
 			panic(err) // the bench's own events; a type without a topic is a build mistake
 		}
 		msgs = append(msgs, kafka.Message{Topic: topic, Event: e})
-		w.types[e.Type]++
-		w.count++
+		w.Types[e.Type]++
+		w.Count++
 	}
 	if len(msgs) > 0 {
-		w.txs = append(w.txs, msgs)
+		w.Txs = append(w.Txs, msgs)
 	}
 }
 
 // ev stamps p with the next second and a reason trail.
-func (w *workload) ev(p events.Payload, producer, request string, cause *events.Envelope) events.Envelope {
+func (w *Log) ev(p events.Payload, producer, request string, cause *events.Envelope) events.Envelope {
 	w.clock = w.clock.Add(time.Second)
 	opts := []events.Option{events.WithProducer(producer), events.WithTime(w.clock),
 		events.WithReason(events.Reason{Actor: "operator:bench", Why: "maintenance window", RequestID: request})}
@@ -86,7 +88,7 @@ func (w *workload) ev(p events.Payload, producer, request string, cause *events.
 }
 
 // inventory declares the groups, nodes and instances, as an import would.
-func (w *workload) inventory() {
+func (w *Log) inventory() {
 	var evs []events.Envelope
 	for g := range groupCount {
 		name := fmt.Sprintf("group-%d", g)
@@ -132,7 +134,7 @@ func (w *workload) inventory() {
 // job per instance, and each job's life, with the executor's progress.
 // Every fifth request is a dry run that is approved first; every 25th move
 // fails in its sync phase.
-func (w *workload) evacuation(r int) {
+func (w *Log) evacuation(r int) {
 	node := w.nodes[(r*7)%len(w.nodes)]
 	id := fmt.Sprintf("evac-%05d", r)
 	dry := r%5 == 0
@@ -178,7 +180,7 @@ func (w *workload) evacuation(r int) {
 
 // evacuationJobs plans node's evacuation: a job per primary, each after
 // the job four before it.
-func (w *workload) evacuationJobs(node string) ([]events.Job, []events.Moved) {
+func (w *Log) evacuationJobs(node string) ([]events.Job, []events.Moved) {
 	var jobs []events.Job
 	var moved []events.Moved
 	for j, ix := range w.byNode[node] {
@@ -200,7 +202,7 @@ func (w *workload) evacuationJobs(node string) ([]events.Job, []events.Moved) {
 
 // job is job j's life, from its release to its end; a failing one stops
 // in its sync phase. It returns the job's failure or its move.
-func (w *workload) job(id string, j int, job events.Job, in inst, fails bool, plan *events.Envelope) (events.Failed, events.Moved) {
+func (w *Log) job(id string, j int, job events.Job, in inst, fails bool, plan *events.Envelope) (events.Failed, events.Moved) {
 	op := job.Opcodes[0]
 	rel := w.ev(events.JobReleased{Request: id, Job: job}, "planner", id, plan)
 	disp := w.ev(events.OpcodeDispatched{Request: id, Job: j, Node: op.From, Opcode: op}, "planner", id, &rel)
@@ -264,4 +266,34 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// Append appends txs, merging consecutive transactions until one holds at
+// least per events, and returns how many transactions it appended.
+func Append(ctx context.Context, kcfg kafka.Config, txs [][]kafka.Message, per int) (int, error) {
+	prod, err := kafka.NewProducer(kcfg)
+	if err != nil {
+		return 0, err
+	}
+	defer prod.Close()
+	n := 0
+	var cur []kafka.Message
+	flush := func() error {
+		if len(cur) == 0 {
+			return nil
+		}
+		n++
+		err := prod.AppendBatch(ctx, cur...)
+		cur = cur[:0]
+		return err
+	}
+	for _, tx := range txs {
+		cur = append(cur, tx...)
+		if len(cur) >= per {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, flush()
 }
