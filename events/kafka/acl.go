@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/drovehq/drove/events/retry"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -68,7 +71,67 @@ func ApplyACLs(ctx context.Context, cfg Config, acls []ACL) error {
 				translate(err), deref(r.ErrorMessage)))
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return waitACLsServed(ctx, cl, req.Creations)
+}
+
+// aclKey names one grant, as created and as described alike.
+type aclKey struct {
+	rt        kmsg.ACLResourceType
+	name      string
+	pattern   kmsg.ACLResourcePatternType
+	principal string
+	op        kmsg.ACLOperation
+}
+
+// waitACLsServed returns once every broker's authorizer holds every one
+// of want. The controller acknowledges a creation once it is in the
+// metadata log; each broker applies it a moment later, and until then it
+// refuses the service the grant is for (seen: a projector refused
+// reading a topic right after "drove acls apply" returned).
+func waitACLsServed(ctx context.Context, cl *kgo.Client, want []kmsg.CreateACLsRequestCreation) error {
+	quick := retry.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
+	return quick.Do(ctx, nil, func(int) error {
+		meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("kafka: list brokers: %w", translate(err))
+		}
+		for _, b := range meta.Brokers {
+			if err := aclsServedBy(ctx, cl.Broker(int(b.NodeID)), want); err != nil {
+				return fmt.Errorf("kafka: broker %d: %w", b.NodeID, err)
+			}
+		}
+		return nil
+	}, nil)
+}
+
+// aclsServedBy checks that broker b describes every grant of want.
+func aclsServedBy(ctx context.Context, b *kgo.Broker, want []kmsg.CreateACLsRequestCreation) error {
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAllow
+	raw, err := b.Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("describe ACLs: %w", translate(err))
+	}
+	resp := raw.(*kmsg.DescribeACLsResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("describe ACLs: %w", translate(err))
+	}
+	have := map[aclKey]bool{}
+	for _, r := range resp.Resources {
+		for _, a := range r.ACLs {
+			have[aclKey{r.ResourceType, r.ResourceName, r.ResourcePatternType, a.Principal, a.Operation}] = true
+		}
+	}
+	for _, c := range want {
+		if !have[aclKey{c.ResourceType, c.ResourceName, c.ResourcePatternType, c.Principal, c.Operation}] {
+			return fmt.Errorf("ACL %s %s on %s is not applied yet", c.Principal, c.Operation, c.ResourceName)
+		}
+	}
+	return nil
 }
 
 // creations are the requests' entries of a: one per operation.
