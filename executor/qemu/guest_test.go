@@ -132,7 +132,7 @@ func corrupt(t *testing.T, disk string, w qemu.GuestWrites) {
 		t.Fatal(err)
 	}
 	for what, change := range map[string]func(b []byte){
-		"a byte of the last chunk":   func(b []byte) { b[1<<20+int((w.Chunks-1)%48)*65536+777] ^= 1 },
+		"a byte of the last chunk": func(b []byte) { b[1<<20+int((w.Chunks-1)%48)*65536+777] ^= 1 },
 		// One more or one less can be a guest stopped between a chunk
 		// and its header (the torn slot's case: seen when the stop came
 		// there under CPU load); two is never.
