@@ -382,7 +382,7 @@ func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseR
 	if t.d.Phase != events.PhasePause && !errors.Is(context.Cause(t.ctx), errPaused) {
 		msgs = append(msgs, kafka.Message{Topic: events.TopicProgress, Event: e.phaseEffect(t, end, "end of the "+t.what())})
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), endAppendTimeout)
+	ctx, cancel := e.endContext(t.ctx)
 	defer cancel()
 	if err := e.appendHard(ctx, msgs); err != nil {
 		log.Error("phase end not appended; the phase runs again at the next start", "err", err)

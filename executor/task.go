@@ -39,6 +39,30 @@ type outcome struct {
 // was asked to stop: the move happened, so recording it is worth a wait.
 const endAppendTimeout = 15 * time.Second
 
+// endContext is what an opcode's (or a phase's) end events are appended
+// under. While the executor runs, they are retried for as long as it
+// takes: the move happened, and an end given up on would leave the opcode
+// owed with no next start to run it again (seen: a broker cut off from
+// its peers for 20 s left a move unended for good). Once Run stops, they
+// get endAppendTimeout more, and then the next start runs the opcode.
+func (e *Executor) endContext(taskCtx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(taskCtx))
+	stopping, done := e.base.Done(), make(chan struct{})
+	go func() {
+		select {
+		case <-stopping:
+		case <-done:
+			return
+		}
+		select {
+		case <-time.After(endAppendTimeout):
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() { close(done); cancel() }
+}
+
 // runTask takes the task through a slot, its start events, the driver's
 // attempts and its end events. It writes no end events when the executor
 // is shutting down: the opcode then stays owed and the next start runs it.
@@ -258,7 +282,7 @@ func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
 		}
 	}
 	// The move is over whatever happens to Run now; record it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), endAppendTimeout)
+	ctx, cancel := e.endContext(t.ctx)
 	defer cancel()
 	if err := e.appendHard(ctx, msgs); err != nil {
 		log.Error("end events not appended; the opcode runs again at the next start", "err", err)
