@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // The fence falls once when no heartbeat was appended for Fence: running
@@ -53,4 +57,53 @@ func TestFenceCancelsMovesAndRefusesSwitches(t *testing.T) {
 	if err := e.mayAct("switch"); err != nil {
 		t.Fatalf("renewed, yet %v", err)
 	}
+}
+
+// A phase fenced while its notice to the target still waited for the log
+// (a slow log at the executor's start made the lease fall) ends canceled
+// at once: the executor goes on running, so no next start would run it,
+// and its migration would otherwise wait for it forever (test/partition
+// hung so on three real brokers).
+func TestPhaseFencedBeforeItBeganEndsCanceled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, kcfg := testenv.Events(t, ctx)
+	cfg := kcfg
+	cfg.TransactionalID = "executor-n1"
+	prod, err := kafka.NewProducer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	e := &Executor{cfg: Config{Node: "n1", Heartbeat: time.Second, Fence: 4 * time.Second}.withDefaults(),
+		log: slog.New(slog.DiscardHandler), actor: "executor/n1", prod: prod, owed: newOwed(0)}
+	e.mig.init()
+	d := events.MigrationPhaseDispatched{Migration: "m1", Instance: "vm1", Node: "n1", Seq: 1,
+		Phase: events.PhaseBegin, Source: "n1", Target: "n2"}
+	pctx, pcancel := context.WithCancelCause(context.Background())
+	pcancel(errFencedPhase) // the fence fell before the notice was appended
+	task := &migTask{key: migKey{"m1", 1}, dispatch: events.New(d, events.WithProducer("test")), d: d,
+		ctx: pctx, cancel: pcancel, done: make(chan struct{})}
+	e.wg.Add(1)
+	e.runPhase(task)
+	if !e.mig.ended[task.key] {
+		t.Fatal("the fenced phase did not end: it would wait for a next start that never comes")
+	}
+	recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		payload, err := r.Event.DecodePayload()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := payload.(events.MigrationPhaseEnded); ok && p.Migration == "m1" {
+			if p.Status != events.JobCanceled || !strings.Contains(p.Error, "fenced") {
+				t.Fatalf("the fenced phase ended %s (%s); want canceled, fenced", p.Status, p.Error)
+			}
+			return
+		}
+	}
+	t.Fatal("no MigrationPhaseEnded in the log")
 }

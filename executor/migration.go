@@ -217,6 +217,14 @@ func (e *Executor) runPhase(t *migTask) {
 		<-t.prev.done // the driver runs one phase of a migration at a time
 	}
 	if err := e.notifyTarget(t.ctx, t.d.Target, t.dispatch); err != nil {
+		// Superseded or fenced (the lease fell while the notice waited
+		// for a slow log), not shut down: the executor goes on, so no
+		// next start would run the phase, and the migration would wait
+		// for it forever. It ends canceled, as a phase that had begun.
+		if status := e.phaseInterrupted(t); status != "" {
+			e.writePhaseEnd(t, status, PhaseResult{}, context.Cause(t.ctx), log)
+			return
+		}
 		log.Info("phase interrupted before it began; it runs again at the next start", "err", err)
 		e.finishPhase(t, false)
 		return
