@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/drovehq/drove/events/kafka"
@@ -188,11 +189,7 @@ func loadLayout(opts Options) (layout, error) {
 	l.ID = newClusterID()
 	for i := range opts.Nodes {
 		host := opts.Hosts[min(i, len(opts.Hosts)-1)]
-		port, err := freePort(host)
-		if err != nil {
-			return l, err
-		}
-		cport, err := freePort(host)
+		port, cport, err := nodePorts(opts, host, i)
 		if err != nil {
 			return l, err
 		}
@@ -203,6 +200,24 @@ func loadLayout(opts Options) (layout, error) {
 	}
 	b, _ := json.MarshalIndent(l, "", "  ")
 	return l, os.WriteFile(file, b, 0o644)
+}
+
+// nodePorts are the client and controller ports of the i-th node, on
+// host. A host that is no address of this machine's network namespace
+// lives in the one Wrap enters (test/partition's brokers, each in a
+// namespace of its own): no port can be probed there from here, and none
+// is taken there but by the cluster's nodes, so each node gets a pair of
+// its own from Kafka's usual 9092 on.
+func nodePorts(opts Options, host string, i int) (port, cport int, err error) {
+	port, err = freePort(host)
+	if errors.Is(err, syscall.EADDRNOTAVAIL) && opts.Wrap != nil {
+		return 9092 + 2*i, 9093 + 2*i, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	cport, err = freePort(host)
+	return port, cport, err
 }
 
 // freePort is a port the kernel just reported free on host. Another
