@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -325,5 +326,38 @@ func TestFollowingReaderStopsCleanlyOnCancel(t *testing.T) {
 	cancel()
 	if err := wait(t, ctx, done, "Next"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next after cancel = %v, want context.Canceled", err)
+	}
+}
+
+// A transaction coordinator that answers a commit with INVALID_TXN_STATE (as one cut off from its peers did in
+// test/partition) leaves franz-go's client refusing every later
+// transaction; the producer starts a new client, so the next append
+// lands instead of failing until the process restarts.
+func TestAppendAfterAnUnusableTransactionStateLands(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	c.ControlKey(kmsg.EndTxn.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		resp := r.(*kmsg.EndTxnRequest).ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.InvalidTxnState.Code
+		return resp, nil, true
+	})
+	cfg := Config{Brokers: c.ListenAddrs(), ClientID: "drove-test", TransactionalID: "test-invalid-state"}
+	p := newProducer(t, cfg)
+	ctx := testContext(t)
+	if err := p.Append(ctx, topic, event("refused")); !errors.Is(err, ErrUncertain) {
+		t.Fatalf("Append with the commit refused = %v, want ErrUncertain", err)
+	}
+	if err := p.Append(ctx, topic, event("landed")); err != nil {
+		t.Fatalf("the next Append = %v, want it to land", err)
+	}
+	got, err := ReadAll(ctx, cfg, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Event.CorrelationID != "landed" {
+		t.Fatalf("read %v, want the landed event only", ids(got))
 	}
 }

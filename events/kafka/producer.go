@@ -155,7 +155,9 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 		return fmt.Errorf("kafka: awaiting the producer id: %w", ctx.Err())
 	}
 	if err := p.client().BeginTransaction(); err != nil {
-		return fmt.Errorf("kafka: begin transaction: %w", translate(err))
+		err = translate(err)
+		p.afresh(err)
+		return fmt.Errorf("kafka: begin transaction: %w", err)
 	}
 	if err := p.produce(ctx, recs); errors.Is(err, ErrAborted) {
 		return err
@@ -240,8 +242,27 @@ func (p *Producer) commit(ctx context.Context) error {
 	case certain && abortErr == nil:
 		return fmt.Errorf("%w: commit refused: %w", ErrAborted, err)
 	default:
+		// The client's transactional state is unknown too (franz-go may
+		// refuse every later transaction): start afresh, as above.
+		p.afresh(translate(err))
 		return fmt.Errorf("%w: commit: %w", ErrUncertain, errors.Join(err, abortErr))
 	}
+}
+
+// afresh replaces the client after err left its transactional state
+// unusable: franz-go then refuses every later transaction of the client
+// ("producer ID has a fatal, unrecoverable error"), as after a commit a
+// transaction coordinator cut off from its peers answered with
+// INVALID_TXN_STATE, and the producer would fail every append until its
+// process restarts. A new client with the same transactional ID starts
+// afresh and fences what the old one left open. Not when err says another
+// producer took the ID over (it must keep it) or the producer was closed.
+// The caller holds mu.
+func (p *Producer) afresh(err error) {
+	if errors.Is(err, ErrFenced) || errors.Is(err, ErrClosed) {
+		return
+	}
+	p.replaceClient()
 }
 
 // abort rolls the open transaction back. Even if the abort request fails the
