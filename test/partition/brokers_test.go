@@ -190,6 +190,7 @@ func (s *system) probed(p probe) {
 			s.t.Fatalf("%s's migration ended %s but %s is on %s", p.instance, r.State, p.instance, s.primary(p.instance))
 		}
 		s.t.Logf("the migration of %s acknowledged while cut ended %s %s", p.instance, r.State, r.Error)
+		s.finalize(r)
 	}
 	if p.flag != "" {
 		s.waitFor("the acknowledged override of "+p.flag+" in the views", func() bool {
@@ -211,4 +212,19 @@ func (s *system) probed(p probe) {
 			return err == nil
 		})
 	}
+}
+
+// finalize finalizes a migration that switched: until then it holds its
+// instance (the source's copy is kept), which accepts no other operation.
+func (s *system) finalize(m *client.Migration) {
+	s.t.Helper()
+	if !m.Switched || m.Finalized {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.api.Migrate(ctx, m.Instance, "finalize", client.MigrateOptions{Reason: "partition test"}); err != nil {
+		s.t.Fatalf("finalize the migration of %s: %v", m.Instance, err)
+	}
+	s.awaitMigration(m.ID, "to be finalized", func(m *client.Migration) bool { return m.Finalized })
 }

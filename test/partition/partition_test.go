@@ -23,12 +23,14 @@ import (
 	"github.com/drovehq/drove/test/proc"
 )
 
-// Timings: short, so the test is bounded; the fence below the lease, as
-// DESIGN.md says it must be.
+// Timings: short, so the test is bounded, yet long enough for three real
+// brokers on a loaded machine, where a heartbeat's transaction took over
+// 4 s (a lease that fell then cancelled moves no cut had touched); the
+// fence below the lease, as DESIGN.md says it must be.
 const (
-	heartbeat = 500 * time.Millisecond
-	fence     = 4 * time.Second
-	lease     = 10 * time.Second
+	heartbeat = time.Second
+	fence     = 8 * time.Second
+	lease     = 20 * time.Second
 	// diskMiB and simBandwidth make a disk (128 MiB simulated) take ~32 s
 	// to send: a move is surely still under way when the node is declared
 	// lost, even on a loaded machine.
@@ -168,6 +170,7 @@ func (s *system) brokerCutFromPeers() {
 	if want := map[bool]string{true: to, false: from}[r.State == string(events.MigrationSuccessful)]; s.primary("b1") != want {
 		s.t.Fatalf("b1's migration ended %s but b1 is on %s", r.State, s.primary("b1"))
 	}
+	s.finalize(r)
 	s.probed(pr)
 	s.awaitInSync(id)
 	s.allOnline()
