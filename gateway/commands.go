@@ -443,11 +443,23 @@ func (g *Gateway) append(ctx context.Context, id, actor, why string, p events.Pa
 		return err // our bug: a 500, logged in full
 	case errors.Is(err, kafka.ErrUncertain):
 		g.log.Error("append outcome unknown", "request", id, "type", env.Type, "err", err)
-		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Field: "", Request: id,
-			Message: fmt.Sprintf("Kafka did not confirm the append; request %s may or may not have been recorded: GET /v1/requests/%s before retrying", id, id)}
+		return uncertainAppend(id)
 	default:
 		g.log.Error("append failed", "request", id, "type", env.Type, "err", err)
 		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
 			Message: "Kafka refused the append; nothing was recorded, so retrying is safe"}
 	}
+}
+
+// uncertainAppend is the 503 of an append Kafka did not confirm: it may
+// have landed. A request's says where to look before retrying; a change
+// that is no request (settings, an instance's override) has no such page,
+// and pointed at GET /v1/requests/ with no id.
+func uncertainAppend(id string) *apiError {
+	if id == "" {
+		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+			Message: "Kafka did not confirm the append; the change may or may not have been recorded: read it back before retrying"}
+	}
+	return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Request: id,
+		Message: fmt.Sprintf("Kafka did not confirm the append; request %s may or may not have been recorded: GET /v1/requests/%s before retrying", id, id)}
 }
