@@ -110,7 +110,7 @@ func (s *system) awaitInSync(cut int) {
 	t0 := time.Now()
 	_, addrs := s.others(cut)
 	s.waitFor("every replica to be in sync", func() bool { return len(s.laggingReplicas(addrs)) == 0 })
-	s.t.Logf("every replica in sync %s after the heal", time.Since(t0).Round(time.Millisecond))
+	s.t.Logf("every replica in sync again (waited %s)", time.Since(t0).Round(time.Millisecond))
 }
 
 // laggingReplicas names the partitions whose ISR is short of their
