@@ -81,6 +81,33 @@ func Describe(ctx context.Context, cfg Config, topics ...string) (map[string]Top
 	return out, nil
 }
 
+// UnderReplicated names every partition of the cluster, the internal
+// topics' too, whose in-sync replicas are fewer than its replicas or that
+// has no leader: after a broker rejoins, none is left once it has caught
+// up, and only then can another broker be lost without stopping writes.
+// Partitions outside cfg's Namespace are named as the broker names them.
+func UnderReplicated(ctx context.Context, cfg Config) ([]string, error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	details, err := kadm.NewClient(cl).ListTopicsWithInternal(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: list topics: %w", cfg.explain(translate(err)))
+	}
+	var out []string
+	for _, d := range details {
+		for _, p := range d.Partitions {
+			if p.Err != nil || len(p.ISR) < len(p.Replicas) || p.Leader < 0 {
+				out = append(out, fmt.Sprintf("%s/%d", d.Topic, p.Partition))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // ListTopics returns the names of the cluster's topics in cfg's
 // Namespace, without it, sorted.
 func ListTopics(ctx context.Context, cfg Config) ([]string, error) {

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -9,16 +10,16 @@ import (
 )
 
 // netw is the test's network: a bridge on the host and one namespace per
-// node, joined to it by a veth pair.
+// host (each executor's node, each broker), joined to it by a veth pair.
 type netw struct {
 	t      *testing.T
 	prefix string // of every interface and namespace name
 	subnet string // "10.213.N"
 	bridge string
-	nodes  map[string]*host
+	nodes  map[string]*host // executors' and brokers' alike
 }
 
-// host is one node's namespace.
+// host is one node's (or broker's) namespace.
 type host struct {
 	ns, hostIf, addr string
 }
@@ -30,9 +31,10 @@ func run(t *testing.T, args ...string) {
 	}
 }
 
-// newNetw makes the bridge (the broker's side, subnet.1) and a namespace
-// per node (subnet.11, .12, ...); all is removed at the test's end.
-func newNetw(t *testing.T, nodes []string) *netw {
+// newNetw makes the bridge (the host's side, subnet.1); addHosts makes the
+// namespaces on it. All is removed at the test's end (with a namespace go
+// its veth pair and its firewall rules).
+func newNetw(t *testing.T) *netw {
 	pid := os.Getpid()
 	n := &netw{t: t, prefix: fmt.Sprintf("dp%d", pid%10000), subnet: fmt.Sprintf("10.213.%d", pid%250),
 		nodes: map[string]*host{}}
@@ -45,9 +47,17 @@ func newNetw(t *testing.T, nodes []string) *netw {
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", n.bridge).Run() })
 	run(t, "ip", "addr", "add", n.subnet+".1/24", "dev", n.bridge)
 	run(t, "ip", "link", "set", n.bridge, "up")
-	for i, name := range nodes {
+	return n
+}
+
+// addHosts makes a namespace for each name, at subnet.first, .first+1, ...
+func (n *netw) addHosts(first int, names ...string) {
+	t := n.t
+	for _, name := range names {
+		i := len(n.nodes)
 		h := &host{ns: fmt.Sprintf("%sn%d", n.prefix, i), hostIf: fmt.Sprintf("%sh%d", n.prefix, i),
-			addr: fmt.Sprintf("%s.%d", n.subnet, 11+i)}
+			addr: fmt.Sprintf("%s.%d", n.subnet, first)}
+		first++
 		peer := fmt.Sprintf("%sp%d", n.prefix, i)
 		run(t, "ip", "netns", "add", h.ns)
 		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", h.ns).Run() })
@@ -60,11 +70,7 @@ func newNetw(t *testing.T, nodes []string) *netw {
 		run(t, "ip", "netns", "exec", h.ns, "ip", "link", "set", "lo", "up")
 		n.nodes[name] = h
 	}
-	return n
 }
-
-// brokerAddr is where the broker listens: the bridge's address.
-func (n *netw) brokerIP() string { return n.subnet + ".1" }
 
 // cut takes node's link down: it reaches nothing and nothing reaches it.
 func (n *netw) cut(node string) { run(n.t, "ip", "link", "set", n.nodes[node].hostIf, "down") }
@@ -72,14 +78,33 @@ func (n *netw) cut(node string) { run(n.t, "ip", "link", "set", n.nodes[node].ho
 // heal brings node's link up again.
 func (n *netw) heal(node string) { run(n.t, "ip", "link", "set", n.nodes[node].hostIf, "up") }
 
-// blockBroker drops, in node's namespace, what it sends to the broker's
-// port: the node is cut off from the broker only.
-func (n *netw) blockBroker(node, port string) {
-	run(n.t, "ip", "netns", "exec", n.nodes[node].ns, "iptables", "-A", "OUTPUT", "-d", n.brokerIP(),
-		"-p", "tcp", "--dport", port, "-j", "DROP")
+// blockBrokers drops, in node's namespace, what it sends to each of the
+// brokers (host:port): the node is cut off from the brokers only.
+func (n *netw) blockBrokers(node string, brokers []string) { n.brokerRules(node, "-A", brokers) }
+
+func (n *netw) unblockBrokers(node string, brokers []string) { n.brokerRules(node, "-D", brokers) }
+
+func (n *netw) brokerRules(node, op string, brokers []string) {
+	for _, b := range brokers {
+		host, port, _ := net.SplitHostPort(b)
+		run(n.t, "ip", "netns", "exec", n.nodes[node].ns, "iptables", op, "OUTPUT", "-d", host,
+			"-p", "tcp", "--dport", port, "-j", "DROP")
+	}
 }
 
-func (n *netw) unblockBroker(node, port string) {
-	run(n.t, "ip", "netns", "exec", n.nodes[node].ns, "iptables", "-D", "OUTPUT", "-d", n.brokerIP(),
-		"-p", "tcp", "--dport", port, "-j", "DROP")
+// isolate drops, in name's namespace, every packet to or from the
+// addresses of others: name still reaches, and is reached by, the host
+// and the executors, but not the others (a broker cut off from its peers
+// while its clients still talk to it).
+func (n *netw) isolate(name string, others ...string) { n.isolation(name, "-A", others) }
+
+func (n *netw) unisolate(name string, others ...string) { n.isolation(name, "-D", others) }
+
+func (n *netw) isolation(name, op string, others []string) {
+	ns := n.nodes[name].ns
+	for _, o := range others {
+		addr := n.nodes[o].addr
+		run(n.t, "ip", "netns", "exec", ns, "iptables", op, "INPUT", "-s", addr, "-j", "DROP")
+		run(n.t, "ip", "netns", "exec", ns, "iptables", op, "OUTPUT", "-d", addr, "-j", "DROP")
+	}
 }

@@ -1,0 +1,230 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/drovehq/drove/deploy/apachekafka"
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/test/testenv"
+)
+
+// brokerHost names broker id's namespace in the test's network.
+func brokerHost(id int) string { return fmt.Sprintf("kafka-%d", id) }
+
+// startKafka starts three Apache Kafka brokers, each also a controller and
+// each a host of its own on the bridge (subnet.21-23): one can be cut off
+// from the others, or from everything, as a node can.
+func (s *system) startKafka() {
+	s.net.addHosts(21, brokerHost(1), brokerHost(2), brokerHost(3))
+	var hosts []string
+	for id := 1; id <= 3; id++ {
+		hosts = append(hosts, s.net.nodes[brokerHost(id)].addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3,
+		Hosts: hosts, Settings: testenv.BrokerSettings, JVM: testenv.BrokerJVM,
+		Wrap: func(id int) []string { return []string{"ip", "netns", "exec", s.net.nodes[brokerHost(id)].ns} }})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { _ = c.Kill() })
+	s.kafka = c
+	s.brokers = strings.Join(c.Brokers(), ",")
+	// The internal topics made now, not by the services' first appends:
+	// those, all at once on a loaded machine, took longer than the
+	// executors' fence.
+	if err := testenv.WarmUp(ctx, c.Config()); err != nil {
+		s.t.Fatalf("warming the brokers up: %v", err)
+	}
+}
+
+// busiestLeader is the broker leading the partition that holds the most
+// events, and that partition: the broker whose loss of its peers costs
+// the most under load.
+func (s *system) busiestLeader() (int, kafka.TopicPartition) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := s.kafka.Config()
+	ends, err := kafka.Ends(ctx, cfg, events.Topics()...)
+	if err != nil {
+		s.t.Fatalf("the busiest partition: %v", err)
+	}
+	var busiest kafka.TopicPartition
+	for tp, end := range ends {
+		if end > ends[busiest] {
+			busiest = tp
+		}
+	}
+	leaders, err := kafka.Leaders(ctx, cfg, busiest.Topic)
+	if err != nil || leaders[busiest] < 1 {
+		s.t.Fatalf("the leader of %s: %d, %v", busiest, leaders[busiest], err)
+	}
+	s.t.Logf("broker %d leads %s (%d events), the busiest partition", leaders[busiest], busiest, ends[busiest])
+	return int(leaders[busiest]), busiest
+}
+
+// others are the brokers but id, their hosts' names and their addresses.
+func (s *system) others(id int) (names, addrs []string) {
+	for _, n := range s.kafka.Nodes {
+		if n.ID != id {
+			names, addrs = append(names, brokerHost(n.ID)), append(addrs, n.Addr())
+		}
+	}
+	return names, addrs
+}
+
+// awaitLedElsewhere waits until the other brokers, asked alone, name
+// another leader of tp than id: the controller has fenced id and moved
+// its leadership. The cut broker itself may still believe it leads.
+func (s *system) awaitLedElsewhere(id int, tp kafka.TopicPartition) {
+	s.t.Helper()
+	_, addrs := s.others(id)
+	cfg := s.kafka.Config()
+	cfg.Brokers = addrs
+	t0 := time.Now()
+	s.waitFor(fmt.Sprintf("the controller to move %s's leadership off broker %d", tp, id), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		leaders, err := kafka.Leaders(ctx, cfg, tp.Topic)
+		return err == nil && leaders[tp] > 0 && int(leaders[tp]) != id
+	})
+	s.t.Logf("%s led elsewhere %s after broker %d's cut", tp, time.Since(t0).Round(time.Millisecond), id)
+}
+
+// awaitInSync waits until every partition, the internal topics' too, has
+// all its replicas in sync again: only then can another broker be lost
+// without writes stopping (min.insync.replicas 2).
+// It asks the brokers but cut, whose metadata comes from the controller:
+// the healed one may still answer from what it knew when cut off.
+func (s *system) awaitInSync(cut int) {
+	s.t.Helper()
+	t0 := time.Now()
+	_, addrs := s.others(cut)
+	s.waitFor("every replica to be in sync", func() bool { return len(s.laggingReplicas(addrs)) == 0 })
+	s.t.Logf("every replica in sync again (waited %s)", time.Since(t0).Round(time.Millisecond))
+}
+
+// laggingReplicas names the partitions whose ISR is short of their
+// replicas, as brokers tell, or the error if they do not answer.
+func (s *system) laggingReplicas(brokers []string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cfg := s.kafka.Config()
+	cfg.Brokers = brokers
+	out, err := kafka.UnderReplicated(ctx, cfg)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return out
+}
+
+// probeWrites writes through the API while a broker is cut off: a
+// user-migration override of instance (which, if acknowledged, must be in
+// the views once healed), then a migration of it to target (a request,
+// which must end if accepted). Each must be accepted
+// or refused with a clear 503, within the gateway's bound of an append.
+func (s *system) probeWrites(instance, target string) probe {
+	s.t.Helper()
+	var p probe
+	no := false
+	s.answered("a user-migration override of "+instance, func(ctx context.Context) error {
+		err := s.api.SetUserMigration(ctx, instance, &no)
+		if err == nil {
+			p.flag = instance
+		}
+		return err
+	})
+	s.answered("a migration of "+instance, func(ctx context.Context) error {
+		a, err := s.api.Migrate(ctx, instance, "automatic", client.MigrateOptions{Target: target, Reason: "partition test: a write while a broker is cut off"})
+		if err == nil {
+			p.migration, p.instance, p.source, p.target = a.Migration, instance, s.primary(instance), target
+		}
+		return err
+	})
+	return p
+}
+
+// probe is what probeWrites had acknowledged.
+type probe struct {
+	migration, instance, source, target string
+	flag                                string
+}
+
+// answered sends one write and checks its answer: acknowledged, or a 503.
+func (s *system) answered(what string, write func(context.Context) error) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	err := write(ctx)
+	took := time.Since(t0).Round(time.Millisecond)
+	var ae *client.APIError
+	switch {
+	case err == nil:
+		s.t.Logf("while cut, %s: acknowledged in %s", what, took)
+	case errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable:
+		s.t.Logf("while cut, %s: refused in %s: %v", what, took, err)
+	default:
+		s.keepLogs()
+		s.t.Fatalf("while a broker is cut off, %s got %v after %s, want an acknowledgement or a 503", what, err, took)
+	}
+}
+
+// probed checks, once healed, that what the probe had acknowledged was
+// not lost: the migration ended, its instance where its end says, and
+// the override is in the views (then cleared).
+func (s *system) probed(p probe) {
+	s.t.Helper()
+	if p.migration != "" {
+		r := s.awaitMigration(p.migration, "to end", func(m *client.Migration) bool { return terminal(m.State) })
+		if want := map[bool]string{true: p.target, false: p.source}[r.State == string(events.MigrationSuccessful)]; s.primary(p.instance) != want {
+			s.t.Fatalf("%s's migration ended %s but %s is on %s", p.instance, r.State, p.instance, s.primary(p.instance))
+		}
+		s.t.Logf("the migration of %s acknowledged while cut ended %s %s", p.instance, r.State, r.Error)
+		s.finalize(r)
+	}
+	if p.flag != "" {
+		s.waitFor("the acknowledged override of "+p.flag+" in the views", func() bool {
+			var in struct {
+				UserMigration *bool `json:"user_migration"`
+			}
+			return s.api.Get(context.Background(), "/v1/instances/"+p.flag, &in) == nil && in.UserMigration != nil && !*in.UserMigration
+		})
+		// A successful migration holds its instance until its finalize
+		// (the source's cleanup) has run: a 409 until then.
+		s.waitFor("clearing "+p.flag+"'s override", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := s.api.SetUserMigration(ctx, p.flag, nil)
+			var ae *client.APIError
+			if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusConflict) {
+				s.t.Fatalf("clearing %s's override: %v", p.flag, err)
+			}
+			return err == nil
+		})
+	}
+}
+
+// finalize finalizes a migration that switched: until then it holds its
+// instance (the source's copy is kept), which accepts no other operation.
+func (s *system) finalize(m *client.Migration) {
+	s.t.Helper()
+	if !m.Switched || m.Finalized {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.api.Migrate(ctx, m.Instance, "finalize", client.MigrateOptions{Reason: "partition test"}); err != nil {
+		s.t.Fatalf("finalize the migration of %s: %v", m.Instance, err)
+	}
+	s.awaitMigration(m.ID, "to be finalized", func(m *client.Migration) bool { return m.Finalized })
+}
