@@ -76,7 +76,7 @@ func TestPhaseFencedBeforeItBeganEndsCanceled(t *testing.T) {
 	}
 	defer prod.Close()
 	e := &Executor{cfg: Config{Node: "n1", Heartbeat: time.Second, Fence: 4 * time.Second}.withDefaults(),
-		log: slog.New(slog.DiscardHandler), actor: "executor/n1", prod: prod, owed: newOwed(0)}
+		log: slog.New(slog.DiscardHandler), actor: "executor/n1", prod: prod, owed: newOwed(0), base: t.Context()}
 	e.mig.init()
 	d := events.MigrationPhaseDispatched{Migration: "m1", Instance: "vm1", Node: "n1", Seq: 1,
 		Phase: events.PhaseBegin, Source: "n1", Target: "n2"}
