@@ -31,9 +31,10 @@ vet: ## go vet, gofmt, go mod tidy, and no tracked file over 1 MB but test data 
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@bash test/tools/large-files.sh
 
-# The tests on zfs-fuse (executor/zfs, and test/e2e's TestZfs*) run last
-# and apart, through a script that runs them once more if the zfs-fuse
-# daemon deadlocked (test/zfsenv/watchdog.go).
+# The tests on zfs-fuse (executor/zfs, and test/e2e's TestZfs*) run one
+# package at a time beside the main run (test/tools/run-tests.sh), through
+# a script that runs them once more if the zfs-fuse daemon deadlocked
+# (test/zfsenv/watchdog.go).
 # Every package shares one Apache Kafka broker that test/tools/kafkabroker
 # starts for the run and hands over as KAFKA_BROKERS; each test works in a
 # namespace of its own on it (test/testenv). The chaos and partition tests
@@ -41,8 +42,7 @@ vet: ## go vet, gofmt, go mod tidy, and no tracked file over 1 MB but test data 
 KAFKA_RUN = $(GO) run ./test/tools/kafkabroker --
 
 test: test-deps vet ## every test, with the race detector, on a real Apache Kafka broker
-	$(KAFKA_RUN) $(GO) test -race -count=1 -timeout 40m -skip '^TestZfs' $$($(GO) list ./... | grep -v '/executor/zfs$$')
-	@$(KAFKA_RUN) env GO=$(GO) bash test/tools/zfs-tests.sh
+	$(KAFKA_RUN) env GO=$(GO) bash test/tools/run-tests.sh
 
 fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 	$(GO) test ./planner/iallocator -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-60s}

@@ -279,6 +279,23 @@ func (s *PostgresServer) EnsureDatabase(ctx context.Context, name string) error 
 	return err
 }
 
+// Kill ends the server as a crash would: SIGKILL to the postmaster and
+// every backend at once (its process group), so that the next start runs
+// crash recovery. Killing the postmaster alone would leave backends
+// holding its shared memory, and the next start would be refused.
+func (s *PostgresServer) Kill() error {
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill postgres in %s: %w", s.Dir, err)
+	}
+	<-s.exited
+	return nil
+}
+
 // Stop asks for a fast shutdown and kills the server if it has not exited
 // after a while.
 func (s *PostgresServer) Stop() error {

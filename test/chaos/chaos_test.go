@@ -30,6 +30,12 @@ const (
 	kills     = 16              // at least, and more while the workload lasts
 	maxRounds = 80              // of chaos, for the workload to get through
 	settle    = 4 * time.Minute // for everything to end after the chaos
+
+	// The least work a run must have done for its survival to mean
+	// something: the workload asks for 3 requests (2 evacuations, a group
+	// change) and 2 migrations.
+	minFinished = 3
+	minMoved    = 6
 )
 
 // system is the running processes and what the test knows of them.
@@ -45,12 +51,14 @@ type system struct {
 }
 
 func TestChaos(t *testing.T) {
+	seed := chaosSeed(t)
+	t.Logf("chaos seed %d (CHAOS_SEED=%d replays the same kills)", seed, seed)
 	s := startSystem(t)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 18))
-	var requests, migrations []string
+	rng := rand.New(rand.NewPCG(seed, 18))
+	l := ledger{refused: map[string]int{}}
 	evacuate := func(node string) func() {
 		return func() {
-			requests = s.submit(requests, "evacuation of "+node, func(ctx context.Context) (string, error) {
+			l.requests = s.submit(l, l.requests, "evacuation of "+node, func(ctx context.Context) (string, error) {
 				a, err := s.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "chaos"})
 				return acceptedID(a, err)
 			})
@@ -61,15 +69,15 @@ func TestChaos(t *testing.T) {
 	// requests are not what this test is about).
 	steps := []func(){
 		evacuate("node-g1-001"),
-		func() { migrations = s.migrate(migrations, "g2") },
+		func() { l.migrations = s.migrate(l, "g2") },
 		func() {
-			requests = s.submit(requests, "group change", func(ctx context.Context) (string, error) {
+			l.requests = s.submit(l, l.requests, "group change", func(ctx context.Context) (string, error) {
 				a, err := s.api.ChangeGroup(ctx, client.GroupChange{Instances: s.mirrored("g2", "node-g2-003", 2), Reason: "chaos"})
 				return acceptedID(a, err)
 			})
 		},
 		evacuate("node-g2-003"),
-		func() { migrations = s.migrate(migrations, "g1") },
+		func() { l.migrations = s.migrate(l, "g1") },
 	}
 	killed := map[string]int{}
 	next := 0
@@ -78,7 +86,7 @@ func TestChaos(t *testing.T) {
 			s.keepLogs()
 			t.Fatalf("the workload did not get through in %d rounds of chaos (step %d of %d)", maxRounds, next, len(steps))
 		}
-		if next < len(steps) && s.ended(requests, migrations) {
+		if next < len(steps) && s.ended(l) {
 			steps[next]()
 			next++
 		}
@@ -88,7 +96,7 @@ func TestChaos(t *testing.T) {
 		case 8:
 			s.restartBrokers()
 		case 10:
-			s.restartPostgres()
+			s.crashPostgres()
 		case 13:
 			s.killAllBrokers()
 			s.restartBrokers()
@@ -99,7 +107,7 @@ func TestChaos(t *testing.T) {
 		victim.Start(t)
 		time.Sleep(killEvery) // the chaos's own pace, not synchronisation
 	}
-	s.waitFor("every request and migration to end", settle, func() bool { return s.ended(requests, migrations) })
+	s.waitFor("every request and migration to end", settle, func() bool { return s.ended(l) })
 	for _, p := range s.services {
 		if gone, how := p.Exited(); gone {
 			t.Errorf("%s exited by itself (%s); services must ride out restarts:\n%s", p.Name, how, p.Tail())
@@ -107,12 +115,10 @@ func TestChaos(t *testing.T) {
 	}
 	summary := s.verify()
 	s.replayEqual()
-	total := 0
-	for _, n := range killed {
-		total += n
-	}
-	msg := fmt.Sprintf("chaos: survived %d SIGKILLs %v, the SIGKILL of the busiest partition's leader, of all three brokers, 1 Postgres restart; %d requests and %d migrations ended; drove verify: %s",
-		total, killed, len(requests), len(migrations), summary)
+	o := s.account(l)
+	s.checkWork(l, o)
+	msg := fmt.Sprintf("chaos (seed %d): survived %d SIGKILLs of services %v, the SIGKILL of the busiest partition's leader, of all three brokers, and of Postgres; %s; drove verify: %s",
+		seed, sum(killed), killed, o, summary)
 	t.Log(msg)
 	fmt.Println(msg)
 }
@@ -220,8 +226,11 @@ func startPostgres(t *testing.T, port int, dir string) *embedded.PostgresServer 
 	return pg
 }
 
-func (s *system) restartPostgres() {
-	if err := s.pg.Stop(); err != nil {
+// crashPostgres kills Postgres with SIGKILL (the postmaster and its
+// backends) and starts it again on the same data, through crash recovery.
+func (s *system) crashPostgres() {
+	s.t.Log("SIGKILL Postgres")
+	if err := s.pg.Kill(); err != nil {
 		s.t.Fatal(err)
 	}
 	s.pg = startPostgres(s.t, s.pg.Port, s.pg.Dir)
@@ -257,8 +266,8 @@ func (s *system) dumpLogs() {
 }
 
 // submit sends a request until the API answers (the gateway may be dead
-// or restarting); a refusal (4xx) is logged and not tracked.
-func (s *system) submit(ids []string, what string, send func(context.Context) (string, error)) []string {
+// or restarting); a refusal (4xx) is counted in l, by its reason.
+func (s *system) submit(l ledger, ids []string, what string, send func(context.Context) (string, error)) []string {
 	s.t.Helper()
 	var id string
 	s.waitFor("the API to take the "+what, time.Minute, func() bool {
@@ -269,6 +278,7 @@ func (s *system) submit(ids []string, what string, send func(context.Context) (s
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Status < 500 {
 			s.t.Logf("%s refused: %v", what, err)
+			l.refused[fmt.Sprintf("%s: %d %s", what, ae.Status, ae.Message)]++
 			return true
 		}
 		return err == nil
@@ -296,14 +306,15 @@ func (s *system) mirrored(group, node string, n int) []string {
 
 // migrate starts an automatic per-instance migration of the first
 // instance of group a migration can move and no request holds.
-func (s *system) migrate(ids []string, group string) []string {
+func (s *system) migrate(l ledger, group string) []string {
+	ids := l.migrations
 	for _, in := range s.cluster.Instances {
 		if s.cluster.Groups[s.cluster.Nodes[in.Primary].Group].Name != group ||
 			events.StorageKind(in.Storage).MigrationRefusal() != "" {
 			continue
 		}
 		before := len(ids)
-		ids = s.submit(ids, "migration of "+in.Name, func(ctx context.Context) (string, error) {
+		ids = s.submit(l, ids, "migration of "+in.Name, func(ctx context.Context) (string, error) {
 			a, err := s.api.Migrate(ctx, in.Name, "automatic", client.MigrateOptions{Reason: "chaos"})
 			if err != nil {
 				return "", err
@@ -320,9 +331,9 @@ func (s *system) migrate(ids []string, group string) []string {
 
 // ended reports whether every tracked request and migration has ended,
 // as the API tells (false while the API does not answer).
-func (s *system) ended(requests, migrations []string) bool {
+func (s *system) ended(l ledger) bool {
 	ctx := context.Background()
-	for _, id := range requests {
+	for _, id := range l.requests {
 		var r struct {
 			Status string `json:"status"`
 		}
@@ -330,14 +341,12 @@ func (s *system) ended(requests, migrations []string) bool {
 			return false
 		}
 	}
-	for _, id := range migrations {
+	for _, id := range l.migrations {
 		m, err := s.api.Migration(ctx, id)
 		if err != nil {
 			return false
 		}
-		switch events.MigrationState(m.State) {
-		case events.MigrationSuccessful, events.MigrationFailed, events.MigrationAborted:
-		default:
+		if !over(events.MigrationState(m.State)) {
 			return false
 		}
 	}

@@ -88,7 +88,6 @@
 // Its Config also makes appends wait until readers see them
 // (AwaitVisible): a test appends, then reads.
 //
-// [KafkaFake] starts franz-go's kfake in process instead, for the few
-// tests that inject a fault a real broker cannot be made to produce; each
-// says why.
+// The few tests that inject a fault a real broker cannot be made to
+// produce start franz-go's kfake themselves, and each says why.
 package testenv

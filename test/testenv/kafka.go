@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/drovehq/drove/events/kafka"
 )
@@ -23,18 +20,8 @@ type KafkaCluster struct {
 	// every topic, consumer group and transactional ID the test's code
 	// names through Config is this test's alone on a shared broker.
 	TopicPrefix string
-	// Fake is the in-process cluster of KafkaFake, for fault injection
-	// with its Control methods; nil on a real broker.
-	Fake *kfake.Cluster
-
 	t testing.TB
 }
-
-// Shape of the in-process cluster of KafkaFake.
-const (
-	kafkaBrokers    = 3 // leaders spread over brokers, as in production
-	kafkaPartitions = 3 // for auto-created topics and CreateTopic(…, -1)
-)
 
 // Kafka returns a real Apache Kafka broker for t: KAFKA_BROKERS if set
 // (comma-separated host:port), otherwise the broker this test binary
@@ -59,41 +46,6 @@ func Kafka(t testing.TB) *KafkaCluster {
 		k.Brokers = b.Brokers()
 	}
 	t.Cleanup(k.deleteTopics)
-	return k
-}
-
-// KafkaFake returns an in-process franz-go kfake cluster for t alone. Only
-// a test that injects a fault a real broker cannot be made to produce
-// (its Control methods: a dropped or rewritten request, an error code
-// of the test's choosing) uses it, and says so.
-//
-// The cluster has 3 brokers, supports transactions and classic and
-// KIP-848 consumer groups, creates topics on metadata requests from
-// clients that ask for it with 3 partitions, and accepts session timeouts
-// down to 100ms. It keeps its log in memory.
-func KafkaFake(t testing.TB) *KafkaCluster {
-	t.Helper()
-	k := &KafkaCluster{TopicPrefix: topicPrefix(t.Name()), t: t}
-	logger := &kfakeLogger{t: t}
-	c, err := kfake.NewCluster(
-		kfake.NumBrokers(kafkaBrokers),
-		kfake.AllowAutoTopicCreation(),
-		kfake.DefaultNumPartitions(kafkaPartitions),
-		kfake.GroupMinSessionTimeout(100*time.Millisecond),
-		kfake.BrokerConfigs(map[string]string{
-			"group.consumer.heartbeat.interval.ms": "100",
-		}),
-		kfake.WithLogger(logger),
-	)
-	if err != nil {
-		t.Fatalf("testenv.KafkaFake: start kfake: %v", err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		logger.stop()
-	})
-	k.Fake = c
-	k.Brokers = c.ListenAddrs()
 	return k
 }
 
@@ -174,29 +126,4 @@ func topicPrefix(testName string) string {
 		}
 	}
 	return fmt.Sprintf("test-%s-%s-", b.String(), randomHex(4))
-}
-
-// kfakeLogger sends kfake's errors to the test log until the cluster is
-// closed; testing panics on a log call after the test has ended.
-type kfakeLogger struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (l *kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
-	if level > kfake.LogLevelError {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.done {
-		l.t.Logf("kfake %s: "+format, append([]any{level}, args...)...)
-	}
-}
-
-func (l *kfakeLogger) stop() {
-	l.mu.Lock()
-	l.done = true
-	l.mu.Unlock()
 }
