@@ -162,6 +162,7 @@ func placementsInHistory(hs []client.HistoryEntry) []string {
 }
 
 func TestAuditTrail(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keyFile, otherKey := filepath.Join(dir, "notary.key"), filepath.Join(dir, "other.key")
 	for _, f := range []string{keyFile, otherKey} {

@@ -156,6 +156,7 @@ func (b *browser) noBannerError(where string) {
 // Screenshots of each view go to the test's output directory, and any
 // script error on any page fails the test.
 func TestConsoleEvacuatesAndMigrates(t *testing.T) {
+	t.Parallel()
 	e := startWith(t, func(c *allinone.Config) {
 		c.Sim.Clock = sim.FastClock(2) // slow enough to see a request running
 	}, "")
@@ -471,6 +472,7 @@ func requestStatus(t *testing.T, api *client.Client, id string) string {
 // the console asks for one; a tenant who signs in sees only their own
 // instances, and not the operators' pages.
 func TestConsoleAsksATenantForATokenAndShowsTheirOwn(t *testing.T) {
+	t.Parallel()
 	e := startWithTokens(t, permTokens, tokOperator)
 	b := newBrowser(t, e.api.Base)
 	b.run("open the console", 60*time.Second, chromedp.Navigate(e.api.Base+"/console/"))

@@ -20,6 +20,7 @@ import (
 // on them ends where the plan says, the views show it, every job succeeds,
 // and jobs ran after the jobs they depend on.
 func TestEvacuateTwoNodes(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
 	nodes := []string{"node-g1-001", "node-g2-003"}
@@ -133,6 +134,7 @@ func TestEvacuateTwoNodes(t *testing.T) {
 // and is reported failed with the fault; jobs that needed its job to
 // succeed are cancelled; everything else moves.
 func TestFatalFaultLeavesTheInstanceInPlace(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
 	node := "node-g1-002"
@@ -213,6 +215,7 @@ func TestFatalFaultLeavesTheInstanceInPlace(t *testing.T) {
 // evacuation, then start them again: the evacuation completes, and the
 // views equal a replay from offset zero (no duplicate, no missing row).
 func TestRestartProjectorAndExecutorMidEvacuation(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
 	node := "node-g3-004"
@@ -272,6 +275,7 @@ func (e *env) countAll() int {
 
 // Bad requests get a 4xx naming the problem, and nothing is appended.
 func TestBadRequestsAppendNothing(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
 	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{"node-g2-005"}, Mode: "all", DryRun: true})

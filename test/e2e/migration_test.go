@@ -130,6 +130,7 @@ func (e *env) watchAll(instance, id string, within time.Duration) []client.Migra
 }
 
 func TestMigrationAutomaticWatchedTwice(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	in := e.movable(1)[0]
 	id := e.act(in.Name, "automatic", client.MigrateOptions{})
@@ -188,6 +189,7 @@ func TestMigrationAutomaticWatchedTwice(t *testing.T) {
 }
 
 func TestMigrationOnDemandPhasesInOrder(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	in := e.movable(1)[0]
 	e.refused(in.Name, "sync", http.StatusConflict, "action=begin")
@@ -217,6 +219,7 @@ func TestMigrationOnDemandPhasesInOrder(t *testing.T) {
 }
 
 func TestMigrationEstimate(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	in := e.movable(1)[0]
 	est, err := e.api.Estimate(context.Background(), in.Name, client.MigrateOptions{})
@@ -247,6 +250,7 @@ func (e *env) runState(name string) (string, string) {
 }
 
 func TestMigrationAbortAndPause(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ins := e.movable(3)
 	// Slow sends, so that a sync is still running when we act on it.
@@ -312,6 +316,7 @@ func TestMigrationAbortAndPause(t *testing.T) {
 // in between: a migration that waited for the one before it was created
 // before that one finished and started after it.
 func TestMigrationsQueuePerNode(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ins := e.movable(3)
 	e.settings(map[string]any{"max_running_migrations_per_node": 1, "send_mbps_limit": 40})

@@ -268,6 +268,7 @@ func (m *matrix) lifecycle(who perm, instance string, denied []refusal, tenantOf
 // or on the instance), the owner of other instances and a caller with no
 // token, through the API of the whole system.
 func TestPermissionMatrix(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	e := startWithTokens(t, permTokens, tokOperator)
 	m := &matrix{e: e}

@@ -40,6 +40,7 @@ func ownPostgres(t *testing.T) *embedded.PostgresServer {
 // (the log says so, and /healthz), catches up, and the views equal their
 // replay; the request finishes with everything moved.
 func TestPostgresRestartMidEvacuation(t *testing.T) {
+	t.Parallel()
 	pg := ownPostgres(t)
 	e := startWith(t, func(c *allinone.Config) { c.DatabaseURL = pg.URL("postgres") }, "")
 	ctx := context.Background()

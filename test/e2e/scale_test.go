@@ -57,6 +57,7 @@ func groupsCluster(nodes, perNode int) *planner.Cluster {
 // transaction at a time). planner/service's TestGroupChangeOf20000Instances
 // runs 20,000 through the planner service at every `make test`.
 func TestGroupChangeInPartsOnTheSimDriver(t *testing.T) {
+	t.Parallel()
 	nodes, perNode, partBytes := 10, 40, 32<<10
 	if n, err := strconv.Atoi(os.Getenv("DROVE_E2E_GROUP_CHANGE")); err == nil && n >= nodes {
 		perNode, partBytes = n/nodes, 0

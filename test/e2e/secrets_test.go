@@ -48,6 +48,7 @@ func (b *lockedBuffer) String() string {
 // secrets it was configured with: API tokens, the transfer secret, node
 // and CA keys.
 func TestSecretsStaySecret(t *testing.T) {
+	t.Parallel()
 	const (
 		opsToken   = "tok-ops-9d7c41e2-secret"
 		ownerToken = "tok-owner-51ab07f3-secret"

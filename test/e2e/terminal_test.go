@@ -19,6 +19,7 @@ import (
 // their check marks, bars and durations in one table redrawn in place, and
 // ends with the outcome; with no migration, --watch says how to start one.
 func TestMigrateWatchInATerminal(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	in := e.movable(1)[0]
 	bin, tm := terminal(t)
@@ -57,6 +58,7 @@ func TestMigrateWatchInATerminal(t *testing.T) {
 // (tmux): the jobs are one table redrawn in place, with progress bars,
 // bytes and a total row, and the command ends with the request's summary.
 func TestEvacuateInATerminal(t *testing.T) {
+	t.Parallel()
 	e := startWith(t, func(c *allinone.Config) {
 		c.Sim.Clock = sim.FastClock(2) // long enough to catch it running
 	}, "")

@@ -24,6 +24,7 @@ import (
 // it forges two events (an instance placed on a second node, a job
 // released before its dependency ended) and verify fails, naming both.
 func TestVerifyAfterEveryKindOfMove(t *testing.T) {
+	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
 	bin := filepath.Join(t.TempDir(), "drove")

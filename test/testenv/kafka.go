@@ -20,7 +20,7 @@ type KafkaCluster struct {
 	// every topic, consumer group and transactional ID the test's code
 	// names through Config is this test's alone on a shared broker.
 	TopicPrefix string
-	t testing.TB
+	t           testing.TB
 }
 
 // Kafka returns a real Apache Kafka broker for t: KAFKA_BROKERS if set
