@@ -186,9 +186,7 @@ func (s *system) probed(p probe) {
 	s.t.Helper()
 	if p.migration != "" {
 		r := s.awaitMigration(p.migration, "to end", func(m *client.Migration) bool { return terminal(m.State) })
-		if want := map[bool]string{true: p.target, false: p.source}[r.State == string(events.MigrationSuccessful)]; s.primary(p.instance) != want {
-			s.t.Fatalf("%s's migration ended %s but %s is on %s", p.instance, r.State, p.instance, s.primary(p.instance))
-		}
+		s.wantPrimary(p.instance, map[bool]string{true: p.target, false: p.source}[r.State == string(events.MigrationSuccessful)], "its migration ended "+r.State)
 		s.t.Logf("the migration of %s acknowledged while cut ended %s %s", p.instance, r.State, r.Error)
 		s.finalize(r)
 	}
