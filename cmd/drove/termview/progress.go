@@ -1,4 +1,4 @@
-package client
+package termview
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/client"
 )
 
 // Progress folds a request's watch stream into one row per job, for the
@@ -122,7 +123,7 @@ func (p *Progress) row(i int) *JobRow {
 }
 
 // Apply folds one event in. It reports whether anything visible changed.
-func (p *Progress) Apply(ev Event) bool {
+func (p *Progress) Apply(ev client.Event) bool {
 	if p.Started.IsZero() {
 		p.Started = ev.Time
 	}
