@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/drovehq/drove/events/retry"
 	"github.com/drovehq/drove/gateway/wire"
 )
 
@@ -16,7 +17,7 @@ var (
 
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("gateway: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("gateway: invalid config"))
 
 	// ErrBadBound is wrapped by Config.PointInTime's errors that are the
 	// caller's: a time it cannot answer for (one in the future).
