@@ -220,10 +220,11 @@ func (g *Gateway) answerSchedule(c *gin.Context, id string, in wire.Instance, wh
 	}
 	if m == nil {
 		now := time.Now().UTC()
-		m = &wire.InstanceMigration{ID: id, Kind: "instance", Instance: in.Name, Account: who.Name, Role: string(who.Role),
-			Owner: in.Owner, Source: in.Primary, Target: target, State: string(events.MigrationScheduled),
-			Phase: events.PhaseBegin, ScheduledAt: at, CreatedAt: &now, UpdatedAt: &now,
-			Message: "accepted; the coordinator has not recorded it yet"}
+		m = &wire.InstanceMigration{Kind: "instance", Role: string(who.Role), Owner: in.Owner, Target: target,
+			MigrationRecord: wire.MigrationRecord{ID: id, Instance: in.Name, Account: who.Name, Source: in.Primary,
+				State: string(events.MigrationScheduled), Phase: events.PhaseBegin},
+			ScheduledAt: at, UpdatedAt: &now,
+			MigrationProgress: wire.MigrationProgress{CreatedAt: &now, Message: "accepted; the coordinator has not recorded it yet"}}
 	}
 	c.JSON(http.StatusOK, m)
 	return nil

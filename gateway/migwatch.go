@@ -154,7 +154,7 @@ func (g *Gateway) watchedMigration(c *gin.Context, name string) (*wire.InstanceM
 			return m, err
 		}
 		if p, ok := g.pending.get(name); ok {
-			return &wire.InstanceMigration{ID: p.id, Instance: name, State: string(events.MigrationQueued)}, nil
+			return &wire.InstanceMigration{MigrationRecord: wire.MigrationRecord{ID: p.id, Instance: name, State: string(events.MigrationQueued)}}, nil
 		}
 		return nil, notFound("name", "instance "+strconv.Quote(name)+" has no migration")
 	}
@@ -166,7 +166,7 @@ func (g *Gateway) watchedMigration(c *gin.Context, name string) (*wire.InstanceM
 	case len(ms) > 0:
 		return &ms[0], nil
 	case ok && p.id == id: // just accepted here; the views lag
-		return &wire.InstanceMigration{ID: id, Instance: name, State: string(events.MigrationQueued)}, nil
+		return &wire.InstanceMigration{MigrationRecord: wire.MigrationRecord{ID: id, Instance: name, State: string(events.MigrationQueued)}}, nil
 	}
 	return nil, notFound("migration", "instance "+strconv.Quote(name)+" has no migration "+strconv.Quote(id))
 }

@@ -24,7 +24,8 @@ func TestOutcomeWaitsForThePausesEnd(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		m := wire.InstanceMigration{ID: "m1", State: "paused", Phase: "sync", PhaseRunning: true, Message: "pausing: stopping sync 1"}
+		m := wire.InstanceMigration{MigrationRecord: wire.MigrationRecord{ID: "m1", State: "paused", Phase: "sync"}, PhaseRunning: true,
+			MigrationProgress: wire.MigrationProgress{Message: "pausing: stopping sync 1"}}
 		if reads.Add(1) > 2 {
 			m.PhaseRunning, m.Message = false, "sync 1 stopped"
 		}

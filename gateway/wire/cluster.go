@@ -4,14 +4,9 @@ import "time"
 
 // Node is a node with the number of instances it holds in each role.
 type Node struct {
-	Name               string    `db:"name" json:"name"`
-	Group              string    `db:"group_name" json:"group"`
-	TotalMemoryMiB     int64     `db:"total_memory_mib" json:"total_memory_mib"`
-	TotalDiskMiB       int64     `db:"total_disk_mib" json:"total_disk_mib"`
-	TotalCPUs          int       `db:"total_cpus" json:"total_cpus"`
-	TotalSpindles      int       `db:"total_spindles" json:"total_spindles"`
-	FreeMemoryMiB      int64     `db:"free_memory_mib" json:"free_memory_mib"`
-	FreeDiskMiB        int64     `db:"free_disk_mib" json:"free_disk_mib"`
+	Name  string `db:"name" json:"name"`
+	Group string `db:"group_name" json:"group"`
+	NodeCapacity
 	Offline            bool      `db:"offline" json:"offline"`
 	Drained            bool      `db:"drained" json:"drained"`
 	VMCapable          bool      `db:"vm_capable" json:"vm_capable"`
@@ -21,6 +16,16 @@ type Node struct {
 	SecondaryInstances int64     `db:"secondary_instances" json:"secondary_instances"`
 	// when the node's executor last renewed its lease; absent when it never has
 	HeartbeatAt *time.Time `db:"heartbeat_at" json:"heartbeat_at,omitempty"`
+}
+
+// NodeCapacity is what a node has, in all and free.
+type NodeCapacity struct {
+	TotalMemoryMiB int64 `db:"total_memory_mib" json:"total_memory_mib"`
+	TotalDiskMiB   int64 `db:"total_disk_mib" json:"total_disk_mib"`
+	TotalCPUs      int   `db:"total_cpus" json:"total_cpus"`
+	TotalSpindles  int   `db:"total_spindles" json:"total_spindles"`
+	FreeMemoryMiB  int64 `db:"free_memory_mib" json:"free_memory_mib"`
+	FreeDiskMiB    int64 `db:"free_disk_mib" json:"free_disk_mib"`
 }
 
 // Instance is an instance with where it runs now.
@@ -41,6 +46,13 @@ type Instance struct {
 	UserMigration *bool     `db:"user_migration" json:"user_migration"`
 	LastRequest   string    `db:"last_request" json:"last_request,omitempty"`
 	UpdatedAt     time.Time `db:"updated_at" json:"updated_at"`
+}
+
+// InstanceSize is what an instance takes of its node.
+type InstanceSize struct {
+	MemoryMiB int64 `db:"memory_mib" json:"memory_mib"`
+	VCPUs     int   `db:"vcpus" json:"vcpus"`
+	DiskMiB   int64 `db:"disk_mib" json:"disk_mib"`
 }
 
 // Group is a node group with its node count.

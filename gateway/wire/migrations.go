@@ -8,18 +8,11 @@ import (
 // InstanceMigration is RFD 34's migration record of a per-instance
 // migration (kind instance).
 type InstanceMigration struct {
-	ID            string     `db:"id" json:"id"`
-	Kind          string     `db:"-" json:"kind" enum:"instance"`
-	Instance      string     `db:"instance" json:"instance"`
-	Account       string     `db:"account" json:"account"`
+	Kind string `db:"-" json:"kind" enum:"instance"`
+	MigrationRecord
 	Role          string     `db:"role" json:"role"`
 	Owner         string     `db:"owner" json:"owner"`
-	Source        string     `db:"source_node" json:"source_server"`
 	Target        string     `db:"target_node" json:"target_server,omitempty"`
-	Automatic     bool       `db:"automatic" json:"automatic"`
-	State         string     `db:"state" json:"state" enum:"queued,scheduled,running,paused,successful,failed,aborted"`
-	Phase         string     `db:"phase" json:"phase"`
-	Syncs         int        `db:"syncs" json:"num_sync_phases"`
 	LastSyncBytes int64      `db:"last_sync_bytes" json:"last_sync_size"`
 	ScheduledAt   *time.Time `db:"scheduled_at" json:"scheduled_timestamp,omitempty"`
 	PriorRunState string     `db:"prior_run_state" json:"prior_run_state,omitempty"`
@@ -28,54 +21,59 @@ type InstanceMigration struct {
 	// the latest phase has not ended yet (a pause still stopping its
 	// sync, say), so sync, switch, rollback and finalize are refused
 	// until it has
-	PhaseRunning   bool             `db:"phase_running" json:"phase_running"`
-	Message        string           `db:"message" json:"message,omitempty"`
-	Error          string           `db:"error" json:"error,omitempty"`
-	ErrorDetail    string           `db:"error_detail" json:"error_detail,omitempty"`
-	CreatedAt      *time.Time       `db:"created_at" json:"created_timestamp"`
-	StartedAt      *time.Time       `db:"started_at" json:"started_timestamp,omitempty"`
-	FinishedAt     *time.Time       `db:"finished_at" json:"finished_timestamp,omitempty"`
-	UpdatedAt      *time.Time       `db:"updated_at" json:"updated_timestamp,omitempty"`
-	CurrentBytes   int64            `db:"current_bytes" json:"current_progress"`
-	TotalBytes     int64            `db:"total_bytes" json:"total_progress"`
-	ETASeconds     float64          `db:"eta_seconds" json:"eta_seconds,omitempty"`
-	BytesPerSecond int64            `db:"bytes_per_second" json:"transfer_bytes_second,omitempty"`
-	History        []ProgressRecord `db:"-" json:"progress_history,omitempty"`
+	PhaseRunning   bool       `db:"phase_running" json:"phase_running"`
+	UpdatedAt      *time.Time `db:"updated_at" json:"updated_timestamp,omitempty"`
+	ETASeconds     float64    `db:"eta_seconds" json:"eta_seconds,omitempty"`
+	BytesPerSecond int64      `db:"bytes_per_second" json:"transfer_bytes_second,omitempty"`
+	MigrationProgress
 }
 
 // Move is RFD 34's record of a move of a bulk request (kind opcode), as
 // /v1/migrations lists it beside the per-instance migrations.
 type Move struct {
-	ID               string           `db:"id" json:"id"`
-	Kind             string           `db:"-" json:"kind" enum:"opcode"`
-	Request          string           `db:"request" json:"request"`
-	Job              int              `db:"job" json:"job"`
-	Index            int              `db:"idx" json:"index"`
-	Instance         string           `db:"instance" json:"instance"`
-	Account          string           `db:"account" json:"account"`
-	Source           string           `db:"source_node" json:"source_server"`
-	Target           string           `db:"target_node" json:"target_server"`
-	OpID             string           `db:"op_id" json:"op_id"`
-	Automatic        bool             `db:"automatic" json:"automatic"`
-	State            string           `db:"state" json:"state"`
-	Phase            string           `db:"phase" json:"phase"`
-	CreatedAt        *time.Time       `db:"created_at" json:"created_timestamp"`
-	StartedAt        *time.Time       `db:"started_at" json:"started_timestamp,omitempty"`
-	FinishedAt       *time.Time       `db:"finished_at" json:"finished_timestamp,omitempty"`
-	EndState         string           `db:"end_state" json:"end_state,omitempty"`
-	ProgressState    string           `db:"progress_state" json:"progress_state,omitempty"`
-	ProgressTime     *time.Time       `db:"progress_time" json:"progress_time,omitempty"`
-	CurrentBytes     int64            `db:"current_bytes" json:"current_progress"`
-	TotalBytes       int64            `db:"total_bytes" json:"total_progress"`
-	ETASeconds       float64          `db:"eta_seconds" json:"eta_seconds"`
-	BytesPerSecond   int64            `db:"bytes_per_second" json:"bytes_per_second"`
-	Syncs            int              `db:"syncs" json:"num_sync_phases"`
-	LastSyncBytes    int64            `db:"last_sync_bytes" json:"last_sync_bytes"`
-	ProgressEndState string           `db:"progress_end_state" json:"progress_end_state,omitempty"`
-	Message          string           `db:"message" json:"message,omitempty"`
-	Error            string           `db:"error" json:"error,omitempty"`
-	ErrorDetail      string           `db:"error_detail" json:"error_detail,omitempty"`
-	History          []ProgressRecord `db:"-" json:"progress_history,omitempty"`
+	Kind    string `db:"-" json:"kind" enum:"opcode"`
+	Request string `db:"request" json:"request"`
+	Job     int    `db:"job" json:"job"`
+	Index   int    `db:"idx" json:"index"`
+	OpID    string `db:"op_id" json:"op_id"`
+	MigrationRecord
+	Target           string     `db:"target_node" json:"target_server"`
+	EndState         string     `db:"end_state" json:"end_state,omitempty"`
+	ProgressState    string     `db:"progress_state" json:"progress_state,omitempty"`
+	ProgressTime     *time.Time `db:"progress_time" json:"progress_time,omitempty"`
+	ETASeconds       float64    `db:"eta_seconds" json:"eta_seconds"`
+	BytesPerSecond   int64      `db:"bytes_per_second" json:"bytes_per_second"`
+	LastSyncBytes    int64      `db:"last_sync_bytes" json:"last_sync_bytes"`
+	ProgressEndState string     `db:"progress_end_state" json:"progress_end_state,omitempty"`
+	MigrationProgress
+}
+
+// MigrationRecord is what both kinds of migration record say of the
+// migration: what moves, from where, and where it stands.
+type MigrationRecord struct {
+	ID        string `db:"id" json:"id"`
+	Instance  string `db:"instance" json:"instance"`
+	Account   string `db:"account" json:"account"`
+	Source    string `db:"source_node" json:"source_server"`
+	Automatic bool   `db:"automatic" json:"automatic"`
+	State     string `db:"state" json:"state"`
+	Phase     string `db:"phase" json:"phase"`
+	Syncs     int    `db:"syncs" json:"num_sync_phases"`
+}
+
+// MigrationProgress is what both kinds of migration record say of its
+// course: when, how far in bytes, how it went, and its progress events.
+type MigrationProgress struct {
+	CreatedAt    *time.Time `db:"created_at" json:"created_timestamp"`
+	StartedAt    *time.Time `db:"started_at" json:"started_timestamp,omitempty"`
+	FinishedAt   *time.Time `db:"finished_at" json:"finished_timestamp,omitempty"`
+	CurrentBytes int64      `db:"current_bytes" json:"current_progress"`
+	TotalBytes   int64      `db:"total_bytes" json:"total_progress"`
+	Message      string     `db:"message" json:"message,omitempty"`
+	Error        string     `db:"error" json:"error,omitempty"`
+	ErrorDetail  string     `db:"error_detail" json:"error_detail,omitempty"`
+	// the progress and end events, oldest first (one record read alone)
+	History []ProgressRecord `db:"-" json:"progress_history,omitempty"`
 }
 
 // ProgressRecord is one progress or end event of a migration.

@@ -1,7 +1,8 @@
 // Package gen writes the OpenAPI document of the gateway's HTTP API
 // (gateway/openapi/openapi.json) from the Go types the gateway answers
-// with (gateway/wire) and a table of its routes (routes.go): the shapes
-// by reflection, their descriptions from the types' doc comments. Run it
+// with (gateway/wire) and a table of its routes (routes.json, naming
+// those types): the shapes by reflection, their descriptions from the
+// types' doc comments. Run it
 // with `go generate ./gateway/openapi`; a test fails when the committed
 // document is not what it writes.
 package gen
@@ -21,92 +22,25 @@ import (
 
 type obj = map[string]any
 
-// route is one operation of the API.
-type route struct {
-	method, path, tag, summary, desc string
-	params                           []obj
-	// body is a value of the body's type; nil when the route reads none.
-	// A body's schema is closed: the gateway refuses unknown fields.
-	body         any
-	bodyRequired bool
-	answers      []answer
-	// errors are the error statuses the route answers (errorResponses).
-	errors []int
-}
-
-// answer is one non-error status of a route and what it carries.
-type answer struct {
-	status int
-	desc   string
-	shape  *shape // nil: no body
-}
-
-// shape is an answer's media type and schema.
-type shape struct {
-	media  string
-	schema func(*builder) obj
-}
-
-// typed is a JSON answer of v's type.
-func typed(v any) *shape {
-	return &shape{"application/json", func(b *builder) obj { return b.schemaOf(reflect.TypeOf(v)) }}
-}
-
-// oneOf is a JSON answer of one of the types of vs.
-func oneOf(vs ...any) *shape {
-	return &shape{"application/json", func(b *builder) obj {
-		var alts []any
-		for _, v := range vs {
-			alts = append(alts, b.schemaOf(reflect.TypeOf(v)))
-		}
-		return obj{"oneOf": alts}
-	}}
-}
-
-// pageOf is a list answer (wire.Page) of items of s's schema.
-func pageOf(s *shape) *shape {
-	return &shape{"application/json", func(b *builder) obj {
-		page := b.objectOf(reflect.TypeFor[wire.Page[json.RawMessage]](), false)
-		page["properties"].(obj)["items"] = obj{"type": "array", "items": s.schema(b)}
-		return page
-	}}
-}
-
-// stream is a stream of JSON lines of line's type, or ControlLines.
-func stream(line any) *shape {
-	return &shape{"application/x-ndjson", func(b *builder) obj {
-		name := b.name(reflect.TypeOf(line))
-		b.schemaOf(reflect.TypeOf(line))
-		b.schemaOf(reflect.TypeFor[wire.ControlLine]())
-		return obj{"type": "string", "description": "newline-delimited JSON lines, flushed as they happen: each a " + name +
-			", or a " + b.name(reflect.TypeFor[wire.ControlLine]()) + " (keepalive; the end; the error that ends the stream)"}
-	}}
-}
-
-// text is an answer that is not JSON.
-func text(media string) *shape {
-	return &shape{media, func(*builder) obj { return obj{"type": "string"} }}
-}
-
-// anyObject is a JSON object of no fixed shape.
-func anyObject() *shape {
-	return &shape{"application/json", func(*builder) obj { return obj{"type": "object"} }}
-}
-
-// param refers to one of the shared parameters.
-func param(name string) obj { return obj{"$ref": "#/components/parameters/" + name} }
-
 // Document is the OpenAPI document, as committed in openapi.json. root is
 // the module's root folder: the doc comments are read from the source.
 func Document(root string) ([]byte, error) {
+	t, err := readTable()
+	if err != nil {
+		return nil, err
+	}
 	b := &builder{docs: docReader{root: root}, schemas: obj{}, names: map[reflect.Type]string{}, taken: map[string]reflect.Type{}}
 	errShape := b.schemaOf(reflect.TypeFor[wire.ErrorAnswer]())
 	paths := obj{}
-	for _, r := range routes {
-		if paths[r.path] == nil {
-			paths[r.path] = obj{}
+	for _, r := range t.Routes {
+		op, err := b.operation(r, t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
 		}
-		paths[r.path].(obj)[strings.ToLower(r.method)] = b.operation(r)
+		if paths[r.Path] == nil {
+			paths[r.Path] = obj{}
+		}
+		paths[r.Path].(obj)[strings.ToLower(r.Method)] = op
 	}
 	responses := obj{}
 	for _, e := range errorResponses {
@@ -119,7 +53,7 @@ func Document(root string) ([]byte, error) {
 		tagList = append(tagList, obj{"name": t})
 	}
 	params := obj{}
-	for k, v := range parameters {
+	for k, v := range t.Parameters {
 		params[k] = v
 	}
 	if b.docs.err != nil {
@@ -140,41 +74,178 @@ func Document(root string) ([]byte, error) {
 		},
 	}
 	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	if err := write(&out, doc, 0, 0); err != nil {
 		return nil, err
 	}
+	out.WriteByte('\n')
 	return out.Bytes(), nil
 }
 
-func (b *builder) operation(r route) obj {
-	op := obj{"summary": r.summary, "tags": []string{r.tag}}
-	if r.desc != "" {
-		op["description"] = r.desc
+// lineWidth is how wide a line of the document may be before a value
+// on it is written over several lines: short objects and lists stay on
+// one line, so the document reads as a table.
+const lineWidth = 110
+
+// write writes v as JSON, indented by level, after lead characters on its
+// line: on one line when it fits, else one member a line.
+func write(out *bytes.Buffer, v any, level, lead int) error {
+	var one bytes.Buffer
+	enc := json.NewEncoder(&one)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
 	}
-	if len(r.params) > 0 {
-		op["parameters"] = r.params
+	flat := bytes.TrimSuffix(one.Bytes(), []byte("\n"))
+	m, isObj := v.(obj)
+	list := reflect.ValueOf(v)
+	isList := list.Kind() == reflect.Slice
+	if 2*level+lead+len(flat) <= lineWidth || (!isObj && !isList) || len(flat) <= 2 {
+		out.Write(flat)
+		return nil
 	}
-	if r.body != nil {
-		t := reflect.TypeOf(r.body)
+	pad := strings.Repeat("  ", level+1)
+	if isObj {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out.WriteString("{\n")
+		for i, k := range keys {
+			key, _ := json.Marshal(k)
+			out.WriteString(pad)
+			out.Write(key)
+			out.WriteString(": ")
+			if err := write(out, m[k], level+1, len(key)+2); err != nil {
+				return err
+			}
+			if i < len(keys)-1 {
+				out.WriteByte(',')
+			}
+			out.WriteByte('\n')
+		}
+		out.WriteString(strings.Repeat("  ", level) + "}")
+		return nil
+	}
+	out.WriteString("[\n")
+	for i := range list.Len() {
+		out.WriteString(pad)
+		if err := write(out, list.Index(i).Interface(), level+1, 0); err != nil {
+			return err
+		}
+		if i < list.Len()-1 {
+			out.WriteByte(',')
+		}
+		out.WriteByte('\n')
+	}
+	out.WriteString(strings.Repeat("  ", level) + "]")
+	return nil
+}
+
+func (b *builder) operation(r route, shared map[string]obj) (obj, error) {
+	op := obj{"summary": r.Summary, "tags": []string{r.Tag}}
+	if r.Description != "" {
+		op["description"] = r.Description
+	}
+	var params []obj
+	for _, raw := range r.Parameters {
+		var name string
+		if json.Unmarshal(raw, &name) == nil {
+			if shared[name] == nil {
+				return nil, fmt.Errorf("no shared parameter %q", name)
+			}
+			params = append(params, obj{"$ref": "#/components/parameters/" + name})
+			continue
+		}
+		var p obj
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, fmt.Errorf("a parameter: %w", err)
+		}
+		params = append(params, p)
+	}
+	if len(params) > 0 {
+		op["parameters"] = params
+	}
+	if r.Body != "" {
+		t, err := shape(r.Body)
+		if err != nil {
+			return nil, err
+		}
 		b.closed(t)
-		op["requestBody"] = obj{"required": r.bodyRequired, "content": obj{"application/json": obj{"schema": b.schemaOf(t)}}}
+		op["requestBody"] = obj{"required": r.BodyRequired, "content": obj{"application/json": obj{"schema": b.schemaOf(t)}}}
 	}
 	responses := obj{}
-	for _, a := range r.answers {
-		ans := obj{"description": a.desc}
-		if a.shape != nil {
-			ans["content"] = obj{a.shape.media: obj{"schema": a.shape.schema(b)}}
+	for _, a := range r.Answers {
+		ans := obj{"description": a.Description}
+		media, schema, err := b.answerSchema(a)
+		if err != nil {
+			return nil, err
 		}
-		responses[strconv.Itoa(a.status)] = ans
+		if schema != nil {
+			ans["content"] = obj{media: obj{"schema": schema}}
+		}
+		responses[strconv.Itoa(a.Status)] = ans
 	}
-	for _, status := range r.errors {
-		responses[strconv.Itoa(status)] = obj{"$ref": "#/components/responses/" + errorResponses[status].name}
+	for _, status := range r.Errors {
+		e, ok := errorResponses[status]
+		if !ok {
+			return nil, fmt.Errorf("no error answer %d (errorResponses)", status)
+		}
+		responses[strconv.Itoa(status)] = obj{"$ref": "#/components/responses/" + e.name}
 	}
 	op["responses"] = responses
-	return op
+	return op, nil
+}
+
+// answerSchema is the media type and schema of an answer's body; a nil
+// schema when it has none.
+func (b *builder) answerSchema(a answer) (string, obj, error) {
+	switch {
+	case a.Media != "":
+		return a.Media, obj{"type": "string"}, nil
+	case a.Stream != "":
+		t, err := shape(a.Stream)
+		if err != nil {
+			return "", nil, err
+		}
+		b.schemaOf(t)
+		ctl := reflect.TypeFor[wire.ControlLine]()
+		b.schemaOf(ctl)
+		return "application/x-ndjson", obj{"type": "string", "description": "newline-delimited JSON lines, flushed as they happen: each a " +
+			b.name(t) + ", or a " + b.name(ctl) + " (keepalive; the end; the error that ends the stream)"}, nil
+	case a.Page != nil:
+		items, err := b.oneOf(a.Page)
+		if err != nil {
+			return "", nil, err
+		}
+		page := b.objectOf(reflect.TypeFor[wire.Page[json.RawMessage]](), false)
+		page["properties"].(obj)["items"] = obj{"type": "array", "items": items}
+		return "application/json", page, nil
+	case a.JSON != nil:
+		s, err := b.oneOf(a.JSON)
+		return "application/json", s, err
+	}
+	return "", nil, nil
+}
+
+// oneOf is the schema of a value of one of the types names names; of
+// any object when names is empty.
+func (b *builder) oneOf(names []string) (obj, error) {
+	var alts []any
+	for _, n := range names {
+		t, err := shape(n)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, b.schemaOf(t))
+	}
+	switch len(alts) {
+	case 0:
+		return obj{"type": "object"}, nil
+	case 1:
+		return alts[0].(obj), nil
+	}
+	return obj{"oneOf": alts}, nil
 }
 
 // builder turns Go types into schemas: a named struct becomes a
