@@ -70,3 +70,22 @@ func WriteJSON(path string, v any) error {
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
+
+// Report is a bench's ending: the table of r (when it got that far)
+// printed and r written to out as JSON, then err; it returns the exit
+// code (1 for either failure).
+func Report[R any](name, out string, r *R, err error, table func(io.Writer, *R), stdout, stderr io.Writer) int {
+	if r != nil {
+		table(stdout, r)
+		if werr := WriteJSON(out, r); werr != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, werr)
+			return 1
+		}
+		fmt.Fprintf(stdout, "written to %s\n", out)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}

@@ -38,19 +38,7 @@ func main() {
 
 func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	r, err := runBench(ctx, cfg, stdout)
-	if r != nil {
-		printTable(stdout, r)
-		if werr := cli.WriteJSON(cfg.out, r); werr != nil {
-			fmt.Fprintf(stderr, "fleet: %v\n", werr)
-			return 1
-		}
-		fmt.Fprintf(stdout, "written to %s\n", cfg.out)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "fleet: %v\n", err)
-		return 1
-	}
-	return 0
+	return cli.Report("fleet", cfg.out, r, err, printTable, stdout, stderr)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {

@@ -2,19 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/drovehq/drove/deploy/apachekafka"
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 type config struct {
@@ -27,34 +25,14 @@ type config struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.Run("kafka bench", os.Args[1:], os.Stderr, parseFlags, func(ctx context.Context, cfg config) int {
+		return run(ctx, cfg, os.Stdout, os.Stderr)
+	}))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "kafka bench: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	s, err := runBench(ctx, cfg, stdout)
-	if s != nil {
-		printTable(stdout, s)
-		if werr := writeJSON(cfg.out, s); werr != nil {
-			fmt.Fprintf(stderr, "kafka bench: %v\n", werr)
-			return 1
-		}
-		fmt.Fprintf(stdout, "written to %s\n", cfg.out)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "kafka bench: %v\n", err)
-		return 1
-	}
-	return 0
+	return cli.Report("kafka bench", cfg.out, s, err, printTable, stdout, stderr)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -171,17 +149,6 @@ func printTable(w io.Writer, s *summary) {
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-}
-
-func writeJSON(path string, s *summary) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // loadAvg is /proc/loadavg's three load averages, or "" off Linux.
