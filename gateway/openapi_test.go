@@ -139,7 +139,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		registered[r[0]+" "+p] = true
 		item := api.doc.Paths.Value(p)
 		if item == nil || item.GetOperation(r[0]) == nil {
-			t.Errorf("route %s %s is not in gateway/openapi/openapi.json: add it to the routes of gateway/openapi/gen/routes.go (path %q, method %s) with every status it answers, then go generate ./gateway/openapi",
+			t.Errorf("route %s %s is not in gateway/openapi/openapi.json: add it to the routes of gateway/openapi/gen/routes.json (path %q, method %s) with every status it answers, then go generate ./gateway/openapi",
 				r[0], r[1], p, strings.ToLower(r[0]))
 		}
 	}

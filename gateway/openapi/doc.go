@@ -3,7 +3,7 @@
 //
 // The document is generated, not written by hand: its schemas from the
 // Go types the gateway answers with and gateway/client decodes
-// (gateway/wire), its paths from the table of routes in gen/routes.go.
+// (gateway/wire), its paths from the table of routes in gen/routes.json.
 // After changing either, run `go generate ./gateway/openapi`; gen's test
 // fails while the committed document differs from what it writes, and
 // the gateway's tests hold the handlers to it (every registered route is

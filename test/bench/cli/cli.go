@@ -89,3 +89,14 @@ func Report[R any](name, out string, r *R, err error, table func(io.Writer, *R),
 	}
 	return 0
 }
+
+// Main is a bench's whole main: its flags (parse), a context that ends at
+// an interrupt, the bench run with the command's output, and its Report
+// (the table, the JSON at the path out names).
+func Main[C, R any](name string, parse func([]string, io.Writer) (C, error),
+	bench func(context.Context, C, io.Writer) (*R, error), out func(C) string, table func(io.Writer, *R)) {
+	os.Exit(Run(name, os.Args[1:], os.Stderr, parse, func(ctx context.Context, cfg C) int {
+		r, err := bench(ctx, cfg, os.Stdout)
+		return Report(name, out(cfg), r, err, table, os.Stdout, os.Stderr)
+	}))
+}

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -31,14 +29,7 @@ type config struct {
 }
 
 func main() {
-	os.Exit(cli.Run("fleet", os.Args[1:], os.Stderr, parseFlags, func(ctx context.Context, cfg config) int {
-		return run(ctx, cfg, os.Stdout, os.Stderr)
-	}))
-}
-
-func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
-	r, err := runBench(ctx, cfg, stdout)
-	return cli.Report("fleet", cfg.out, r, err, printTable, stdout, stderr)
+	cli.Main("fleet", parseFlags, runBench, func(c config) string { return c.out }, printTable)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,14 +24,7 @@ type config struct {
 }
 
 func main() {
-	os.Exit(cli.Run("kafka bench", os.Args[1:], os.Stderr, parseFlags, func(ctx context.Context, cfg config) int {
-		return run(ctx, cfg, os.Stdout, os.Stderr)
-	}))
-}
-
-func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
-	s, err := runBench(ctx, cfg, stdout)
-	return cli.Report("kafka bench", cfg.out, s, err, printTable, stdout, stderr)
+	cli.Main("kafka bench", parseFlags, runBench, func(c config) string { return c.out }, printTable)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
