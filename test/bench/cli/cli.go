@@ -15,6 +15,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
 )
 
 // Parse parses args into fs and refuses positional arguments: no bench
@@ -99,4 +102,30 @@ func Main[C, R any](name string, parse func([]string, io.Writer) (C, error),
 		r, err := bench(ctx, cfg, os.Stdout)
 		return Report(name, out(cfg), r, err, table, os.Stdout, os.Stderr)
 	}))
+}
+
+// Host is where a bench ran, as every bench's JSON says it (embedded, so
+// the keys stay date, go_version and cpus).
+type Host struct {
+	Date      string `json:"date"`
+	GoVersion string `json:"go_version"`
+	CPUs      int    `json:"cpus"`
+}
+
+// ThisHost is this machine, now.
+func ThisHost() Host {
+	return Host{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
+}
+
+// LoadAvg is /proc/loadavg's three load averages, or "" off Linux.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }

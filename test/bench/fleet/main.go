@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"time"
 
@@ -105,18 +104,15 @@ type result struct {
 	PlannerRestartSSmall *float64 `json:"planner_restart_s_small"`
 	LogEventsSmall       *int64   `json:"log_events_small"`
 
-	Quick      bool              `json:"quick"`
-	Partitions int               `json:"partitions"`
-	Date       string            `json:"date"`
-	GoVersion  string            `json:"go_version"`
-	CPUs       int               `json:"cpus"`
-	Notes      map[string]string `json:"notes"`
+	Quick      bool `json:"quick"`
+	Partitions int  `json:"partitions"`
+	cli.Host
+	Notes map[string]string `json:"notes"`
 }
 
 func newResult(cfg config) *result {
 	return &result{Executors: cfg.executors, Quick: cfg.quick, Partitions: cfg.partitions,
-		Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		Notes: map[string]string{}}
+		Host: cli.ThisHost(), Notes: map[string]string{}}
 }
 
 // note records why a figure is what it is (or null), and prints it.

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -77,12 +75,10 @@ type summary struct {
 	BrokerKillToAppendS       *float64 `json:"broker_kill_to_append_s"`
 
 	KafkaVersion string `json:"kafka_version"`
-	Date         string `json:"date"`
-	GoVersion    string `json:"go_version"`
-	CPUs         int    `json:"cpus"`
-	LoadStart    string `json:"load_start,omitempty"`
-	LoadEnd      string `json:"load_end,omitempty"`
-	Events       int    `json:"events"`
+	cli.Host
+	LoadStart string `json:"load_start,omitempty"`
+	LoadEnd   string `json:"load_end,omitempty"`
+	Events    int    `json:"events"`
 	// The folds behind the two rates.
 	FoldApache *foldResult `json:"fold_apache,omitempty"`
 	FoldKfake  *foldResult `json:"fold_kfake,omitempty"`
@@ -109,8 +105,7 @@ func (s *summary) note(format string, args ...any) {
 }
 
 func newSummary(cfg config) *summary {
-	return &summary{KafkaVersion: apachekafka.Version, Date: time.Now().UTC().Format(time.RFC3339),
-		GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), LoadStart: loadAvg(), Events: cfg.events,
+	return &summary{KafkaVersion: apachekafka.Version, Host: cli.ThisHost(), LoadStart: cli.LoadAvg(), Events: cfg.events,
 		ElectionTimeoutS: cfg.electionTimeout.Seconds()}
 }
 
@@ -141,19 +136,6 @@ func printTable(w io.Writer, s *summary) {
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-}
-
-// loadAvg is /proc/loadavg's three load averages, or "" off Linux.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func ptr(v float64) *float64 { return &v }
