@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Point in time (issue 15): GET /v1/instances?at=TIME and /v1/nodes?at=TIME
@@ -32,7 +34,7 @@ func (g *Gateway) storeAt(c *gin.Context) (*store, error) {
 		return nil, badRequest("at", "at: "+strconv.Quote(s)+" is not an RFC 3339 time (2006-01-02T15:04:05.999Z)")
 	}
 	if g.cfg.PointInTime == nil {
-		return nil, &apiError{Status: http.StatusNotImplemented, Code: "not_implemented",
+		return nil, &wire.Error{Status: http.StatusNotImplemented, Code: "not_implemented",
 			Message: "this gateway answers no ?at= (no point-in-time views configured)", Field: "at"}
 	}
 	schema, err := g.cfg.PointInTime(c, at)

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // The audit trail (issue 14): GET /v1/audit, who asked what and who was
@@ -23,29 +24,6 @@ import (
 // Outcomes of the trail's entries: an ask's is "requested"; an audit
 // record's is its own (events.AuditAllowed, events.AuditDenied).
 const outcomeRequested = "requested"
-
-// auditEntry is one line of the audit trail.
-type auditEntry struct {
-	Seq  int64     `json:"seq"`
-	ID   string    `json:"id"`
-	Time time.Time `json:"time"`
-	Type string    `json:"type"`
-	// Actor is who asked: the reason trail's actor, or for an audit
-	// record the caller's account name; Account adds its role
-	// ("alice (owner)") where the record says it.
-	Actor   string `json:"actor"`
-	Account string `json:"account,omitempty"`
-	// Action is what was asked, in a line; Why the reason given (for a
-	// refusal: why it was refused); Detail the audit record's detail.
-	Action  string `json:"action"`
-	Why     string `json:"why"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail,omitempty"`
-	// Count is how many refusals the entry stands for: more than one when
-	// the refusal budget folded them into one record.
-	Count   int    `json:"count"`
-	Request string `json:"request,omitempty"`
-}
 
 // auditRow is a row of audit_list.sql.
 type auditRow struct {
@@ -83,16 +61,16 @@ func (g *Gateway) getAudit(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]auditEntry, 0, len(rows))
+	out := make([]wire.AuditEntry, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, auditEntryOf(r))
 	}
-	return pageOf(c, out, p, func(e auditEntry) string { return strconv.FormatInt(e.Seq, 10) })
+	return pageOf(c, out, p, func(e wire.AuditEntry) string { return strconv.FormatInt(e.Seq, 10) })
 }
 
 // auditEntryOf says who asked what in a row, and how it was answered.
-func auditEntryOf(r auditRow) auditEntry {
-	e := auditEntry{Seq: r.Seq, ID: r.ID, Time: r.Time, Type: r.Type, Actor: r.Actor, Why: r.Why,
+func auditEntryOf(r auditRow) wire.AuditEntry {
+	e := wire.AuditEntry{Seq: r.Seq, ID: r.ID, Time: r.Time, Type: r.Type, Actor: r.Actor, Why: r.Why,
 		Outcome: outcomeRequested, Count: 1, Request: r.RequestID}
 	if r.Type != events.TypeAuditRecorded {
 		e.Action = askLine(r.Type, r.Payload)

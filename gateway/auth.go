@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Authentication and permissions.
@@ -152,7 +153,7 @@ const (
 
 // deny records a refusal on drove.audit and returns the error to answer
 // with. A failed audit append is logged, not answered: the refusal stands.
-func (g *Gateway) deny(c *gin.Context, who caller, status int, why string) *apiError {
+func (g *Gateway) deny(c *gin.Context, who caller, status int, why string) *wire.Error {
 	code := codeForbidden
 	if status == http.StatusUnauthorized {
 		code = codeUnauthorized
@@ -166,7 +167,7 @@ func (g *Gateway) deny(c *gin.Context, who caller, status int, why string) *apiE
 		g.audit(c, who, what, events.AuditDenied, why)
 	}
 	g.metrics.denied.WithLabelValues(code).Inc()
-	return &apiError{Status: status, Code: code, Message: why}
+	return &wire.Error{Status: status, Code: code, Message: why}
 }
 
 // audit appends an AuditRecorded; its subject is what was asked.
@@ -224,7 +225,7 @@ func userMigrationAllowed(global bool, instance *bool) bool {
 // force and the instance's current migration (nil for none). Operators
 // may always; owners only on their own instances, where user migrations
 // are allowed, and never on a migration an operator started.
-func (g *Gateway) mayMigrate(c *gin.Context, who caller, in instance, s events.SettingsChanged, cur *instanceMigration, action string) error {
+func (g *Gateway) mayMigrate(c *gin.Context, who caller, in wire.Instance, s events.SettingsChanged, cur *wire.InstanceMigration, action string) error {
 	if who.operator() {
 		return nil
 	}

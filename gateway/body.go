@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // maxBody bounds a command's body; the largest real one (a group change of
@@ -27,7 +29,7 @@ func decodeBody(c *gin.Context, v any, optional bool) error {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Code: codeBadRequest,
+			return &wire.Error{Status: http.StatusRequestEntityTooLarge, Code: codeBadRequest,
 				Message: fmt.Sprintf("body larger than %d bytes", maxBody), Field: "body"}
 		}
 		return badRequest("body", "reading the body: "+err.Error())
@@ -50,7 +52,7 @@ func decodeBody(c *gin.Context, v any, optional bool) error {
 }
 
 // jsonError turns encoding/json's errors into 400s that name the field.
-func jsonError(err error) *apiError {
+func jsonError(err error) *wire.Error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 const (
@@ -31,48 +32,13 @@ const (
 
 var evacModes = []string{string(events.EvacPrimaryOnly), string(events.EvacSecondaryOnly), string(events.EvacAll)}
 
-// evacuationBody is POST /v1/evacuations.
-type evacuationBody struct {
-	Nodes            []string `json:"nodes"`
-	Mode             string   `json:"mode"`
-	DryRun           bool     `json:"dry_run"`
-	IgnoreSoftErrors bool     `json:"ignore_soft_errors"`
-	MaxMovesPerNode  int      `json:"max_moves_per_node"`
-	Reason           string   `json:"reason"`
-}
-
-// groupChangeBody is POST /v1/group-changes.
-type groupChangeBody struct {
-	Instances    []string `json:"instances"`
-	TargetGroups []string `json:"target_groups"`
-	DryRun       bool     `json:"dry_run"`
-	Reason       string   `json:"reason"`
-}
-
-// reasonBody is the optional body of approve and cancel.
-type reasonBody struct {
-	Reason string `json:"reason"`
-}
-
-// links point from a request to where to follow it.
-type links map[string]string
-
-func linksFor(id string, dryRun bool) links {
+func linksFor(id string, dryRun bool) wire.Links {
 	base := "/v1/requests/" + id
-	l := links{"self": base, "plan": base + "/plan", "jobs": base + "/jobs", "watch": base + "/watch", "cancel": base + "/cancel"}
+	l := wire.Links{"self": base, "plan": base + "/plan", "jobs": base + "/jobs", "watch": base + "/watch", "cancel": base + "/cancel"}
 	if dryRun {
 		l["approve"] = base + "/approve"
 	}
 	return l
-}
-
-// accepted is the answer to a command.
-type accepted struct {
-	Request string `json:"request"`
-	Status  string `json:"status"`
-	Plan    *plan  `json:"plan,omitempty"`
-	Message string `json:"message,omitempty"`
-	Links   links  `json:"links"`
 }
 
 func actorOf(c *gin.Context) string {
@@ -121,7 +87,7 @@ func unknown(field, what string, xs, known []string) error {
 }
 
 func (g *Gateway) postEvacuation(c *gin.Context) error {
-	var b evacuationBody
+	var b wire.Evacuation
 	if err := decodeBody(c, &b, false); err != nil {
 		return err
 	}
@@ -169,7 +135,7 @@ func (g *Gateway) postEvacuation(c *gin.Context) error {
 }
 
 func (g *Gateway) postGroupChange(c *gin.Context) error {
-	var b groupChangeBody
+	var b wire.GroupChange
 	if err := decodeBody(c, &b, false); err != nil {
 		return err
 	}
@@ -309,7 +275,7 @@ func (g *Gateway) checkClaims(ctx context.Context, field string, instances []str
 // answerAccepted answers an appended request: 202 at once, or for a dry
 // run 200 with the plan once the views show it.
 func (g *Gateway) answerAccepted(c *gin.Context, id string, entry recentEntry) error {
-	ans := accepted{Request: id, Status: "accepted", Links: linksFor(id, entry.dryRun)}
+	ans := wire.Accepted{Request: id, Status: "accepted", Links: linksFor(id, entry.dryRun)}
 	if !entry.dryRun {
 		c.JSON(http.StatusAccepted, ans)
 		return nil
@@ -335,16 +301,16 @@ func (g *Gateway) answerAccepted(c *gin.Context, id string, entry recentEntry) e
 
 // awaitPlan polls the views, backing off, until request id has a plan or
 // has been rejected, or DryRunWait has passed (ErrNotFound).
-func (g *Gateway) awaitPlan(ctx context.Context, id string) (plan, request, error) {
+func (g *Gateway) awaitPlan(ctx context.Context, id string) (wire.PlanRow, wire.Request, error) {
 	deadline := time.Now().Add(g.cfg.DryRunWait)
 	wait := 20 * time.Millisecond
 	for {
 		r, err := g.db.request(ctx, id)
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return plan{}, r, err
+			return wire.PlanRow{}, r, err
 		}
 		if err == nil && r.Status == "rejected" {
-			return plan{}, r, nil
+			return wire.PlanRow{}, r, nil
 		}
 		p, err := g.db.plan(ctx, id)
 		if !errors.Is(err, ErrNotFound) {
@@ -352,13 +318,13 @@ func (g *Gateway) awaitPlan(ctx context.Context, id string) (plan, request, erro
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return plan{}, r, ErrNotFound
+			return wire.PlanRow{}, r, ErrNotFound
 		}
 		t := time.NewTimer(min(wait, left))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return plan{}, r, ctx.Err()
+			return wire.PlanRow{}, r, ctx.Err()
 		case <-t.C:
 		}
 		wait = min(wait*2, 500*time.Millisecond)
@@ -366,7 +332,7 @@ func (g *Gateway) awaitPlan(ctx context.Context, id string) (plan, request, erro
 }
 
 func (g *Gateway) postApprove(c *gin.Context) error {
-	return g.transition(c, "approve", func(r request) error {
+	return g.transition(c, "approve", func(r wire.Request) error {
 		if r.Status != "awaiting-approval" {
 			return conflict(codeConflict, "id", fmt.Sprintf("request %s is %s, not awaiting approval", r.ID, r.Status))
 		}
@@ -375,7 +341,7 @@ func (g *Gateway) postApprove(c *gin.Context) error {
 }
 
 func (g *Gateway) postCancel(c *gin.Context) error {
-	return g.transition(c, "cancel", func(r request) error {
+	return g.transition(c, "cancel", func(r wire.Request) error {
 		switch r.Status {
 		case "finished", "rejected":
 			return conflict(codeConflict, "id", fmt.Sprintf("request %s is %s; there is nothing to cancel", r.ID, r.Status))
@@ -388,9 +354,9 @@ func (g *Gateway) postCancel(c *gin.Context) error {
 
 // transition appends an approval or a cancellation of an existing request
 // if allowed says the request's status permits it.
-func (g *Gateway) transition(c *gin.Context, verb string, allowed func(request) error, event func(string) events.Payload) error {
+func (g *Gateway) transition(c *gin.Context, verb string, allowed func(wire.Request) error, event func(string) events.Payload) error {
 	id := c.Param("id")
-	var b reasonBody
+	var b wire.Reason
 	if err := decodeBody(c, &b, true); err != nil {
 		return err
 	}
@@ -418,7 +384,7 @@ func (g *Gateway) transition(c *gin.Context, verb string, allowed func(request) 
 		return err
 	}
 	g.log.Info("request "+verb, "request", id, "actor", actor)
-	c.JSON(http.StatusAccepted, accepted{Request: id, Status: verb + " accepted", Links: linksFor(id, false)})
+	c.JSON(http.StatusAccepted, wire.Accepted{Request: id, Status: verb + " accepted", Links: linksFor(id, false)})
 	return nil
 }
 
@@ -446,7 +412,7 @@ func (g *Gateway) append(ctx context.Context, id, actor, why string, p events.Pa
 		return uncertainAppend(id)
 	default:
 		g.log.Error("append failed", "request", id, "type", env.Type, "err", err)
-		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+		return &wire.Error{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
 			Message: "Kafka refused the append; nothing was recorded, so retrying is safe"}
 	}
 }
@@ -455,11 +421,11 @@ func (g *Gateway) append(ctx context.Context, id, actor, why string, p events.Pa
 // have landed. A request's says where to look before retrying; a change
 // that is no request (settings, an instance's override) has no such page,
 // and pointed at GET /v1/requests/ with no id.
-func uncertainAppend(id string) *apiError {
+func uncertainAppend(id string) *wire.Error {
 	if id == "" {
-		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+		return &wire.Error{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
 			Message: "Kafka did not confirm the append; the change may or may not have been recorded: read it back before retrying"}
 	}
-	return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Request: id,
+	return &wire.Error{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Request: id,
 		Message: fmt.Sprintf("Kafka did not confirm the append; request %s may or may not have been recorded: GET /v1/requests/%s before retrying", id, id)}
 }

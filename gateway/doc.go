@@ -57,8 +57,10 @@
 //     service answers, and GET /v1/node-actions/{id} shows the answer
 //     (requested, done or refused, with why).
 //
-// The API is described by an OpenAPI 3 document served at /v1/openapi.json
-// (gateway/openapi), which the tests hold every route and answer to; the
+// Every body, answer and stream line is a type of gateway/wire, the one
+// definition of the API's shapes; the OpenAPI 3 document served at
+// /v1/openapi.json (gateway/openapi) is generated from those types and a
+// table of the routes, and the tests hold every route and answer to it; the
 // web console (gateway/console) is served at /console/ and reads only the
 // API.
 //

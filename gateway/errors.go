@@ -3,6 +3,9 @@ package gateway
 import (
 	"errors"
 	"net/http"
+
+	"github.com/drovehq/drove/events/retry"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Sentinel errors of the read side. Store methods translate pgx's errors
@@ -14,30 +17,16 @@ var (
 
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("gateway: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("gateway: invalid config"))
 
 	// ErrBadBound is wrapped by Config.PointInTime's errors that are the
 	// caller's: a time it cannot answer for (one in the future).
 	ErrBadBound = errors.New("gateway: bad point in time")
 )
 
-// apiError is an error answer: an HTTP status and the JSON body
-// {"error": {"code", "message", "field"}}. Handlers return it instead of
-// writing responses on every path, so a refused command can never slip
-// through to the append.
-type apiError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-	// Instance and Request name what a conflict is about, when it is.
-	Instance string `json:"instance,omitempty"`
-	Request  string `json:"request,omitempty"`
-	// Migration names the per-instance migration a conflict is about.
-	Migration string `json:"migration,omitempty"`
-}
-
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+// Handlers return a *wire.Error (an HTTP status and the body
+// {"error": {"code", "message", "field"}}) instead of writing responses on
+// every path, so a refused command can never slip through to the append.
 
 // Error codes, stable for clients to branch on.
 const (
@@ -51,14 +40,14 @@ const (
 	codeTooMany     = "too_many_watchers"
 )
 
-func badRequest(field, msg string) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Code: codeBadRequest, Message: msg, Field: field}
+func badRequest(field, msg string) *wire.Error {
+	return &wire.Error{Status: http.StatusBadRequest, Code: codeBadRequest, Message: msg, Field: field}
 }
 
-func notFound(field, msg string) *apiError {
-	return &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: msg, Field: field}
+func notFound(field, msg string) *wire.Error {
+	return &wire.Error{Status: http.StatusNotFound, Code: codeNotFound, Message: msg, Field: field}
 }
 
-func conflict(code, field, msg string) *apiError {
-	return &apiError{Status: http.StatusConflict, Code: code, Message: msg, Field: field}
+func conflict(code, field, msg string) *wire.Error {
+	return &wire.Error{Status: http.StatusConflict, Code: code, Message: msg, Field: field}
 }

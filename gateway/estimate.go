@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/jobs"
 )
@@ -27,20 +28,6 @@ const (
 	rateSamples                = 50
 )
 
-// estimate is the answer to action=estimate.
-type estimate struct {
-	TotalSeconds    float64 `json:"total_seconds"`
-	DowntimeSeconds float64 `json:"downtime_seconds"`
-	Bytes           int64   `json:"bytes"`
-	// How says where each input came from.
-	How            string  `json:"how"`
-	DataBytes      int64   `json:"data_bytes"`
-	LinkBytesPerS  int64   `json:"link_bytes_per_second"`
-	DirtyBytesPerS int64   `json:"dirty_bytes_per_second"`
-	Syncs          int     `json:"syncs"`
-	SendMbpsLimit  float64 `json:"send_mbps_limit,omitempty"`
-}
-
 type linkRate struct {
 	Node           string `db:"node"`
 	BytesPerSecond int64  `db:"bytes_per_second"`
@@ -54,14 +41,14 @@ type syncPhase struct {
 	Seconds  float64 `db:"seconds"`
 }
 
-func (g *Gateway) estimate(ctx context.Context, in instance, s events.SettingsChanged) (estimate, error) {
+func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.SettingsChanged) (wire.Estimate, error) {
 	var how []string
 	data := in.DiskMiB << 20
 	how = append(how, fmt.Sprintf("data: the instance's %d MiB of disks", in.DiskMiB))
 
 	link, linkHow, err := g.linkRate(ctx, in.Primary)
 	if err != nil {
-		return estimate{}, err
+		return wire.Estimate{}, err
 	}
 	if s.SendMbpsLimit > 0 {
 		if capped := int64(s.SendMbpsLimit * 1e6 / 8); capped < link {
@@ -73,7 +60,7 @@ func (g *Gateway) estimate(ctx context.Context, in instance, s events.SettingsCh
 
 	dirty, dirtyHow, err := g.dirtyRate(ctx, in.Name)
 	if err != nil {
-		return estimate{}, err
+		return wire.Estimate{}, err
 	}
 	how = append(how, dirtyHow)
 
@@ -97,7 +84,7 @@ func (g *Gateway) estimate(ctx context.Context, in instance, s events.SettingsCh
 	bytes += delta
 	how = append(how, fmt.Sprintf("%d sync(s) by the re-sync rule, then a final delta of %.0f bytes; %d s assumed to begin, %d s to stop and start",
 		syncs, delta, assumedBeginSeconds, assumedStopStartSeconds))
-	return estimate{
+	return wire.Estimate{
 		TotalSeconds: math.Round(total), DowntimeSeconds: math.Round(down), Bytes: int64(bytes),
 		How: strings.Join(how, "; "), DataBytes: data, LinkBytesPerS: link, DirtyBytesPerS: dirty,
 		Syncs: syncs, SendMbpsLimit: s.SendMbpsLimit,
@@ -160,33 +147,13 @@ func median(xs []int64) int64 {
 	return xs[len(xs)/2]
 }
 
-// planEstimate is a request's makespan estimate in GET /v1/requests/{id}
-// (a dry run's too, before approval): the plan's jobs still ahead,
-// released as the planner service releases them (jobs.EstimatePlan: the
-// same decision, run forward on the moves' estimated transfers), and the
-// lower bound no schedule beats (planner.LowerBound).
-type planEstimate struct {
-	// FinishSeconds is the expected time from now to the last job's end;
-	// ExpectedFinishAt is now plus that (for a dry run: if approved now).
-	FinishSeconds    float64 `json:"finish_seconds"`
-	ExpectedFinishAt string  `json:"expected_finish_at"`
-	// LowerBoundSeconds is the bound of the jobs ahead; LowerBound its
-	// terms: the busiest node's send or receive time, the largest move
-	// alone, the moves' summed durations over the cluster limit.
-	LowerBoundSeconds float64       `json:"lower_bound_seconds"`
-	LowerBound        planner.Bound `json:"lower_bound"`
-	Bytes             int64         `json:"bytes"`
-	JobsAhead         int           `json:"jobs_ahead"`
-	How               string        `json:"how"`
-}
-
 type payloadRow struct {
 	Payload json.RawMessage `db:"payload"`
 }
 
 // requestEstimate estimates the jobs of p not yet ended; nil once none is
 // ahead.
-func (g *Gateway) requestEstimate(ctx context.Context, r request, p plan, rows []job, now time.Time) (*planEstimate, error) {
+func (g *Gateway) requestEstimate(ctx context.Context, r wire.Request, p wire.PlanRow, rows []wire.Job, now time.Time) (*wire.RequestEstimate, error) {
 	var specs []events.Job
 	if err := json.Unmarshal(p.Jobs, &specs); err != nil {
 		return nil, fmt.Errorf("gateway: the plan's jobs: %w", err)
@@ -248,7 +215,7 @@ func (g *Gateway) requestEstimate(ctx context.Context, r request, p plan, rows [
 		lim.PerNode = r.MaxMovesPerNode
 	}
 	est := jobs.EstimatePlan(specs, transfers, done, links, lim)
-	return &planEstimate{
+	return &wire.RequestEstimate{
 		FinishSeconds: math.Round(est.FinishSeconds), LowerBoundSeconds: math.Round(est.LowerBound.Seconds),
 		ExpectedFinishAt: now.Add(time.Duration(est.FinishSeconds * float64(time.Second))).UTC().Format(time.RFC3339),
 		LowerBound:       est.LowerBound, Bytes: est.Bytes, JobsAhead: ahead,

@@ -6,22 +6,8 @@ import (
 )
 
 // The tests live in package gateway_test (testenv imports packages that
-// import this one); these aliases give them the answer types and the
-// tailer.
-type (
-	Node           = node
-	Instance       = instance
-	Group          = group
-	Request        = request
-	Job            = job
-	Plan           = plan
-	Migration      = moveRecord // a move, as /v1/migrations shows it
-	PlanSummary    = planSummary
-	JobState       = jobState
-	ProgressRecord = progressRecord
-	WatchLine      = watchLine
-	LogRow         = logRow
-)
+// import this one); this alias gives them the tailer's rows.
+type LogRow = logRow
 
 const (
 	CodeBadRequest = codeBadRequest

@@ -20,6 +20,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Gateway is the HTTP API. Build it with New; serve Handler yourself or
@@ -166,7 +167,7 @@ func (g *Gateway) routes() *gin.Engine {
 		return notFound("", "no such endpoint: "+c.Request.Method+" "+c.Request.URL.Path)
 	}))
 	r.NoMethod(g.handle(func(c *gin.Context) error {
-		return &apiError{Status: http.StatusMethodNotAllowed, Code: codeBadRequest,
+		return &wire.Error{Status: http.StatusMethodNotAllowed, Code: codeBadRequest,
 			Message: "method " + c.Request.Method + " not allowed on " + c.Request.URL.Path}
 	}))
 
@@ -230,11 +231,11 @@ func (g *Gateway) handle(h func(*gin.Context) error) gin.HandlerFunc {
 	}
 }
 
-// fail writes err as the JSON error answer. Errors that are not apiErrors
+// fail writes err as the JSON error answer. Errors that are not *wire.Errors
 // are the gateway's or its dependencies' fault: they are logged in full and
 // answered without internals.
 func (g *Gateway) fail(c *gin.Context, err error) {
-	var ae *apiError
+	var ae *wire.Error
 	if !errors.As(err, &ae) && c.Request.Context().Err() == nil {
 		if ae = unavailable(err); ae != nil {
 			g.log.Warn("views' database unreachable", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
@@ -249,18 +250,18 @@ func (g *Gateway) fail(c *gin.Context, err error) {
 			status, code, msg = 499, "client_gone", "the client went away"
 		}
 		g.log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
-		ae = &apiError{Status: status, Code: code, Message: msg}
+		ae = &wire.Error{Status: status, Code: code, Message: msg}
 	}
 	if c.Writer.Written() {
 		return // a stream already started; it ends its own way
 	}
-	c.AbortWithStatusJSON(ae.Status, gin.H{"error": ae})
+	c.AbortWithStatusJSON(ae.Status, wire.ErrorAnswer{Error: ae})
 }
 
 func (g *Gateway) recovered(c *gin.Context, v any) {
 	g.log.Error("handler panicked", "method", c.Request.Method, "path", c.Request.URL.Path, "panic", v)
 	if !c.Writer.Written() {
-		c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": &apiError{
+		c.AbortWithStatusJSON(http.StatusInternalServerError, wire.ErrorAnswer{Error: &wire.Error{
 			Code: codeInternal, Message: "internal error; the gateway log has the details"}})
 	}
 }
@@ -305,7 +306,7 @@ func (g *Gateway) unhealthy(part string, err error) string {
 func (g *Gateway) healthz(c *gin.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Second)
 	defer cancel()
-	checks := gin.H{}
+	checks := map[string]any{}
 	ok := true
 	if err := g.db.pool.Ping(ctx); err != nil {
 		ok = false
@@ -334,9 +335,9 @@ func (g *Gateway) healthz(c *gin.Context) error {
 		checks["parts"] = parts
 	}
 	if !ok {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "checks": checks})
+		c.JSON(http.StatusServiceUnavailable, wire.Health{Status: "unavailable", Checks: checks})
 		return nil
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": checks})
+	c.JSON(http.StatusOK, wire.Health{Status: "ok", Checks: checks})
 	return nil
 }

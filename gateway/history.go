@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // History (issue 15): GET /v1/history/{kind}/{id}, every event that
@@ -22,45 +23,7 @@ import (
 // instances and of their instances' migrations; nodes and requests are
 // the operators'.
 
-// historyEntry is one event of a history, as the API shows it.
-type historyEntry struct {
-	Seq       int64     `json:"seq"`
-	ID        string    `json:"id"`
-	Time      time.Time `json:"time"`
-	Type      string    `json:"type"`
-	Topic     string    `json:"topic"`
-	Partition int32     `json:"partition"`
-	Offset    int64     `json:"offset"`
-	Producer  string    `json:"producer"`
-	// Actor and Why are the event's reason trail; Requester and
-	// RequesterWhy the first ask of its request or migration: the
-	// operator or owner the planner quotes.
-	Actor        string `json:"actor"`
-	Why          string `json:"why"`
-	Requester    string `json:"requester,omitempty"`
-	RequesterWhy string `json:"requester_why,omitempty"`
-	// Request or Migration is what the event belongs to.
-	Request   string `json:"request,omitempty"`
-	Migration string `json:"migration,omitempty"`
-	Instance  string `json:"instance,omitempty"`
-	// Change says what changed, in a line (Summary) and, for placements
-	// and states, before and after.
-	Summary string          `json:"summary"`
-	Before  *placement      `json:"placement_before,omitempty"`
-	After   *placement      `json:"placement_after,omitempty"`
-	From    string          `json:"state_before,omitempty"`
-	To      string          `json:"state_after,omitempty"`
-	Payload json.RawMessage `json:"payload"`
-}
-
-// placement is where an instance is: its group and nodes.
-type placement struct {
-	Group     string `json:"group,omitempty"`
-	Primary   string `json:"primary"`
-	Secondary string `json:"secondary,omitempty"`
-}
-
-func (p placement) String() string {
+func placementString(p wire.Placement) string {
 	s := p.Primary
 	if p.Secondary != "" {
 		s += "+" + p.Secondary
@@ -125,11 +88,11 @@ func (g *Gateway) getHistory(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]historyEntry, 0, len(rows))
+	out := make([]wire.HistoryEntry, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, entryOf(r))
 	}
-	return pageOf(c, out, p, func(e historyEntry) string { return strconv.FormatInt(e.Seq, 10) })
+	return pageOf(c, out, p, func(e wire.HistoryEntry) string { return strconv.FormatInt(e.Seq, 10) })
 }
 
 // mayReadHistory lets operators read every history and owners only their
@@ -160,8 +123,8 @@ func (g *Gateway) mayReadHistory(c *gin.Context, kind, id string) error {
 }
 
 // entryOf says what a row's event changed.
-func entryOf(r historyRow) historyEntry {
-	e := historyEntry{Seq: r.Seq, ID: r.ID, Time: r.Time, Type: r.Type, Topic: r.Topic,
+func entryOf(r historyRow) wire.HistoryEntry {
+	e := wire.HistoryEntry{Seq: r.Seq, ID: r.ID, Time: r.Time, Type: r.Type, Topic: r.Topic,
 		Partition: r.Partition, Offset: r.Offset, Producer: r.Producer, Actor: r.Actor, Why: r.Why,
 		Requester: r.Requester, RequesterWhy: r.RequesterWhy, Instance: r.Instance, Payload: r.Payload}
 	if r.AskType == events.TypeMigrationActionRequested {
@@ -179,22 +142,22 @@ func entryOf(r historyRow) historyEntry {
 // describe fills the entry's change from its payload and the state event
 // before it. A payload that does not decode (a type this build does not
 // know) keeps only its type as summary.
-func describe(e *historyEntry, r historyRow) {
+func describe(e *wire.HistoryEntry, r historyRow) {
 	e.Summary = r.Type
 	switch r.Type {
 	case events.TypeInstanceDeclared:
 		var p events.InstanceDeclared
 		if json.Unmarshal(r.Payload, &p) == nil {
-			e.After = &placement{Primary: p.PrimaryNode, Secondary: p.SecondaryNode}
+			e.After = &wire.Placement{Primary: p.PrimaryNode, Secondary: p.SecondaryNode}
 			e.To = string(p.RunState)
-			e.Summary = fmt.Sprintf("declared on %s, %s, owner %q", e.After, p.RunState, p.Owner)
+			e.Summary = fmt.Sprintf("declared on %s, %s, owner %q", placementString(*e.After), p.RunState, p.Owner)
 		}
 	case events.TypeInstancePlaced:
 		var p events.InstancePlaced
 		if json.Unmarshal(r.Payload, &p) == nil {
-			e.Before = &placement{Group: p.PreviousGroup, Primary: p.PreviousPrimary, Secondary: p.PreviousSecondary}
-			e.After = &placement{Group: p.Group, Primary: p.PrimaryNode, Secondary: p.SecondaryNode}
-			e.Summary = fmt.Sprintf("placed: %s -> %s", e.Before, e.After)
+			e.Before = &wire.Placement{Group: p.PreviousGroup, Primary: p.PreviousPrimary, Secondary: p.PreviousSecondary}
+			e.After = &wire.Placement{Group: p.Group, Primary: p.PrimaryNode, Secondary: p.SecondaryNode}
+			e.Summary = fmt.Sprintf("placed: %s -> %s", placementString(*e.Before), placementString(*e.After))
 		}
 	case events.TypeNodeAnnounced, events.TypeNodeUpdated:
 		var p, prev events.NodeAnnounced

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,40 +20,21 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := promreg.On(reg)
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_gateway_http_requests_total",
-			Help: "HTTP requests answered, by route template, method and status.",
-		}, []string{"route", "method", "status"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "drove_gateway_http_request_duration_seconds",
-			Help:    "Time to answer an HTTP request (watch streams: until they end), by route template and method.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"route", "method"}),
-		watches: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "drove_gateway_watch_streams_open",
-			Help: "Watch streams open now.",
-		}),
-		watchCut: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "drove_gateway_watch_streams_cut_total",
-			Help: "Watch streams ended because the watcher fell too far behind.",
-		}),
-		appended: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_gateway_events_appended_total",
-			Help: "Events the gateway appended to the log, by type.",
-		}, []string{"type"}),
-		tailerPolls: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "drove_gateway_tailer_polls_total",
-			Help: "Polls of event_log by the shared watch tailer.",
-		}),
-		denied: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drove_gateway_denied_total",
-			Help: "Callers refused (and audited), by code: unauthorized (401) or forbidden (403).",
-		}, []string{"code"}),
+		requests: s.CounterVec("drove_gateway_http_requests_total",
+			"HTTP requests answered, by route template, method and status.", "route", "method", "status"),
+		duration: s.HistogramVec("drove_gateway_http_request_duration_seconds",
+			"Time to answer an HTTP request (watch streams: until they end), by route template and method.",
+			prometheus.DefBuckets, "route", "method"),
+		watches:     s.Gauge("drove_gateway_watch_streams_open", "Watch streams open now."),
+		watchCut:    s.Counter("drove_gateway_watch_streams_cut_total", "Watch streams ended because the watcher fell too far behind."),
+		appended:    s.CounterVec("drove_gateway_events_appended_total", "Events the gateway appended to the log, by type.", "type"),
+		tailerPolls: s.Counter("drove_gateway_tailer_polls_total", "Polls of event_log by the shared watch tailer."),
+		denied: s.CounterVec("drove_gateway_denied_total",
+			"Callers refused (and audited), by code: unauthorized (401) or forbidden (403).", "code"),
 	}
-	if err := errors.Join(promreg.Register(reg, &m.requests), promreg.Register(reg, &m.duration),
-		promreg.Register(reg, &m.watches), promreg.Register(reg, &m.watchCut), promreg.Register(reg, &m.appended),
-		promreg.Register(reg, &m.tailerPolls), promreg.Register(reg, &m.denied)); err != nil {
+	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("%w: Metrics: %w", ErrInvalidConfig, err)
 	}
 	return m, nil

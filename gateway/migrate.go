@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Per-instance migrations (RFD 34): POST /v1/instances/{name}/migrate
@@ -26,44 +27,9 @@ import (
 var migrateActions = []string{"begin", "sync", "switch", "automatic", "abort", "pause",
 	"rollback", "finalize", "schedule", "estimate"}
 
-// instanceMigration is RFD 34's migration record of a per-instance
-// migration.
-type instanceMigration struct {
-	ID             string           `db:"id" json:"id"`
-	Kind           string           `db:"-" json:"kind"`
-	Instance       string           `db:"instance" json:"instance"`
-	Account        string           `db:"account" json:"account"`
-	Role           string           `db:"role" json:"role"`
-	Owner          string           `db:"owner" json:"owner"`
-	Source         string           `db:"source_node" json:"source_server"`
-	Target         string           `db:"target_node" json:"target_server,omitempty"`
-	Automatic      bool             `db:"automatic" json:"automatic"`
-	State          string           `db:"state" json:"state"`
-	Phase          string           `db:"phase" json:"phase"`
-	Syncs          int              `db:"syncs" json:"num_sync_phases"`
-	LastSyncBytes  int64            `db:"last_sync_bytes" json:"last_sync_size"`
-	ScheduledAt    *time.Time       `db:"scheduled_at" json:"scheduled_timestamp,omitempty"`
-	PriorRunState  string           `db:"prior_run_state" json:"prior_run_state,omitempty"`
-	Switched       bool             `db:"switched" json:"switched"`
-	Finalized      bool             `db:"finalized" json:"finalized"`
-	PhaseRunning   bool             `db:"phase_running" json:"phase_running"`
-	Message        string           `db:"message" json:"message,omitempty"`
-	Error          string           `db:"error" json:"error,omitempty"`
-	ErrorDetail    string           `db:"error_detail" json:"error_detail,omitempty"`
-	CreatedAt      *time.Time       `db:"created_at" json:"created_timestamp"`
-	StartedAt      *time.Time       `db:"started_at" json:"started_timestamp,omitempty"`
-	FinishedAt     *time.Time       `db:"finished_at" json:"finished_timestamp,omitempty"`
-	UpdatedAt      *time.Time       `db:"updated_at" json:"updated_timestamp,omitempty"`
-	CurrentBytes   int64            `db:"current_bytes" json:"current_progress"`
-	TotalBytes     int64            `db:"total_bytes" json:"total_progress"`
-	ETASeconds     float64          `db:"eta_seconds" json:"eta_seconds,omitempty"`
-	BytesPerSecond int64            `db:"bytes_per_second" json:"transfer_bytes_second,omitempty"`
-	History        []progressRecord `db:"-" json:"progress_history,omitempty"`
-}
-
 // active says the migration still holds its instance: it runs, waits, or
 // switched and keeps the source copy until finalize (rollback needs it).
-func (m instanceMigration) active() bool {
+func migrationActive(m wire.InstanceMigration) bool {
 	switch events.MigrationState(m.State) {
 	case "": // asked for; the coordinator has not recorded it yet
 		return true
@@ -78,8 +44,8 @@ func (m instanceMigration) active() bool {
 // imigFilter selects per-instance migrations.
 type imigFilter struct{ id, instance, state, owner, node string }
 
-func (s *store) instanceMigrations(ctx context.Context, f imigFilter, after string, limit int) ([]instanceMigration, error) {
-	ms, err := many[instanceMigration](ctx, s, "imig_records", f.id, f.instance, f.state, f.owner, f.node, after, limit)
+func (s *store) instanceMigrations(ctx context.Context, f imigFilter, after string, limit int) ([]wire.InstanceMigration, error) {
+	ms, err := many[wire.InstanceMigration](ctx, s, "imig_records", f.id, f.instance, f.state, f.owner, f.node, after, limit)
 	for i := range ms {
 		ms[i].Kind = "instance"
 	}
@@ -87,7 +53,7 @@ func (s *store) instanceMigrations(ctx context.Context, f imigFilter, after stri
 }
 
 // currentMigration is the instance's latest migration, or nil.
-func (s *store) currentMigration(ctx context.Context, name string) (*instanceMigration, error) {
+func (s *store) currentMigration(ctx context.Context, name string) (*wire.InstanceMigration, error) {
 	ms, err := s.instanceMigrations(ctx, imigFilter{instance: name}, "", maxLimit*100)
 	if err != nil || len(ms) == 0 {
 		return nil, err
@@ -96,7 +62,7 @@ func (s *store) currentMigration(ctx context.Context, name string) (*instanceMig
 	for i := range ms {
 		m := &ms[i]
 		// The active one wins; among ended ones, the newest.
-		if m.active() && !latest.active() || m.active() == latest.active() && later(m.CreatedAt, latest.CreatedAt) {
+		if migrationActive(*m) && !migrationActive(*latest) || migrationActive(*m) == migrationActive(*latest) && later(m.CreatedAt, latest.CreatedAt) {
 			latest = m
 		}
 	}
@@ -142,28 +108,9 @@ func (p *pendingMigrations) forget(instance string) {
 	delete(p.m, instance)
 }
 
-// migrateBody is the optional body of POST .../migrate; the same fields
-// may come as query parameters.
-type migrateBody struct {
-	Target      string   `json:"target"`
-	Affinity    []string `json:"affinity"`
-	ScheduledAt string   `json:"scheduled_at"`
-	Reason      string   `json:"reason"`
-}
-
-// migrateAnswer is the answer to an accepted action.
-type migrateAnswer struct {
-	Migration string `json:"migration"`
-	Instance  string `json:"instance"`
-	Action    string `json:"action"`
-	Status    string `json:"status"`
-	Message   string `json:"message,omitempty"`
-	Links     links  `json:"links"`
-}
-
-func migrationLinks(instance, id string) links {
+func migrationLinks(instance, id string) wire.Links {
 	base := "/v1/instances/" + instance
-	return links{"self": "/v1/migrations/" + id, "watch": base + "/migrate/watch", "migrate": base + "/migrate"}
+	return wire.Links{"self": "/v1/migrations/" + id, "watch": base + "/migrate/watch", "migrate": base + "/migrate"}
 }
 
 func (g *Gateway) postMigrate(c *gin.Context) error {
@@ -221,7 +168,7 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 	}
 	g.log.Info("migration action accepted", "migration", id, "instance", name, "action", action, "account", who.Name, "role", who.Role)
 	if action != "schedule" {
-		c.JSON(http.StatusAccepted, migrateAnswer{Migration: id, Instance: name, Action: action, Status: "accepted",
+		c.JSON(http.StatusAccepted, wire.MigrateAnswer{Migration: id, Instance: name, Action: action, Status: "accepted",
 			Links: migrationLinks(name, id)})
 		return nil
 	}
@@ -230,7 +177,7 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 
 // parseMigrate reads a migrate command: the action, the body, and the
 // query parameters that override the body's fields.
-func parseMigrate(c *gin.Context) (action string, b migrateBody, at *time.Time, err error) {
+func parseMigrate(c *gin.Context) (action string, b wire.MigrateBody, at *time.Time, err error) {
 	action = c.Query("action")
 	if !slices.Contains(migrateActions, action) {
 		msg := "action: missing (want one of " + strings.Join(migrateActions, ", ") + ")"
@@ -264,8 +211,8 @@ func parseMigrate(c *gin.Context) (action string, b migrateBody, at *time.Time, 
 
 // answerSchedule answers a schedule with the record, as RFD 34 says, once
 // the coordinator wrote it (or as asked, if it is slow).
-func (g *Gateway) answerSchedule(c *gin.Context, id string, in instance, who caller, target string, at *time.Time) error {
-	m, err := g.awaitMigration(c, id, func(m instanceMigration) bool {
+func (g *Gateway) answerSchedule(c *gin.Context, id string, in wire.Instance, who caller, target string, at *time.Time) error {
+	m, err := g.awaitMigration(c, id, func(m wire.InstanceMigration) bool {
 		return m.ScheduledAt != nil && m.ScheduledAt.Equal(*at) || m.State == string(events.MigrationFailed)
 	})
 	if err != nil {
@@ -273,17 +220,18 @@ func (g *Gateway) answerSchedule(c *gin.Context, id string, in instance, who cal
 	}
 	if m == nil {
 		now := time.Now().UTC()
-		m = &instanceMigration{ID: id, Kind: "instance", Instance: in.Name, Account: who.Name, Role: string(who.Role),
-			Owner: in.Owner, Source: in.Primary, Target: target, State: string(events.MigrationScheduled),
-			Phase: events.PhaseBegin, ScheduledAt: at, CreatedAt: &now, UpdatedAt: &now,
-			Message: "accepted; the coordinator has not recorded it yet"}
+		m = &wire.InstanceMigration{Kind: "instance", Role: string(who.Role), Owner: in.Owner, Target: target,
+			MigrationRecord: wire.MigrationRecord{ID: id, Instance: in.Name, Account: who.Name, Source: in.Primary,
+				State: string(events.MigrationScheduled), Phase: events.PhaseBegin},
+			ScheduledAt: at, UpdatedAt: &now,
+			MigrationProgress: wire.MigrationProgress{CreatedAt: &now, Message: "accepted; the coordinator has not recorded it yet"}}
 	}
 	c.JSON(http.StatusOK, m)
 	return nil
 }
 
-func activeOrNil(m *instanceMigration) *instanceMigration {
-	if m != nil && m.active() {
+func activeOrNil(m *wire.InstanceMigration) *wire.InstanceMigration {
+	if m != nil && migrationActive(*m) {
 		return m
 	}
 	return nil
@@ -291,8 +239,8 @@ func activeOrNil(m *instanceMigration) *instanceMigration {
 
 // instanceFor reads an instance the caller may see: 404 when unknown, 403
 // (audited) when it is another account's.
-func (g *Gateway) instanceFor(c *gin.Context, who caller, name string) (instance, error) {
-	in, err := one[instance](c, g.db, "instances_list", "", "", "", "", name, 1)
+func (g *Gateway) instanceFor(c *gin.Context, who caller, name string) (wire.Instance, error) {
+	in, err := one[wire.Instance](c, g.db, "instances_list", "", "", "", "", name, 1)
 	if errors.Is(err, ErrNotFound) {
 		return in, notFound("name", "unknown instance "+strconv.Quote(name))
 	}
@@ -307,7 +255,7 @@ func (g *Gateway) instanceFor(c *gin.Context, who caller, name string) (instance
 
 // checkPending refuses actions on an instance whose new migration this
 // gateway appended but the views do not show yet.
-func (g *Gateway) checkPending(name string, cur *instanceMigration) error {
+func (g *Gateway) checkPending(name string, cur *wire.InstanceMigration) error {
 	p, ok := g.pending.get(name)
 	if !ok {
 		return nil
@@ -328,9 +276,9 @@ const codeMigrating = "migrating"
 // checkAction applies RFD 34's order rules to action on in, whose latest
 // migration is cur (nil for none), and returns the migration id the
 // action is for: a new one for begin, automatic and schedule.
-func (g *Gateway) checkAction(ctx context.Context, in instance, cur *instanceMigration, action, target string, at *time.Time) (string, error) {
+func (g *Gateway) checkAction(ctx context.Context, in wire.Instance, cur *wire.InstanceMigration, action, target string, at *time.Time) (string, error) {
 	k := actionCheck{in: in, cur: cur}
-	active := cur != nil && cur.active()
+	active := cur != nil && migrationActive(*cur)
 	switch {
 	case action == "schedule" && active:
 		// A scheduled migration's time can be changed until it switches.
@@ -369,8 +317,8 @@ func (g *Gateway) checkAction(ctx context.Context, in instance, cur *instanceMig
 // actionCheck is the instance and latest migration an action is checked
 // against, and the conflicts it answers with.
 type actionCheck struct {
-	in  instance
-	cur *instanceMigration
+	in  wire.Instance
+	cur *wire.InstanceMigration
 }
 
 func (k actionCheck) busy(verb string) error {
@@ -500,7 +448,7 @@ func (g *Gateway) checkNoRequest(ctx context.Context, name string) error {
 // awaitMigration polls the views for migration id's record until ready
 // says it shows the change, or DryRunWait passed (then whatever record
 // there is, or nil).
-func (g *Gateway) awaitMigration(ctx context.Context, id string, ready func(instanceMigration) bool) (*instanceMigration, error) {
+func (g *Gateway) awaitMigration(ctx context.Context, id string, ready func(wire.InstanceMigration) bool) (*wire.InstanceMigration, error) {
 	deadline := time.Now().Add(g.cfg.DryRunWait)
 	wait := 20 * time.Millisecond
 	for {
@@ -538,7 +486,7 @@ func (g *Gateway) checkNotMigrating(ctx context.Context, field string, instances
 		return err
 	}
 	for _, m := range ms {
-		if m.active() && slices.Contains(instances, m.Instance) {
+		if migrationActive(m) && slices.Contains(instances, m.Instance) {
 			e := conflict(codeMigrating, field, fmt.Sprintf("instance %q is migrating (migration %s, %s); it accepts no other operation until the migration ends",
 				m.Instance, m.ID, m.State))
 			e.Instance, e.Migration = m.Instance, m.ID

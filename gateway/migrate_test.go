@@ -13,6 +13,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 const (
@@ -236,7 +237,7 @@ func TestAuthRefusalsAreAudited(t *testing.T) {
 	}
 
 	// Owners see only their own instances; operators everything.
-	var list struct{ Items []gateway.Instance }
+	var list struct{ Items []wire.Instance }
 	status, body := e.do("GET", "/v1/instances", "", bearer(acct1Token)...)
 	if status != 200 || json.Unmarshal(body, &list) != nil || len(list.Items) != 2 {
 		t.Fatalf("tenant list = %d %s", status, body)
@@ -435,9 +436,9 @@ func TestMigrationWatch(t *testing.T) {
 	prog(2, "switch", 10, 100)
 
 	var rec struct {
-		ID      string                   `json:"id"`
-		State   string                   `json:"state"`
-		History []gateway.ProgressRecord `json:"progress_history"`
+		ID      string                `json:"id"`
+		State   string                `json:"state"`
+		History []wire.ProgressRecord `json:"progress_history"`
 	}
 	e.get("/v1/migrations/m-w", &rec)
 	if rec.ID != "m-w" || rec.State != "running" || len(rec.History) != 7 {

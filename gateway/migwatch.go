@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // GET /v1/instances/{name}/migrate/watch streams RFD 34's progress and
@@ -19,36 +20,14 @@ import (
 // Percent is the watcher's promise: it never goes backwards within a
 // phase, even when the total grows because the instance wrote more data.
 
-// migLine is one line of a migration watch stream, in RFD 34's words.
-type migLine struct {
-	Type      string     `json:"type"` // progress or end
-	Migration string     `json:"migration"`
-	Instance  string     `json:"instance"`
-	Seq       int64      `json:"seq"`
-	Time      time.Time  `json:"time"`
-	Index     int        `json:"index"`
-	Node      string     `json:"node,omitempty"`
-	Phase     string     `json:"phase"`
-	State     string     `json:"state"`
-	Current   *int64     `json:"current_progress,omitempty"`
-	Total     *int64     `json:"total_progress,omitempty"`
-	Percent   *float64   `json:"percent,omitempty"`
-	Message   string     `json:"message,omitempty"`
-	Error     string     `json:"error,omitempty"`
-	Started   *time.Time `json:"started_timestamp,omitempty"`
-	Duration  int64      `json:"duration_ms,omitempty"`
-	ETA       int64      `json:"eta_ms,omitempty"`
-	Rate      int64      `json:"transfer_bytes_second,omitempty"`
-}
-
 // percenter keeps each phase's percent from going backwards.
 type percenter struct {
 	last  map[int]float64
 	total map[int]int64
 }
 
-func (pc *percenter) line(r logRow, id string) (migLine, bool, error) {
-	l := migLine{Migration: id, Seq: r.Seq, Time: r.Time.UTC(), Instance: r.Instance}
+func (pc *percenter) line(r logRow, id string) (wire.MigrationLine, bool, error) {
+	l := wire.MigrationLine{Migration: id, Seq: r.Seq, Time: r.Time.UTC(), Instance: r.Instance}
 	switch r.Type {
 	case events.TypeEnd:
 		var e events.End
@@ -167,7 +146,7 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 // watchedMigration is the migration a watch follows: the one named by
 // ?migration=, else the instance's current or latest one; one accepted
 // here a moment ago counts even before the views show it.
-func (g *Gateway) watchedMigration(c *gin.Context, name string) (*instanceMigration, error) {
+func (g *Gateway) watchedMigration(c *gin.Context, name string) (*wire.InstanceMigration, error) {
 	id := c.Query("migration")
 	if id == "" {
 		m, err := g.db.currentMigration(c, name)
@@ -175,7 +154,7 @@ func (g *Gateway) watchedMigration(c *gin.Context, name string) (*instanceMigrat
 			return m, err
 		}
 		if p, ok := g.pending.get(name); ok {
-			return &instanceMigration{ID: p.id, Instance: name, State: string(events.MigrationQueued)}, nil
+			return &wire.InstanceMigration{MigrationRecord: wire.MigrationRecord{ID: p.id, Instance: name, State: string(events.MigrationQueued)}}, nil
 		}
 		return nil, notFound("name", "instance "+strconv.Quote(name)+" has no migration")
 	}
@@ -187,7 +166,7 @@ func (g *Gateway) watchedMigration(c *gin.Context, name string) (*instanceMigrat
 	case len(ms) > 0:
 		return &ms[0], nil
 	case ok && p.id == id: // just accepted here; the views lag
-		return &instanceMigration{ID: id, Instance: name, State: string(events.MigrationQueued)}, nil
+		return &wire.InstanceMigration{MigrationRecord: wire.MigrationRecord{ID: id, Instance: name, State: string(events.MigrationQueued)}}, nil
 	}
 	return nil, notFound("migration", "instance "+strconv.Quote(name)+" has no migration "+strconv.Quote(id))
 }

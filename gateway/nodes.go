@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // A node's lifecycle through the API (operators only): undrain, offline
@@ -23,30 +23,17 @@ import (
 // service (planner/nodes), which holds the whole story, answers with
 // NodeActionEnded: done, or refused when an evacuation began meanwhile.
 
-// nodeAction is a row of node_actions, as the API shows it.
-type nodeAction struct {
-	Request     string     `db:"request" json:"request"`
-	Node        string     `db:"node" json:"node"`
-	Action      string     `db:"action" json:"action"`
-	Actor       string     `db:"actor" json:"actor"`
-	Why         string     `db:"why" json:"reason"`
-	RequestedAt time.Time  `db:"requested_at" json:"requested_at"`
-	State       string     `db:"state" json:"state"` // requested | done | refused
-	Answer      string     `db:"reason" json:"answer,omitempty"`
-	EndedAt     *time.Time `db:"ended_at" json:"ended_at,omitempty"`
-}
-
 // postNodeAction handles POST /v1/nodes/:name/{undrain,offline,online}.
 func (g *Gateway) postNodeAction(action events.NodeAction) func(*gin.Context) error {
 	return func(c *gin.Context) error {
 		name := c.Param("name")
-		var b reasonBody
+		var b wire.Reason
 		if err := decodeBody(c, &b, true); err != nil {
 			return err
 		}
 		g.commandMu.Lock()
 		defer g.commandMu.Unlock()
-		n, err := one[node](c, g.db, "nodes_list", "", "", "", name, 1)
+		n, err := one[wire.Node](c, g.db, "nodes_list", "", "", "", name, 1)
 		if errors.Is(err, ErrNotFound) {
 			return notFound("name", "unknown node "+strconv.Quote(name))
 		}
@@ -66,9 +53,9 @@ func (g *Gateway) postNodeAction(action events.NodeAction) func(*gin.Context) er
 			return err
 		}
 		g.log.Info("node action accepted", "request", id, "node", name, "action", action, "actor", actor)
-		c.JSON(http.StatusAccepted, accepted{Request: id, Status: "accepted",
+		c.JSON(http.StatusAccepted, wire.Accepted{Request: id, Status: "accepted",
 			Message: fmt.Sprintf("%s of node %s requested; the planner service answers it", action, name),
-			Links:   links{"self": "/v1/node-actions/" + id, "node": "/v1/nodes/" + name}})
+			Links:   wire.Links{"self": "/v1/node-actions/" + id, "node": "/v1/nodes/" + name}})
 		return nil
 	}
 }
@@ -76,7 +63,7 @@ func (g *Gateway) postNodeAction(action events.NodeAction) func(*gin.Context) er
 // nodeActionAllowed answers 409 when the node is already as asked, or,
 // for an undrain, while an active evacuation (one the views show, or one
 // this gateway has just appended) empties it.
-func (g *Gateway) nodeActionAllowed(ctx context.Context, n node, action events.NodeAction) error {
+func (g *Gateway) nodeActionAllowed(ctx context.Context, n wire.Node, action events.NodeAction) error {
 	switch action {
 	case events.NodeUndrain:
 		if !n.Drained {
@@ -123,7 +110,7 @@ func (g *Gateway) nodeActionAllowed(ctx context.Context, n node, action events.N
 // getNodeAction handles GET /v1/node-actions/:id.
 func (g *Gateway) getNodeAction(c *gin.Context) error {
 	id := c.Param("id")
-	a, err := one[nodeAction](c, g.db, "node_action_get", id)
+	a, err := one[wire.NodeAction](c, g.db, "node_action_get", id)
 	if errors.Is(err, ErrNotFound) {
 		return notFound("id", "unknown node action "+strconv.Quote(id))
 	}

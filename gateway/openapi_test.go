@@ -85,8 +85,8 @@ func checkExchange(t *testing.T, req *http.Request, reqBody string, status int, 
 			t.Errorf("OpenAPI: %s %s answered %d with a body that is not JSON: %s", req.Method, req.URL.Path, status, body)
 			return
 		}
-		if err := api.doc.Components.Schemas["Error"].Value.VisitJSON(v); err != nil {
-			t.Errorf("OpenAPI: %s %s answered %d, not the Error shape: %v\n%s", req.Method, req.URL.Path, status, err, body)
+		if err := api.doc.Components.Schemas["ErrorAnswer"].Value.VisitJSON(v); err != nil {
+			t.Errorf("OpenAPI: %s %s answered %d, not the ErrorAnswer shape: %v\n%s", req.Method, req.URL.Path, status, err, body)
 		}
 		return
 	}
@@ -139,7 +139,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		registered[r[0]+" "+p] = true
 		item := api.doc.Paths.Value(p)
 		if item == nil || item.GetOperation(r[0]) == nil {
-			t.Errorf("route %s %s is not in gateway/openapi/openapi.json: add paths[%q].%s with every status it answers",
+			t.Errorf("route %s %s is not in gateway/openapi/openapi.json: add it to the routes of gateway/openapi/gen/routes.json (path %q, method %s) with every status it answers, then go generate ./gateway/openapi",
 				r[0], r[1], p, strings.ToLower(r[0]))
 		}
 	}

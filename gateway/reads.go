@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Paging: every list is ordered by its key and cut after the key given as
@@ -37,16 +39,10 @@ func parsePage(c *gin.Context) (page, error) {
 	return p, nil
 }
 
-// list is the shape of every list answer.
-type list[T any] struct {
-	Items []T    `json:"items"`
-	Next  string `json:"next,omitempty"`
-}
-
 // pageOf answers with items, which were fetched with limit+1 so we know
 // whether there is a next page without a count.
 func pageOf[T any](c *gin.Context, items []T, p page, key func(T) string) error {
-	out := list[T]{Items: items}
+	out := wire.Page[T]{Items: items}
 	if out.Items == nil {
 		out.Items = []T{}
 	}
@@ -88,45 +84,11 @@ func (g *Gateway) listRequests(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	rs, err := many[request](c, g.db, "requests_list", status, kind, p.after, p.limit+1)
+	rs, err := many[wire.Request](c, g.db, "requests_list", status, kind, p.after, p.limit+1)
 	if err != nil {
 		return err
 	}
-	return pageOf(c, rs, p, func(r request) string { return r.ID })
-}
-
-// requestDetail is GET /v1/requests/{id}: the request, a summary of its
-// latest plan, its jobs' states and, once finished, its outcome.
-type requestDetail struct {
-	request
-	Plan    *planSummary `json:"plan,omitempty"`
-	Jobs    []jobState   `json:"jobs"`
-	Outcome *outcome     `json:"outcome,omitempty"`
-	// Estimate is the makespan estimate of the jobs ahead (estimate.go).
-	Estimate *planEstimate `json:"estimate,omitempty"`
-	Links    links         `json:"links"`
-	Message  string        `json:"message,omitempty"`
-}
-
-type planSummary struct {
-	Moved       int     `json:"moved"`
-	Failed      int     `json:"failed"`
-	Jobs        int     `json:"jobs"`
-	ScoreBefore float64 `json:"score_before"`
-	ScoreAfter  float64 `json:"score_after"`
-	ComputedAt  string  `json:"computed_at"`
-}
-
-type jobState struct {
-	Index    int    `json:"index"`
-	Instance string `json:"instance"`
-	State    string `json:"state"`
-	Error    string `json:"error,omitempty"`
-}
-
-type outcome struct {
-	Moved  json.RawMessage `json:"moved"`
-	Failed json.RawMessage `json:"failed"`
+	return pageOf(c, rs, p, func(r wire.Request) string { return r.ID })
 }
 
 func (g *Gateway) getRequest(c *gin.Context) error {
@@ -135,7 +97,7 @@ func (g *Gateway) getRequest(c *gin.Context) error {
 	if errors.Is(err, ErrNotFound) {
 		// Appended here but not in the views yet: say so rather than 404.
 		if rc, ok := g.recent.get(id); ok {
-			c.JSON(http.StatusOK, requestDetail{request: rc.asRequest(id), Jobs: []jobState{}, Links: linksFor(id, rc.dryRun),
+			c.JSON(http.StatusOK, wire.RequestDetail{Request: rc.asRequest(id), Jobs: []wire.JobState{}, Links: linksFor(id, rc.dryRun),
 				Message: "accepted; the views have not caught up with it yet"})
 			return nil
 		}
@@ -144,7 +106,7 @@ func (g *Gateway) getRequest(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	d := requestDetail{request: r, Jobs: []jobState{}, Links: linksFor(id, r.DryRun)}
+	d := wire.RequestDetail{Request: r, Jobs: []wire.JobState{}, Links: linksFor(id, r.DryRun)}
 	pl, err := g.db.plan(c, id)
 	planned := err == nil
 	switch {
@@ -153,12 +115,12 @@ func (g *Gateway) getRequest(c *gin.Context) error {
 	case !errors.Is(err, ErrNotFound):
 		return err
 	}
-	jobs, err := many[job](c, g.db, "jobs_list", id, "", "", -1, maxLimit*100)
+	jobs, err := many[wire.Job](c, g.db, "jobs_list", id, "", "", -1, maxLimit*100)
 	if err != nil {
 		return err
 	}
 	for _, j := range jobs {
-		d.Jobs = append(d.Jobs, jobState{Index: j.Index, Instance: j.Instance, State: j.State, Error: j.Error})
+		d.Jobs = append(d.Jobs, wire.JobState{Index: j.Index, Instance: j.Instance, State: j.State, Error: j.Error})
 	}
 	if planned && r.FinishedAt == nil && r.RejectedAt == nil {
 		if d.Estimate, err = g.requestEstimate(c, r, pl, jobs, time.Now()); err != nil {
@@ -166,19 +128,19 @@ func (g *Gateway) getRequest(c *gin.Context) error {
 		}
 	}
 	if r.FinishedAt != nil {
-		d.Outcome = &outcome{Moved: jsonOr(r.Moved, "[]"), Failed: jsonOr(r.Failed, "[]")}
+		d.Outcome = &wire.Outcome{Moved: jsonOr(r.Moved, "[]"), Failed: jsonOr(r.Failed, "[]")}
 	}
 	c.JSON(http.StatusOK, d)
 	return nil
 }
 
-func summarize(p plan) *planSummary {
+func summarize(p wire.PlanRow) *wire.PlanSummary {
 	count := func(raw json.RawMessage) int {
 		var xs []json.RawMessage
 		_ = json.Unmarshal(raw, &xs) // the projector wrote a JSON array; anything else counts 0
 		return len(xs)
 	}
-	return &planSummary{
+	return &wire.PlanSummary{
 		Moved: count(p.Moved), Failed: count(p.Failed), Jobs: count(p.Jobs),
 		ScoreBefore: p.ScoreBefore, ScoreAfter: p.ScoreAfter,
 		ComputedAt: p.ComputedAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
@@ -193,7 +155,7 @@ func jsonOr(raw json.RawMessage, def string) json.RawMessage {
 }
 
 // requireRequest answers 404 for a request the views do not know.
-func (g *Gateway) requireRequest(c *gin.Context, id string) (request, error) {
+func (g *Gateway) requireRequest(c *gin.Context, id string) (wire.Request, error) {
 	r, err := g.db.request(c, id)
 	if errors.Is(err, ErrNotFound) {
 		return r, notFound("id", "unknown request "+strconv.Quote(id))
@@ -236,11 +198,11 @@ func (g *Gateway) getRequestJobs(c *gin.Context) error {
 	if _, err := g.requireRequest(c, id); err != nil {
 		return err
 	}
-	jobs, err := many[job](c, g.db, "jobs_list", id, state, id, after, p.limit+1)
+	jobs, err := many[wire.Job](c, g.db, "jobs_list", id, state, id, after, p.limit+1)
 	if err != nil {
 		return err
 	}
-	return pageOf(c, jobs, p, func(j job) string { return strconv.Itoa(j.Index) })
+	return pageOf(c, jobs, p, func(j wire.Job) string { return strconv.Itoa(j.Index) })
 }
 
 // listJobs pages over (request, index); its cursor is "request/index".
@@ -262,11 +224,11 @@ func (g *Gateway) listJobs(c *gin.Context) error {
 		}
 		afterReq, afterIdx = p.after[:i], n
 	}
-	jobs, err := many[job](c, g.db, "jobs_list", c.Query("request"), state, afterReq, afterIdx, p.limit+1)
+	jobs, err := many[wire.Job](c, g.db, "jobs_list", c.Query("request"), state, afterReq, afterIdx, p.limit+1)
 	if err != nil {
 		return err
 	}
-	return pageOf(c, jobs, p, func(j job) string { return j.Request + "/" + strconv.Itoa(j.Index) })
+	return pageOf(c, jobs, p, func(j wire.Job) string { return j.Request + "/" + strconv.Itoa(j.Index) })
 }
 
 // listMigrations lists what the API calls migrations (RFD 34's
@@ -295,7 +257,7 @@ func (g *Gateway) listMigrations(c *gin.Context) error {
 	}
 	var items []migrationItem
 	if kind != "instance" {
-		ms, err := many[moveRecord](c, g.db, "moves_list", c.Query("instance"), state, c.Query("node"), p.after, p.limit+1, owner)
+		ms, err := many[wire.Move](c, g.db, "moves_list", c.Query("instance"), state, c.Query("node"), p.after, p.limit+1, owner)
 		if err != nil {
 			return err
 		}
@@ -349,9 +311,9 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		m.History = []progressRecord{}
+		m.History = []wire.ProgressRecord{}
 		for _, r := range rows {
-			m.History = append(m.History, progressRecord{Seq: r.Seq, Time: r.Time, Type: r.Type, Payload: r.Payload})
+			m.History = append(m.History, wire.ProgressRecord{Seq: r.Seq, Time: r.Time, Type: r.Type, Payload: r.Payload})
 		}
 		c.JSON(http.StatusOK, m)
 		return nil
@@ -372,7 +334,7 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 	}
 	m.Kind = "opcode"
 	if m.History == nil {
-		m.History = []progressRecord{}
+		m.History = []wire.ProgressRecord{}
 	}
 	c.JSON(http.StatusOK, m)
 	return nil
@@ -391,16 +353,16 @@ func (g *Gateway) listNodes(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ns, err := many[node](c, db, "nodes_list", c.Query("group"), drained, p.after, "", p.limit+1)
+	ns, err := many[wire.Node](c, db, "nodes_list", c.Query("group"), drained, p.after, "", p.limit+1)
 	if err != nil {
 		return err
 	}
-	return pageOf(c, ns, p, func(n node) string { return n.Name })
+	return pageOf(c, ns, p, func(n wire.Node) string { return n.Name })
 }
 
 func (g *Gateway) getNode(c *gin.Context) error {
 	name := c.Param("name")
-	n, err := one[node](c, g.db, "nodes_list", "", "", "", name, 1)
+	n, err := one[wire.Node](c, g.db, "nodes_list", "", "", "", name, 1)
 	if errors.Is(err, ErrNotFound) {
 		return notFound("name", "unknown node "+strconv.Quote(name))
 	}
@@ -427,11 +389,11 @@ func (g *Gateway) listInstances(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	is, err := many[instance](c, db, "instances_list", c.Query("node"), c.Query("group"), owner, p.after, "", p.limit+1)
+	is, err := many[wire.Instance](c, db, "instances_list", c.Query("node"), c.Query("group"), owner, p.after, "", p.limit+1)
 	if err != nil {
 		return err
 	}
-	return pageOf(c, is, p, func(i instance) string { return i.Name })
+	return pageOf(c, is, p, func(i wire.Instance) string { return i.Name })
 }
 
 func (g *Gateway) getInstance(c *gin.Context) error {
@@ -448,9 +410,9 @@ func (g *Gateway) listGroups(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	gs, err := many[group](c, g.db, "groups_list", p.after, p.limit+1)
+	gs, err := many[wire.Group](c, g.db, "groups_list", p.after, p.limit+1)
 	if err != nil {
 		return err
 	}
-	return pageOf(c, gs, p, func(gr group) string { return gr.Name })
+	return pageOf(c, gs, p, func(gr wire.Group) string { return gr.Name })
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/drovehq/drove/gateway"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // seedRequests adds a finished evacuation with a plan, jobs, a migration
@@ -49,60 +50,60 @@ func TestReads(t *testing.T) {
 	e.seed()
 	e.seedRequests()
 
-	var nodes listOf[gateway.Node]
+	var nodes listOf[wire.Node]
 	e.get("/v1/nodes", &nodes)
-	if got := names3(nodes.Items, func(n gateway.Node) string { return n.Name }); got != "node-a1,node-a2,node-b1" || nodes.Next != "" {
+	if got := names3(nodes.Items, func(n wire.Node) string { return n.Name }); got != "node-a1,node-a2,node-b1" || nodes.Next != "" {
 		t.Fatalf("nodes %s next %q", got, nodes.Next)
 	}
 	e.get("/v1/nodes?group=g1&drained=false", &nodes)
-	if got := names3(nodes.Items, func(n gateway.Node) string { return n.Name }); got != "node-a1,node-a2" {
+	if got := names3(nodes.Items, func(n wire.Node) string { return n.Name }); got != "node-a1,node-a2" {
 		t.Fatalf("g1 undrained nodes %s", got)
 	}
 	e.get("/v1/nodes?drained=true", &nodes)
-	if got := names3(nodes.Items, func(n gateway.Node) string { return n.Name }); got != "node-b1" {
+	if got := names3(nodes.Items, func(n wire.Node) string { return n.Name }); got != "node-b1" {
 		t.Fatalf("drained nodes %s", got)
 	}
-	var n gateway.Node
+	var n wire.Node
 	e.get("/v1/nodes/node-a1", &n)
 	if n.Group != "g1" || n.PrimaryInstances != 1 || n.SecondaryInstances != 1 || n.TotalCPUs != 32 {
 		t.Fatalf("node-a1 %+v", n)
 	}
 
-	var insts listOf[gateway.Instance]
+	var insts listOf[wire.Instance]
 	e.get("/v1/instances?node=node-a1", &insts)
-	if got := names3(insts.Items, func(i gateway.Instance) string { return i.Name }); got != "i1,i2" {
+	if got := names3(insts.Items, func(i wire.Instance) string { return i.Name }); got != "i1,i2" {
 		t.Fatalf("instances on node-a1 %s", got)
 	}
 	e.get("/v1/instances?group=g1&owner=acct-2", &insts) // i2's group comes from its primary
-	if got := names3(insts.Items, func(i gateway.Instance) string { return i.Name }); got != "i2" {
+	if got := names3(insts.Items, func(i wire.Instance) string { return i.Name }); got != "i2" {
 		t.Fatalf("g1 instances of acct-2 %s", got)
 	}
-	var in gateway.Instance
+	var in wire.Instance
 	e.get("/v1/instances/i2", &in)
 	if in.Primary != "node-a2" || in.Secondary != "node-a1" || in.Group != "g1" {
 		t.Fatalf("i2 %+v", in)
 	}
-	var groups listOf[gateway.Group]
+	var groups listOf[wire.Group]
 	e.get("/v1/groups", &groups)
-	if got := names3(groups.Items, func(g gateway.Group) string { return fmt.Sprintf("%s:%d", g.Name, g.Nodes) }); got != "g1:2,g2:1,g3:0" {
+	if got := names3(groups.Items, func(g wire.Group) string { return fmt.Sprintf("%s:%d", g.Name, g.Nodes) }); got != "g1:2,g2:1,g3:0" {
 		t.Fatalf("groups %s", got)
 	}
 
-	var reqs listOf[gateway.Request]
+	var reqs listOf[wire.Request]
 	e.get("/v1/requests", &reqs)
-	if got := names3(reqs.Items, func(r gateway.Request) string { return r.ID + ":" + r.Status }); got != "r1:finished,r2:planning,r3:awaiting-approval" {
+	if got := names3(reqs.Items, func(r wire.Request) string { return r.ID + ":" + r.Status }); got != "r1:finished,r2:planning,r3:awaiting-approval" {
 		t.Fatalf("requests %s", got)
 	}
 	e.get("/v1/requests?kind=evacuation&status=awaiting-approval", &reqs)
-	if got := names3(reqs.Items, func(r gateway.Request) string { return r.ID }); got != "r3" {
+	if got := names3(reqs.Items, func(r wire.Request) string { return r.ID }); got != "r3" {
 		t.Fatalf("evacuations awaiting approval %s", got)
 	}
 	var d struct {
-		ID      string               `json:"id"`
-		Status  string               `json:"status"`
-		Reason  string               `json:"reason"`
-		Plan    *gateway.PlanSummary `json:"plan"`
-		Jobs    []gateway.JobState   `json:"jobs"`
+		ID      string            `json:"id"`
+		Status  string            `json:"status"`
+		Reason  string            `json:"reason"`
+		Plan    *wire.PlanSummary `json:"plan"`
+		Jobs    []wire.JobState   `json:"jobs"`
 		Outcome *struct {
 			Moved  []map[string]any `json:"moved"`
 			Failed []map[string]any `json:"failed"`
@@ -114,26 +115,26 @@ func TestReads(t *testing.T) {
 		d.Jobs[1].State != "canceled" || d.Outcome == nil || len(d.Outcome.Moved) != 1 || d.Outcome.Failed[0]["reason"] != "no room" {
 		t.Fatalf("r1 detail %+v", d)
 	}
-	var p gateway.Plan
+	var p wire.PlanRow
 	e.get("/v1/requests/r1/plan", &p)
 	if p.ScoreAfter != 1.5 || !strings.Contains(string(p.Jobs), `"index":1`) {
 		t.Fatalf("plan %+v", p)
 	}
-	var jobs listOf[gateway.Job]
+	var jobs listOf[wire.Job]
 	e.get("/v1/requests/r1/jobs", &jobs)
 	if len(jobs.Items) != 2 || jobs.Items[1].CancelReason != "dependency failed" {
 		t.Fatalf("r1 jobs %+v", jobs)
 	}
 	e.get("/v1/jobs?status=waiting", &jobs)
-	if got := names3(jobs.Items, func(j gateway.Job) string { return fmt.Sprintf("%s/%d", j.Request, j.Index) }); got != "r3/0" {
+	if got := names3(jobs.Items, func(j wire.Job) string { return fmt.Sprintf("%s/%d", j.Request, j.Index) }); got != "r3/0" {
 		t.Fatalf("waiting jobs %s", got)
 	}
 	e.get("/v1/jobs?request=r1&status=success", &jobs)
-	if got := names3(jobs.Items, func(j gateway.Job) string { return fmt.Sprintf("%s/%d", j.Request, j.Index) }); got != "r1/0" {
+	if got := names3(jobs.Items, func(j wire.Job) string { return fmt.Sprintf("%s/%d", j.Request, j.Index) }); got != "r1/0" {
 		t.Fatalf("r1's successful jobs %s", got)
 	}
 
-	var migs listOf[gateway.Migration]
+	var migs listOf[wire.Move]
 	e.get("/v1/migrations?instance=i1&state=successful&node=node-a2", &migs)
 	if len(migs.Items) != 1 || migs.Items[0].ID != "r1/0/0" || migs.Items[0].Account != "acct-1" {
 		t.Fatalf("migrations %+v", migs)
@@ -142,7 +143,7 @@ func TestReads(t *testing.T) {
 	if len(migs.Items) != 0 {
 		t.Fatalf("running migrations %+v", migs)
 	}
-	var m gateway.Migration
+	var m wire.Move
 	e.get("/v1/migrations/r1/0/0", &m)
 	if m.State != "successful" || m.Syncs != 2 || m.Source != "node-a1" || len(m.History) != 2 ||
 		m.History[0].Type != "move.progress" || m.History[1].Type != "move.end" {
@@ -189,7 +190,7 @@ func TestPaging(t *testing.T) {
 		if pages > 5 {
 			t.Fatal("paging does not end")
 		}
-		var page listOf[gateway.Group]
+		var page listOf[wire.Group]
 		e.get(path, &page)
 		for _, g := range page.Items {
 			all = append(all, g.Name)
@@ -207,13 +208,13 @@ func TestPaging(t *testing.T) {
 		t.Fatalf("paged groups %v", all)
 	}
 
-	var jobs listOf[gateway.Job]
+	var jobs listOf[wire.Job]
 	e.get("/v1/jobs?limit=2", &jobs)
 	if jobs.Next != "req-1/1" {
 		t.Fatalf("jobs cursor %q", jobs.Next)
 	}
 	e.get("/v1/jobs?limit=3&after="+jobs.Next, &jobs)
-	if got := names3(jobs.Items, func(j gateway.Job) string { return fmt.Sprintf("%s/%d", j.Request, j.Index) }); got != "req-2/0,req-2/1,req-3/0" {
+	if got := names3(jobs.Items, func(j wire.Job) string { return fmt.Sprintf("%s/%d", j.Request, j.Index) }); got != "req-2/0,req-2/1,req-3/0" {
 		t.Fatalf("second jobs page %s", got)
 	}
 

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // recentTTL is how long the gateway remembers a request it appended while
@@ -82,9 +84,9 @@ func (r *recent) forget(ids ...string) {
 }
 
 // asRequest is the entry as the API shows a request, status "accepted".
-func (e recentEntry) asRequest(id string) request {
+func (e recentEntry) asRequest(id string) wire.Request {
 	at := e.at.UTC()
-	return request{
+	return wire.Request{
 		ID: id, Kind: e.kind, Status: "accepted", Nodes: nonNil(e.nodes), Mode: e.mode,
 		Instances: nonNil(e.instancesNamed()), TargetGroups: nonNil(e.targets),
 		DryRun: e.dryRun, Actor: e.actor, Why: e.why, RequestedAt: &at,

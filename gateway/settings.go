@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Settings (operators only): GET and PUT /v1/settings, and the
@@ -65,22 +66,8 @@ func (g *Gateway) viewSettings(ctx context.Context) (events.SettingsChanged, tim
 	return s, at, nil
 }
 
-// settingsBody is PUT /v1/settings: any subset of the settings; absent
-// (or null) fields keep their value.
-type settingsBody struct {
-	AllowUserMigrations         *bool    `json:"allow_user_migrations"`
-	MaxRunningMigrationsPerNode *int     `json:"max_running_migrations_per_node"`
-	SendMbpsLimit               *float64 `json:"send_mbps_limit"`
-	ResyncMaxBytes              *int64   `json:"resync_max_bytes"`
-	ResyncMaxSyncs              *int     `json:"resync_max_syncs"`
-	ResyncShrinkWindow          *int     `json:"resync_shrink_window"`
-	ProgressTimeoutSeconds      *int     `json:"progress_timeout_seconds"`
-	FinalizeGraceSeconds        *int     `json:"finalize_grace_seconds"`
-	Reason                      string   `json:"reason"`
-}
-
 // merge applies b to s and returns the first invalid field as a 400.
-func (b settingsBody) merge(s *events.SettingsChanged) error {
+func mergeSettings(b wire.SettingsBody, s *events.SettingsChanged) error {
 	atLeast := func(field string, v *int, least int, dst *int) error {
 		if v == nil {
 			return nil
@@ -131,7 +118,7 @@ func (g *Gateway) getSettings(c *gin.Context) error {
 }
 
 func (g *Gateway) putSettings(c *gin.Context) error {
-	var b settingsBody
+	var b wire.SettingsBody
 	if err := decodeBody(c, &b, false); err != nil {
 		return err
 	}
@@ -142,7 +129,7 @@ func (g *Gateway) putSettings(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.merge(&s); err != nil {
+	if err := mergeSettings(b, &s); err != nil {
 		return err
 	}
 	_, seen, err := g.viewSettings(c)
@@ -164,13 +151,6 @@ func (g *Gateway) putSettings(c *gin.Context) error {
 	return nil
 }
 
-// userMigrationBody is PUT /v1/instances/{name}/user-migration: true or
-// false overrides the global setting for the instance, null follows it.
-type userMigrationBody struct {
-	Allowed *bool  `json:"allowed"`
-	Reason  string `json:"reason"`
-}
-
 func (g *Gateway) putUserMigration(c *gin.Context) error {
 	// Decode into a raw map first: "allowed" must be present, and null is
 	// a value here, not an absence.
@@ -182,7 +162,7 @@ func (g *Gateway) putUserMigration(c *gin.Context) error {
 	if !ok {
 		return badRequest("allowed", "allowed: missing (want true, false or null)")
 	}
-	var b userMigrationBody
+	var b wire.UserMigration
 	if err := json.Unmarshal(v, &b.Allowed); err != nil {
 		return badRequest("allowed", "allowed: want true, false or null, got "+string(v))
 	}
@@ -229,7 +209,7 @@ func (g *Gateway) restate(c *gin.Context, who caller, name, reason string, chang
 	if err := g.checkPending(name, cur); err != nil {
 		return err
 	}
-	if cur != nil && cur.active() {
+	if cur != nil && migrationActive(*cur) {
 		e := conflict(codeMigrating, "name", fmt.Sprintf("instance %q is migrating (migration %s, %s in phase %s); it accepts no other operation until the migration ends",
 			name, cur.ID, cur.State, cur.Phase))
 		e.Instance, e.Migration = name, cur.ID
@@ -267,8 +247,8 @@ func (g *Gateway) restate(c *gin.Context, who caller, name, reason string, chang
 		return err
 	}
 	g.log.Info("instance restated", "instance", name, "account", who.Name, "why", why)
-	c.JSON(http.StatusAccepted, gin.H{"instance": name, "status": "accepted", "message": why,
-		"run_state": d.RunState, "user_migration": d.UserMigration})
+	c.JSON(http.StatusAccepted, wire.InstanceChanged{Instance: name, Status: "accepted", Message: why,
+		RunState: string(d.RunState), UserMigration: d.UserMigration})
 	return nil
 }
 
@@ -277,7 +257,7 @@ func (g *Gateway) restate(c *gin.Context, who caller, name, reason string, chang
 // may stop and start their own instances; nobody may while it migrates.
 func (g *Gateway) postRunState(state events.RunState) func(*gin.Context) error {
 	return func(c *gin.Context) error {
-		var b reasonBody
+		var b wire.Reason
 		if err := decodeBody(c, &b, true); err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Every watch stream (a request's, an instance's, a migration's) is the
@@ -88,7 +90,7 @@ func (g *Gateway) follow(c *gin.Context, s *ndjson, sub *subscription, sent map[
 			s.write(g.tooSlowLine())
 			return
 		case <-ka.C:
-			if !s.write(controlLine{Type: "keepalive"}) {
+			if !s.write(wire.ControlLine{Type: "keepalive"}) {
 				return
 			}
 		case <-g.closing:
@@ -165,7 +167,7 @@ func afterParam(c *gin.Context) (int64, error) {
 func (g *Gateway) admitWatcher() (release func(), err error) {
 	if g.watchers.Add(1) > int64(g.cfg.MaxWatchers) {
 		g.watchers.Add(-1)
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Code: codeTooMany,
+		return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: codeTooMany,
 			Message: fmt.Sprintf("%d watch streams are open, this gateway's limit (MaxWatchers); close one or try again later", g.cfg.MaxWatchers)}
 	}
 	return func() { g.watchers.Add(-1) }, nil
@@ -175,6 +177,6 @@ func (g *Gateway) admitWatcher() (release func(), err error) {
 // started (its status was already sent).
 func (g *Gateway) historyFailed(c *gin.Context, s *ndjson, err error) {
 	g.log.Error("watch history", "path", c.Request.URL.Path, "err", err)
-	s.write(controlLine{Type: "error", Error: &apiError{Code: codeUnavailable,
+	s.write(wire.ControlLine{Type: "error", Error: &wire.Error{Code: codeUnavailable,
 		Message: "reading the history failed; reconnect with ?after= the last seq you saw"}})
 }

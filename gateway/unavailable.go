@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // storeRetryAfter is the Retry-After, in seconds, of a 503 the views'
@@ -22,11 +24,11 @@ const storeRetryAfter = "5"
 // same request will succeed once Postgres is back. Other errors pass
 // through (a 500). Nothing was appended: reads and checks come before any
 // append.
-func unavailable(err error) *apiError {
+func unavailable(err error) *wire.Error {
 	if !storeDown(err) {
 		return nil
 	}
-	return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+	return &wire.Error{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
 		Message: "the views' database (Postgres) cannot be reached now; nothing was recorded, retry after a few seconds"}
 }
 

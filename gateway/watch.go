@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -9,24 +8,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
-
-// watchLine is one line of a watch stream.
-type watchLine struct {
-	Seq      int64           `json:"seq"`
-	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
-	Request  string          `json:"request"`
-	Instance string          `json:"instance"`
-	Payload  json.RawMessage `json:"payload"`
-}
-
-// controlLine is a line that is not an event: a keepalive, or the error
-// that ends a stream early.
-type controlLine struct {
-	Type  string    `json:"type"`
-	Error *apiError `json:"error,omitempty"`
-}
 
 func (g *Gateway) watchRequest(c *gin.Context) error {
 	id := c.Param("id")
@@ -102,8 +85,8 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 
 	s, done := g.startStream(c, nil)
 	defer done()
-	line := func(r logRow) watchLine {
-		return watchLine{Seq: r.Seq, Time: r.Time.UTC(), Type: r.Type, Request: r.request(), Instance: r.Instance, Payload: r.Payload}
+	line := func(r logRow) wire.WatchLine {
+		return wire.WatchLine{Seq: r.Seq, Time: r.Time.UTC(), Type: r.Type, Request: r.request(), Instance: r.Instance, Payload: r.Payload}
 	}
 	sent := map[int64]bool{}
 	for ; len(rows) > 0; rows, err = hist.next(c) {
@@ -131,7 +114,7 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 // row as it is, until ends says one was the last.
 type rowsUntil struct {
 	s    *ndjson
-	line func(logRow) watchLine
+	line func(logRow) wire.WatchLine
 	ends func(logRow) bool
 }
 
@@ -140,10 +123,10 @@ func (rowsUntil) timer() <-chan time.Time { return nil }
 func (rowsUntil) wake() bool              { return false }
 
 // tooSlowLine ends a stream whose watcher fell too far behind.
-func (g *Gateway) tooSlowLine() controlLine {
-	return controlLine{Type: "error", Error: &apiError{Code: codeTooSlow,
+func (g *Gateway) tooSlowLine() wire.ControlLine {
+	return wire.ControlLine{Type: "error", Error: &wire.Error{Code: codeTooSlow,
 		Message: "this watcher fell " + strconv.Itoa(g.cfg.WatchBuffer) + " events behind and was disconnected; reconnect with ?after= the last seq you saw"}}
 }
 
 // shuttingDownLine ends every stream when the gateway stops.
-var shuttingDownLine = controlLine{Type: "error", Error: &apiError{Code: codeUnavailable, Message: "the gateway is shutting down; reconnect"}}
+var shuttingDownLine = wire.ControlLine{Type: "error", Error: &wire.Error{Code: codeUnavailable, Message: "the gateway is shutting down; reconnect"}}

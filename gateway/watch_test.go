@@ -18,6 +18,7 @@ import (
 
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // stream is an open watch stream.
@@ -66,7 +67,7 @@ func (s *stream) next() string {
 }
 
 // event returns the next line that is not a keepalive, decoded.
-func (s *stream) event() gateway.WatchLine {
+func (s *stream) event() wire.WatchLine {
 	s.t.Helper()
 	for {
 		l := s.next()
@@ -76,7 +77,7 @@ func (s *stream) event() gateway.WatchLine {
 		if l == `{"type":"keepalive"}` {
 			continue
 		}
-		var w gateway.WatchLine
+		var w wire.WatchLine
 		if err := json.Unmarshal([]byte(l), &w); err != nil {
 			s.t.Fatalf("line %q: %v", l, err)
 		}
@@ -116,7 +117,7 @@ func TestWatchFinishedRequestGivesEveryWatcherTheHistory(t *testing.T) {
 	if len(got[0]) != 5 || strings.Join(got[0], "\n") != strings.Join(got[1], "\n") {
 		t.Fatalf("watchers got\n%s\nand\n%s", strings.Join(got[0], "\n"), strings.Join(got[1], "\n"))
 	}
-	var first, last gateway.WatchLine
+	var first, last wire.WatchLine
 	_ = json.Unmarshal([]byte(got[0][0]), &first)
 	_ = json.Unmarshal([]byte(got[0][4]), &last)
 	if first.Type != "evacuation.requested" || first.Request != "r1" || last.Type != "request.finished" ||
@@ -312,7 +313,7 @@ func TestWatchHistoryIsPagedAndResumes(t *testing.T) {
 			t.Fatalf("%s: %d lines, want %d", path, len(lines), len(want))
 		}
 		for i, l := range lines {
-			var w gateway.WatchLine
+			var w wire.WatchLine
 			if err := json.Unmarshal([]byte(l), &w); err != nil || w.Seq != want[i] {
 				t.Fatalf("%s: line %d has seq %d (%v), want %d", path, i, w.Seq, err, want[i])
 			}

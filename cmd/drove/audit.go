@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 func runAudit(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -43,10 +45,10 @@ line (NDJSON).`, stderr)
 		fmt.Fprintln(tw, "TIME\tOUTCOME\tWHO\tWHAT\tWHY")
 	}
 	n := 0
-	err = cf.client().Audit(ctx, client.AuditFilter{Outcome: *outcome, Actor: *who}, *pageSize, func(e client.AuditEntry) error {
+	err = cf.client().Audit(ctx, client.AuditFilter{Outcome: *outcome, Actor: *who}, *pageSize, func(e wire.AuditEntry, raw json.RawMessage) error {
 		n++
 		if cf.json {
-			_, err := fmt.Fprintln(stdout, string(e.Raw))
+			_, err := fmt.Fprintln(stdout, string(raw))
 			return err
 		}
 		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02 15:04:05.000"),
@@ -68,7 +70,7 @@ line (NDJSON).`, stderr)
 }
 
 // auditOutcome is the outcome, with the count of a folded refusal line.
-func auditOutcome(e client.AuditEntry) string {
+func auditOutcome(e wire.AuditEntry) string {
 	if e.Count > 1 {
 		return e.Outcome + " x" + strconv.Itoa(e.Count)
 	}
@@ -76,7 +78,7 @@ func auditOutcome(e client.AuditEntry) string {
 }
 
 // auditWho names the caller with its role where the record has it.
-func auditWho(e client.AuditEntry) string {
+func auditWho(e wire.AuditEntry) string {
 	if e.Account != "" {
 		return e.Account
 	}

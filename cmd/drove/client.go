@@ -15,7 +15,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drovehq/drove/cmd/drove/termview"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // clientFlags are the flags every client command takes.
@@ -102,7 +104,7 @@ evacuation. With --dry-run it prints the plan for review; run it with
 Exit status: 0 all moved, 3 some instances could not move, 1 error.`, stderr)
 	var cf clientFlags
 	cf.register(fs)
-	var e client.Evacuation
+	var e wire.Evacuation
 	fs.StringVar(&e.Mode, "mode", "all", "which role to empty: all, primary-only or secondary-only")
 	fs.BoolVar(&e.DryRun, "dry-run", false, "compute the plan and print it; nothing moves until approved")
 	fs.StringVar(&e.Reason, "reason", "", "why, recorded in every event of the request")
@@ -132,7 +134,7 @@ the best of the --to groups, or of every other group when none is given.
 Shows live progress like 'drove evacuate'.`, stderr)
 	var cf clientFlags
 	cf.register(fs)
-	var g client.GroupChange
+	var g wire.GroupChange
 	var to multiFlag
 	fs.Var(&to, "to", "a target group (repeatable); none means any other group")
 	fs.BoolVar(&g.DryRun, "dry-run", false, "compute the plan and print it; nothing moves until approved")
@@ -160,7 +162,7 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-func afterSubmit(ctx context.Context, cf clientFlags, a *client.Accepted, err error, noWatch bool, stdout, stderr io.Writer) int {
+func afterSubmit(ctx context.Context, cf clientFlags, a *wire.Accepted, err error, noWatch bool, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "drove: %v\n", err)
 		return exitError
@@ -170,7 +172,8 @@ func afterSubmit(ctx context.Context, cf clientFlags, a *client.Accepted, err er
 			return printJSON(stdout, a)
 		}
 		if a.Plan != nil {
-			printPlan(stdout, a.Request, a.Plan)
+			raw, _ := json.Marshal(a.Plan) // a PlanRow's parts are JSON already: it cannot fail
+			printPlan(stdout, a.Request, raw)
 			fmt.Fprintf(stdout, "\nNothing moves until you approve: drove approve %s\n", a.Request)
 			return exitOK
 		}
@@ -189,8 +192,8 @@ func watchRequest(ctx context.Context, cf clientFlags, request string, stdout, s
 	if !cf.json {
 		fmt.Fprintf(stdout, "Request %s (Ctrl-C stops watching, not the request)\n", request)
 	}
-	p := &client.Progress{Request: request}
-	r := &client.Renderer{Out: stdout, Terminal: isTerminal(stdout)}
+	p := &termview.Progress{Request: request}
+	r := &termview.Renderer{Out: stdout, Terminal: isTerminal(stdout)}
 	r.Width, r.Height = termSize(stdout)
 	err := cf.client().Watch(ctx, "/v1/requests/"+url.PathEscape(request)+"/watch", func(ev client.Event) bool {
 		if cf.json {
@@ -405,7 +408,7 @@ func printJSON(w io.Writer, v any) int {
 // printPlan shows a plan for review: what moves where, in which jobs, in
 // what order, and what cannot move and why.
 func printPlan(w io.Writer, request string, raw json.RawMessage) {
-	var p client.Plan
+	var p wire.Plan
 	if err := json.Unmarshal(raw, &p); err != nil {
 		fmt.Fprintf(w, "%s\n", raw)
 		return

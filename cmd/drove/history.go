@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -73,11 +74,11 @@ func newHistoryPrinter(w io.Writer, asJSON, asCSV bool) *historyPrinter {
 	return p
 }
 
-func (p *historyPrinter) print(e client.HistoryEntry) error {
+func (p *historyPrinter) print(e wire.HistoryEntry, raw json.RawMessage) error {
 	p.n++
 	switch {
 	case p.json:
-		_, err := fmt.Fprintln(p.w, string(e.Raw))
+		_, err := fmt.Fprintln(p.w, string(raw))
 		return err
 	case p.csv != nil:
 		return p.csv.Write([]string{strconv.FormatInt(e.Seq, 10), e.Time.UTC().Format(time.RFC3339Nano), e.Type,
@@ -112,7 +113,7 @@ func (p *historyPrinter) flush() error {
 	return nil
 }
 
-func placementText(p *client.Placement) string {
+func placementText(p *wire.Placement) string {
 	if p == nil {
 		return ""
 	}

@@ -12,8 +12,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drovehq/drove/cmd/drove/termview"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 const migrateUsage = `
@@ -255,7 +257,7 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 }
 
 func listMigrations(ctx context.Context, api *client.Client, cf clientFlags, stdout, stderr io.Writer) int {
-	ms, err := api.Migrations(ctx, client.MigrationFilter{Kind: "instance"})
+	ms, err := api.Migrations(ctx, client.MigrationFilter{})
 	if err != nil {
 		return fail(stderr, "migrate", err)
 	}
@@ -266,8 +268,8 @@ func listMigrations(ctx context.Context, api *client.Client, cf clientFlags, std
 	fmt.Fprintln(tw, "INSTANCE\tSTATE\tPHASE\tPROGRESS\tTARGET\tMIGRATION")
 	for _, m := range ms {
 		prog := "-"
-		if m.Total > 0 {
-			prog = fmt.Sprintf("%d%%", min(100, m.Current*100/m.Total))
+		if m.TotalBytes > 0 {
+			prog = fmt.Sprintf("%d%%", min(100, m.CurrentBytes*100/m.TotalBytes))
 			if m.ETASeconds > 0 && m.State == "running" {
 				prog += " ETA " + human(m.ETASeconds)
 			}
@@ -279,7 +281,7 @@ func listMigrations(ctx context.Context, api *client.Client, cf clientFlags, std
 }
 
 // stepLabel names a phase as RFD 34's CLI does.
-func stepLabel(phase string) string { return client.StepLabel(phase) }
+func stepLabel(phase string) string { return termview.StepLabel(phase) }
 
 // watchMigration follows the migration and draws its steps: on a
 // terminal a table redrawn in place, in a pipe a line per step change.
@@ -287,12 +289,12 @@ func stepLabel(phase string) string { return client.StepLabel(phase) }
 func watchMigration(ctx context.Context, api *client.Client, instance, id string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	var last client.MigrationEvent
+	var last wire.MigrationLine
 	draw := migrationLines(stdout)
 	if isTerminal(stdout) {
 		draw = migrationTable(stdout)
 	}
-	err := api.WatchMigration(ctx, instance, id, func(ev client.MigrationEvent) bool {
+	err := api.WatchMigration(ctx, instance, id, func(ev wire.MigrationLine) bool {
 		last = ev
 		draw(ev)
 		return true
@@ -301,7 +303,7 @@ func watchMigration(ctx context.Context, api *client.Client, instance, id string
 		fmt.Fprintf(stdout, "\nStopped watching; the migration goes on. Watch it again with:\n  drove migrate --watch %s\n", instance)
 		return exitOK
 	}
-	var ae *client.APIError
+	var ae *wire.Error
 	if errors.As(err, &ae) && ae.Status == 404 && strings.Contains(ae.Message, "has no migration") {
 		fmt.Fprintf(stdout, "Instance %s has no migration to watch.\nStart one (and watch it) with:\n  drove migrate %s --watch\nor choose the target:\n  drove migrate %s --target NODE --watch\n",
 			instance, instance, instance)
@@ -314,11 +316,11 @@ func watchMigration(ctx context.Context, api *client.Client, instance, id string
 }
 
 // migrationTable draws the steps as a table redrawn in place.
-func migrationTable(stdout io.Writer) func(client.MigrationEvent) {
+func migrationTable(stdout io.Writer) func(wire.MigrationLine) {
 	w, h := termSize(stdout)
-	screen := &client.Screen{Out: stdout, Width: w, Height: h}
-	view := &client.MigrationView{}
-	return func(ev client.MigrationEvent) {
+	screen := &termview.Screen{Out: stdout, Width: w, Height: h}
+	view := &termview.MigrationView{}
+	return func(ev wire.MigrationLine) {
 		if view.Migration == "" {
 			fmt.Fprintf(stdout, "Migration progress (%s):\n", ev.Migration)
 		}
@@ -329,7 +331,7 @@ func migrationTable(stdout io.Writer) func(client.MigrationEvent) {
 
 // migrationLines prints a line when a step starts, crosses a quarter, or
 // ends: for pipes and logs.
-func migrationLines(stdout io.Writer) func(client.MigrationEvent) {
+func migrationLines(stdout io.Writer) func(wire.MigrationLine) {
 	type step struct {
 		label   string
 		started time.Time
@@ -337,7 +339,7 @@ func migrationLines(stdout io.Writer) func(client.MigrationEvent) {
 	}
 	steps := map[int]*step{}
 	header := false
-	return func(ev client.MigrationEvent) {
+	return func(ev wire.MigrationLine) {
 		if !header {
 			fmt.Fprintf(stdout, "Migration progress (%s):\n", ev.Migration)
 			header = true
@@ -357,8 +359,8 @@ func migrationLines(stdout io.Writer) func(client.MigrationEvent) {
 			if ev.Percent != nil {
 				pct = *ev.Percent
 				line += fmt.Sprintf(" (%.0f%%", pct)
-				if ev.Total > 0 {
-					line += ", " + events.FormatBytes(ev.Current) + " of " + events.FormatBytes(ev.Total)
+				if ev.Total != nil && *ev.Total > 0 && ev.Current != nil {
+					line += ", " + events.FormatBytes(*ev.Current) + " of " + events.FormatBytes(*ev.Total)
 				}
 				if ev.ETA > 0 {
 					line += " ETA " + human(float64(ev.ETA)/1000)
@@ -384,7 +386,7 @@ func migrationLines(stdout io.Writer) func(client.MigrationEvent) {
 }
 
 // outcome prints how the watched phase left the migration.
-func outcome(ctx context.Context, api *client.Client, instance string, last client.MigrationEvent, stdout io.Writer) int {
+func outcome(ctx context.Context, api *client.Client, instance string, last wire.MigrationLine, stdout io.Writer) int {
 	if last.Migration == "" {
 		fmt.Fprintln(stdout, "No progress yet.")
 		return exitOK

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // After a pause, the view can still show the record the pause wrote
@@ -23,7 +24,8 @@ func TestOutcomeWaitsForThePausesEnd(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		m := client.Migration{ID: "m1", State: "paused", Phase: "sync", PhaseRunning: true, Message: "pausing: stopping sync 1"}
+		m := wire.InstanceMigration{MigrationRecord: wire.MigrationRecord{ID: "m1", State: "paused", Phase: "sync"}, PhaseRunning: true,
+			MigrationProgress: wire.MigrationProgress{Message: "pausing: stopping sync 1"}}
 		if reads.Add(1) > 2 {
 			m.PhaseRunning, m.Message = false, "sync 1 stopped"
 		}
@@ -33,7 +35,7 @@ func TestOutcomeWaitsForThePausesEnd(t *testing.T) {
 
 	var out strings.Builder
 	code := outcome(context.Background(), client.New(srv.URL, "test"), "vm1",
-		client.MigrationEvent{Migration: "m1", State: "paused"}, &out)
+		wire.MigrationLine{Migration: "m1", State: "paused"}, &out)
 	if code != exitOK || reads.Load() != 3 || !strings.Contains(out.String(), "Migration is paused") {
 		t.Fatalf("outcome = %d after %d reads: %q; want the paused advice after the third read", code, reads.Load(), out.String())
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/drovehq/drove/deploy/supervise"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/events/retry"
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/iallocator"
@@ -231,11 +230,6 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 		g, err := gateway.New(gateway.Config{Addr: *addr, Schema: sf.schema, Logger: log, Metrics: reg,
 			KafkaCheck: prod.Ping, Tokens: tokens,
 			PointInTime: allinone.PointInTime(projector.Config{Kafka: sf.kafka("drove-asof"), Schema: sf.schema, Logger: log}, pool)}, pool, prod)
-		if errors.Is(err, gateway.ErrInvalidConfig) {
-			// The gateway's sentinel is not marked permanent itself yet;
-			// no restart cures a configuration.
-			return retry.Permanent(err)
-		}
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/gateway/client"
 )
 
 const settingsUsage = `
@@ -90,7 +89,7 @@ func runSettings(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "User migrations of %s: %s.\n", *instance, *userMig)
 		return exitOK
 	}
-	var s *client.Settings
+	var s *events.SettingsChanged
 	var err error
 	if len(changes) == 0 {
 		s, err = api.Settings(ctx)

@@ -11,6 +11,11 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/events/retry"
 	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/process"
+	"github.com/drovehq/drove/executor/qemu"
+	"github.com/drovehq/drove/executor/sim"
+	"github.com/drovehq/drove/executor/zfs"
+	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/planner/service"
 	"github.com/drovehq/drove/projector"
 	"github.com/drovehq/drove/projector/notary"
@@ -51,13 +56,13 @@ func TestRestartsUntilRunning(t *testing.T) {
 // service marks its own (retry.Permanent), and the supervisor knows none
 // of them. The list is the services' contract with it, held here so a
 // sentinel that loses its mark fails a test rather than restarting a
-// part forever (gateway.ErrInvalidConfig is marked by drove gateway's
-// wiring, cmd/drove).
+// part forever.
 func TestPermanentErrorEnds(t *testing.T) {
 	own := retry.Permanent(errors.New("part: invalid config"))
 	for _, target := range []error{own, kafka.ErrInvalidConfig, kafka.ErrUndecodable, kafka.ErrFenced, kafka.ErrTopicConfig,
 		service.ErrInvalidConfig, projector.ErrInvalidConfig, projector.ErrSchemaOutdated, projector.ErrSchema,
-		executor.ErrInvalidConfig, notary.ErrInvalidConfig} {
+		executor.ErrInvalidConfig, notary.ErrInvalidConfig, gateway.ErrInvalidConfig,
+		sim.ErrInvalidConfig, zfs.ErrInvalidConfig, process.ErrInvalidConfig, qemu.ErrInvalidConfig} {
 		calls := 0
 		err := supervise.Run(t.Context(), supervise.Part{Name: "p", Backoff: fast}, func(context.Context) error {
 			calls++

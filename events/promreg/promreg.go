@@ -6,7 +6,7 @@
 // into the one exported series instead of failing or hiding it.
 //
 // Services make their collectors through a Set (On), which registers each
-// as it is made; Register is the rule under it.
+// as it is made, the one way; register is the rule under it.
 //
 // It sits beside events because every service already depends on events;
 // it imports only Prometheus's client.
@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Register registers *c on reg. If a collector of the same type is already
+// register registers *c on reg. If a collector of the same type is already
 // registered under its name, *c is replaced by that one; any other failure
 // (a name taken by a collector of another shape) is returned.
-func Register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
+func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
 	err := reg.Register(*c)
 	var are prometheus.AlreadyRegisteredError
 	if errors.As(err, &are) {

@@ -11,11 +11,11 @@ func TestASecondRegistrationSharesTheFirst(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	first := prometheus.NewCounter(prometheus.CounterOpts{Name: "drove_test_total", Help: "h"})
-	if err := Register(reg, &first); err != nil {
+	if err := register(reg, &first); err != nil {
 		t.Fatal(err)
 	}
 	second := prometheus.NewCounter(prometheus.CounterOpts{Name: "drove_test_total", Help: "h"})
-	if err := Register(reg, &second); err != nil {
+	if err := register(reg, &second); err != nil {
 		t.Fatalf("second registration: %v", err)
 	}
 	second.Inc()
@@ -23,7 +23,7 @@ func TestASecondRegistrationSharesTheFirst(t *testing.T) {
 		t.Fatalf("the first collector counts %v after the second counted once, want 1", got)
 	}
 	clash := prometheus.NewGauge(prometheus.GaugeOpts{Name: "drove_test_total", Help: "other"})
-	if err := Register(reg, &clash); err == nil {
+	if err := register(reg, &clash); err == nil {
 		t.Fatal("a collector of another shape under a taken name registered")
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // Set makes a service's collectors and registers each on one registry as
-// it is made, with Register's rule for one registered before, so a
+// it is made, with register's rule for one registered before, so a
 // service declares a metric in one line and checks one error (Err) for
 // all of them:
 //
@@ -34,7 +34,7 @@ func (s *Set) Err() error { return errors.Join(s.errs...) }
 // add registers c and returns the collector to use: c, or the one of the
 // same type already registered under its name.
 func add[C prometheus.Collector](s *Set, c C) C {
-	if err := Register(s.reg, &c); err != nil {
+	if err := register(s.reg, &c); err != nil {
 		s.errs = append(s.errs, err)
 	}
 	return c

@@ -96,15 +96,22 @@ func (o *opcodes) dispatched(p events.OpcodeDispatched, e *event) {
 	r.d, r.dRef = &p, e.ref
 }
 
-func (o *opcodes) started(p events.OpcodeStarted, e *event) {
-	r := o.op(opKey{p.Request, p.Job, p.Index})
+// fromDispatch reports a start or an end (what) of opcode k on node that
+// was never dispatched, or was dispatched to another node.
+func (o *opcodes) fromDispatch(r *opRun, k opKey, node, what string, e *event) {
 	switch {
 	case r.d == nil:
-		o.rep.add(Once, []Ref{e.ref}, "opcode %d of job %d of %s started on %s but was never dispatched", p.Index, p.Job, p.Request, p.Node)
-	case r.d.Node != p.Node:
-		o.rep.add(Once, []Ref{r.dRef, e.ref}, "opcode %d of job %d of %s dispatched to %s but started on %s",
-			p.Index, p.Job, p.Request, r.d.Node, p.Node)
+		o.rep.add(Once, []Ref{e.ref}, "opcode %d of job %d of %s %s on %s but was never dispatched", k.index, k.job, k.request, what, node)
+	case r.d.Node != node:
+		o.rep.add(Once, []Ref{r.dRef, e.ref}, "opcode %d of job %d of %s dispatched to %s but %s on %s",
+			k.index, k.job, k.request, r.d.Node, what, node)
 	}
+}
+
+func (o *opcodes) started(p events.OpcodeStarted, e *event) {
+	k := opKey{p.Request, p.Job, p.Index}
+	r := o.op(k)
+	o.fromDispatch(r, k, p.Node, "started", e)
 	if r.end != nil {
 		o.rep.add(Once, []Ref{r.endRef, e.ref}, "opcode %d of job %d of %s started again after it ended %s: it ran twice",
 			p.Index, p.Job, p.Request, r.end.Status)
@@ -115,14 +122,9 @@ func (o *opcodes) started(p events.OpcodeStarted, e *event) {
 }
 
 func (o *opcodes) ended(p events.OpcodeEnded, e *event) {
-	r := o.op(opKey{p.Request, p.Job, p.Index})
-	switch {
-	case r.d == nil:
-		o.rep.add(Once, []Ref{e.ref}, "opcode %d of job %d of %s ended on %s but was never dispatched", p.Index, p.Job, p.Request, p.Node)
-	case r.d.Node != p.Node:
-		o.rep.add(Once, []Ref{r.dRef, e.ref}, "opcode %d of job %d of %s dispatched to %s but ended on %s",
-			p.Index, p.Job, p.Request, r.d.Node, p.Node)
-	}
+	k := opKey{p.Request, p.Job, p.Index}
+	r := o.op(k)
+	o.fromDispatch(r, k, p.Node, "ended", e)
 	if r.end != nil {
 		o.rep.add(Once, []Ref{r.endRef, e.ref}, "opcode %d of job %d of %s ended twice (%s, then %s): each run ends once, so it ran twice",
 			p.Index, p.Job, p.Request, r.end.Status, p.Status)

@@ -1,13 +1,17 @@
 package process
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/drovehq/drove/events/retry"
+)
 
 // Sentinel errors; Run and Receive wrap them under executor.Fatal or
 // executor.Transient.
 var (
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("process: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("process: invalid config"))
 	// ErrNotRunning is an instance with no process on this node.
 	ErrNotRunning = errors.New("process: instance not running here")
 	// ErrAlreadyRunning is a Start of an instance whose process runs.

@@ -1,6 +1,10 @@
 package qemu
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/drovehq/drove/events/retry"
+)
 
 // Sentinel errors. Run and Receive wrap them under executor.Transient or
 // executor.Fatal, so both the class and the cause stay reachable.
@@ -15,7 +19,7 @@ var (
 
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("qemu: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("qemu: invalid config"))
 
 	// ErrNotRunning is an instance with no VM on this node.
 	ErrNotRunning = errors.New("qemu: instance not running here")

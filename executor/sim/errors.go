@@ -1,11 +1,15 @@
 package sim
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/drovehq/drove/events/retry"
+)
 
 var (
 	// ErrInvalidConfig is returned by New and Inject for a Config or Fault
 	// that does not validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("sim: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("sim: invalid config"))
 
 	// ErrUnknownInstance is returned by Locate for an instance the
 	// simulator has never been asked to move.

@@ -1,11 +1,15 @@
 package zfs
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/drovehq/drove/events/retry"
+)
 
 var (
 	// ErrInvalidConfig is returned by New when the Config does not
 	// validate; the message lists every problem.
-	ErrInvalidConfig = errors.New("zfs: invalid config")
+	ErrInvalidConfig = retry.Permanent(errors.New("zfs: invalid config"))
 
 	// ErrCommand is a zfs command that failed; the message carries its
 	// arguments and what it printed. Errors of go-zfs are translated into

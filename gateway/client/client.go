@@ -1,6 +1,8 @@
 // Package client is the Go client of Drove's HTTP API, used by the drove
 // command's client subcommands (evacuate, group-change, plans, watch, ...)
-// and by end-to-end tests. Progress rendering lives in progress.go.
+// and by end-to-end tests. It holds the HTTP calls only: the shapes it
+// sends and decodes are gateway/wire's, and the terminal views of the
+// client commands are cmd/drove/termview's.
 package client
 
 import (
@@ -14,9 +16,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
-	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Client talks to one gateway.
@@ -41,23 +42,6 @@ func (c *Client) header(req *http.Request) {
 // New returns a client of the gateway at base.
 func New(base, actor string) *Client {
 	return &Client{Base: strings.TrimRight(base, "/"), Actor: actor, HTTP: &http.Client{}}
-}
-
-// APIError is an error answer of the gateway.
-type APIError struct {
-	Status    int
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Field     string `json:"field"`
-	Migration string `json:"migration"`
-}
-
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("%d %s", e.Status, e.Message)
-	if e.Field != "" {
-		s += fmt.Sprintf(" (field %s)", e.Field)
-	}
-	return s
 }
 
 // Do sends a request with a JSON body (nil for none) and decodes a JSON
@@ -89,14 +73,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) (in
 		return resp.StatusCode, err
 	}
 	if resp.StatusCode >= 400 {
-		var e struct {
-			Error APIError `json:"error"`
-		}
-		if json.Unmarshal(data, &e) != nil || e.Error.Message == "" {
-			e.Error.Message = strings.TrimSpace(string(data))
-		}
-		e.Error.Status = resp.StatusCode
-		return resp.StatusCode, &e.Error
+		return resp.StatusCode, errorOf(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -106,57 +83,23 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) (in
 	return resp.StatusCode, nil
 }
 
-// Evacuation is the body of POST /v1/evacuations.
-type Evacuation struct {
-	Nodes            []string `json:"nodes"`
-	Mode             string   `json:"mode"`
-	DryRun           bool     `json:"dry_run,omitempty"`
-	IgnoreSoftErrors bool     `json:"ignore_soft_errors,omitempty"`
-	MaxMovesPerNode  int      `json:"max_moves_per_node,omitempty"`
-	Reason           string   `json:"reason,omitempty"`
-}
-
-// GroupChange is the body of POST /v1/group-changes.
-type GroupChange struct {
-	Instances    []string `json:"instances"`
-	TargetGroups []string `json:"target_groups"`
-	DryRun       bool     `json:"dry_run,omitempty"`
-	Reason       string   `json:"reason,omitempty"`
-}
-
-// Accepted is the answer to a request: its id and, for a dry run, the plan.
-type Accepted struct {
-	Request string          `json:"request"`
-	Status  string          `json:"status"`
-	Plan    json.RawMessage `json:"plan,omitempty"`
-	Message string          `json:"message,omitempty"`
-}
-
-// Plan is a request's plan as the API shows it (GET
-// /v1/requests/{id}/plan, and a dry run's Accepted.Plan): the
-// PlanComputed event in force and, from the views, when it was computed.
-type Plan struct {
-	events.PlanComputed
-	ComputedAt time.Time `json:"computed_at"`
-}
-
 // Plan reads a request's plan.
-func (c *Client) Plan(ctx context.Context, request string) (*Plan, error) {
-	var p Plan
+func (c *Client) Plan(ctx context.Context, request string) (*wire.Plan, error) {
+	var p wire.Plan
 	err := c.Get(ctx, "/v1/requests/"+url.PathEscape(request)+"/plan", &p)
 	return &p, err
 }
 
 // Evacuate asks to empty nodes.
-func (c *Client) Evacuate(ctx context.Context, e Evacuation) (*Accepted, error) {
-	var a Accepted
+func (c *Client) Evacuate(ctx context.Context, e wire.Evacuation) (*wire.Accepted, error) {
+	var a wire.Accepted
 	_, err := c.Do(ctx, http.MethodPost, "/v1/evacuations", e, &a)
 	return &a, err
 }
 
 // ChangeGroup asks to move instances to other groups.
-func (c *Client) ChangeGroup(ctx context.Context, g GroupChange) (*Accepted, error) {
-	var a Accepted
+func (c *Client) ChangeGroup(ctx context.Context, g wire.GroupChange) (*wire.Accepted, error) {
+	var a wire.Accepted
 	_, err := c.Do(ctx, http.MethodPost, "/v1/group-changes", g, &a)
 	return &a, err
 }
@@ -173,21 +116,31 @@ func (c *Client) Cancel(ctx context.Context, request string) error {
 	return err
 }
 
+// errorOf is the error of an answer with status >= 400: the gateway's
+// Error, or the body as its message when it is not one (a proxy's page).
+func errorOf(status int, body []byte) *wire.Error {
+	var a wire.ErrorAnswer
+	if json.Unmarshal(body, &a) != nil || a.Error == nil {
+		a.Error = &wire.Error{}
+	}
+	if a.Error.Message == "" {
+		a.Error.Message = strings.TrimSpace(string(body))
+	}
+	a.Error.Status = status
+	return a.Error
+}
+
 // Get decodes GET path into out.
 func (c *Client) Get(ctx context.Context, path string, out any) error {
 	_, err := c.Do(ctx, http.MethodGet, path, nil, out)
 	return err
 }
 
-// Event is one line of a watch stream.
+// Event is one line of a watch stream, and its bytes as the gateway
+// sent them (for NDJSON output).
 type Event struct {
-	Seq      int64           `json:"seq"`
-	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
-	Request  string          `json:"request"`
-	Instance string          `json:"instance"`
-	Payload  json.RawMessage `json:"payload"`
-	Raw      []byte          `json:"-"`
+	wire.WatchLine
+	Raw []byte `json:"-"`
 }
 
 // ErrStreamEnded means the gateway closed a watch stream before its end.
@@ -209,14 +162,7 @@ func (c *Client) Watch(ctx context.Context, path string, fn func(Event) bool) er
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		data, _ := io.ReadAll(resp.Body)
-		var e struct {
-			Error APIError `json:"error"`
-		}
-		if json.Unmarshal(data, &e) != nil || e.Error.Message == "" {
-			e.Error.Message = strings.TrimSpace(string(data))
-		}
-		e.Error.Status = resp.StatusCode
-		return &e.Error
+		return errorOf(resp.StatusCode, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)

@@ -1,74 +1,33 @@
 package client
 
 import (
-	"github.com/drovehq/drove/events"
-
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Per-instance migrations (RFD 34) and the settings that govern them.
 
-// MigrateOptions are the optional inputs of a migration action.
+// MigrateOptions are the optional inputs of a migration action, sent as
+// a wire.MigrateBody.
 type MigrateOptions struct {
-	Target      string     `json:"target,omitempty"`
-	Affinity    []string   `json:"affinity,omitempty"`
-	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
-	Reason      string     `json:"reason,omitempty"`
+	Target      string
+	Affinity    []string
+	ScheduledAt *time.Time
+	Reason      string
 }
 
-// MigrateAccepted is the answer to begin, sync, switch, automatic, abort,
-// pause, rollback and finalize.
-type MigrateAccepted struct {
-	Migration string `json:"migration"`
-	Instance  string `json:"instance"`
-	Action    string `json:"action"`
-	Status    string `json:"status"`
-	Message   string `json:"message"`
-}
-
-// Migration is RFD 34's migration record (per-instance migrations have
-// kind "instance"; moves of bulk requests kind "opcode").
-type Migration struct {
-	ID             string            `json:"id"`
-	Kind           string            `json:"kind"`
-	Instance       string            `json:"instance"`
-	Account        string            `json:"account"`
-	Role           string            `json:"role"`
-	Owner          string            `json:"owner"`
-	Source         string            `json:"source_server"`
-	Target         string            `json:"target_server"`
-	Automatic      bool              `json:"automatic"`
-	State          string            `json:"state"`
-	Phase          string            `json:"phase"`
-	Syncs          int               `json:"num_sync_phases"`
-	LastSyncSize   int64             `json:"last_sync_size"`
-	ScheduledAt    *time.Time        `json:"scheduled_timestamp"`
-	Switched       bool              `json:"switched"`
-	Finalized      bool              `json:"finalized"`
-	PhaseRunning   bool              `json:"phase_running"`
-	Message        string            `json:"message"`
-	Error          string            `json:"error"`
-	ErrorDetail    string            `json:"error_detail"`
-	CreatedAt      *time.Time        `json:"created_timestamp"`
-	StartedAt      *time.Time        `json:"started_timestamp"`
-	FinishedAt     *time.Time        `json:"finished_timestamp"`
-	Current        int64             `json:"current_progress"`
-	Total          int64             `json:"total_progress"`
-	ETASeconds     float64           `json:"eta_seconds"`
-	BytesPerSecond int64             `json:"transfer_bytes_second"`
-	History        []json.RawMessage `json:"progress_history"`
-}
-
-// Estimate is the answer to action=estimate.
-type Estimate struct {
-	TotalSeconds    float64 `json:"total_seconds"`
-	DowntimeSeconds float64 `json:"downtime_seconds"`
-	Bytes           int64   `json:"bytes"`
-	How             string  `json:"how"`
+func (o MigrateOptions) body() wire.MigrateBody {
+	b := wire.MigrateBody{Target: o.Target, Affinity: o.Affinity, Reason: o.Reason}
+	if o.ScheduledAt != nil {
+		b.ScheduledAt = o.ScheduledAt.Format(time.RFC3339Nano)
+	}
+	return b
 }
 
 func migratePath(instance, action string) string {
@@ -77,95 +36,77 @@ func migratePath(instance, action string) string {
 
 // Migrate runs an action on the instance's migration (all but schedule
 // and estimate, which have their own methods).
-func (c *Client) Migrate(ctx context.Context, instance, action string, o MigrateOptions) (*MigrateAccepted, error) {
-	var a MigrateAccepted
-	_, err := c.Do(ctx, http.MethodPost, migratePath(instance, action), o, &a)
+func (c *Client) Migrate(ctx context.Context, instance, action string, o MigrateOptions) (*wire.MigrateAnswer, error) {
+	var a wire.MigrateAnswer
+	_, err := c.Do(ctx, http.MethodPost, migratePath(instance, action), o.body(), &a)
 	return &a, err
 }
 
 // Schedule begins and syncs a migration now and switches it at o.ScheduledAt
 // (or changes the time of the instance's scheduled migration).
-func (c *Client) Schedule(ctx context.Context, instance string, o MigrateOptions) (*Migration, error) {
-	var m Migration
-	_, err := c.Do(ctx, http.MethodPost, migratePath(instance, "schedule"), o, &m)
+func (c *Client) Schedule(ctx context.Context, instance string, o MigrateOptions) (*wire.InstanceMigration, error) {
+	var m wire.InstanceMigration
+	_, err := c.Do(ctx, http.MethodPost, migratePath(instance, "schedule"), o.body(), &m)
 	return &m, err
 }
 
 // Estimate says how long a migration of the instance would take.
-func (c *Client) Estimate(ctx context.Context, instance string, o MigrateOptions) (*Estimate, error) {
-	var e Estimate
-	_, err := c.Do(ctx, http.MethodPost, migratePath(instance, "estimate"), o, &e)
+func (c *Client) Estimate(ctx context.Context, instance string, o MigrateOptions) (*wire.Estimate, error) {
+	var e wire.Estimate
+	_, err := c.Do(ctx, http.MethodPost, migratePath(instance, "estimate"), o.body(), &e)
 	return &e, err
 }
 
 // MigrationFilter selects migrations; empty fields select all.
 type MigrationFilter struct {
-	Kind, State, Instance, Owner, Node string
+	State, Instance, Owner, Node string
 }
 
-// Migrations lists every migration the filter selects, following pages.
-func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]Migration, error) {
-	var out []Migration
-	after := ""
-	for {
-		q := url.Values{"limit": {"1000"}}
-		for k, v := range map[string]string{"kind": f.Kind, "state": f.State, "instance": f.Instance, "owner": f.Owner, "node": f.Node, "after": after} {
-			if v != "" {
-				q.Set(k, v)
-			}
+// Migrations lists every per-instance migration the filter selects,
+// following pages.
+func (c *Client) Migrations(ctx context.Context, f MigrationFilter) ([]wire.InstanceMigration, error) {
+	return listMigrations[wire.InstanceMigration](ctx, c, "instance", f)
+}
+
+// Moves lists every move of a bulk request the filter selects, as
+// /v1/migrations shows them (kind opcode), following pages.
+func (c *Client) Moves(ctx context.Context, f MigrationFilter) ([]wire.Move, error) {
+	return listMigrations[wire.Move](ctx, c, "opcode", f)
+}
+
+func listMigrations[T any](ctx context.Context, c *Client, kind string, f MigrationFilter) ([]T, error) {
+	q := url.Values{"kind": {kind}}
+	for k, v := range map[string]string{"state": f.State, "instance": f.Instance, "owner": f.Owner, "node": f.Node} {
+		if v != "" {
+			q.Set(k, v)
 		}
-		var page struct {
-			Items []Migration `json:"items"`
-			Next  string      `json:"next"`
-		}
-		if err := c.Get(ctx, "/v1/migrations?"+q.Encode(), &page); err != nil {
-			return nil, err
-		}
-		out = append(out, page.Items...)
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
 	}
+	var out []T
+	err := eachItem(ctx, c, "/v1/migrations", q, 1000, func(m T, _ json.RawMessage) error {
+		out = append(out, m)
+		return nil
+	})
+	return out, err
 }
 
-// Migration reads one migration record with its progress history.
-func (c *Client) Migration(ctx context.Context, id string) (*Migration, error) {
-	var m Migration
+// Migration reads one per-instance migration's record with its progress
+// history.
+func (c *Client) Migration(ctx context.Context, id string) (*wire.InstanceMigration, error) {
+	var m wire.InstanceMigration
 	err := c.Get(ctx, "/v1/migrations/"+url.PathEscape(id), &m)
 	return &m, err
 }
 
-// MigrationEvent is one line of a migration watch stream.
-type MigrationEvent struct {
-	Type      string     `json:"type"` // progress or end
-	Migration string     `json:"migration"`
-	Seq       int64      `json:"seq"`
-	Time      time.Time  `json:"time"`
-	Index     int        `json:"index"`
-	Phase     string     `json:"phase"`
-	State     string     `json:"state"`
-	Current   int64      `json:"current_progress"`
-	Total     int64      `json:"total_progress"`
-	Percent   *float64   `json:"percent"`
-	Message   string     `json:"message"`
-	Error     string     `json:"error"`
-	Started   *time.Time `json:"started_timestamp"`
-	Duration  int64      `json:"duration_ms"`
-	ETA       int64      `json:"eta_ms"`
-	Rate      int64      `json:"transfer_bytes_second"`
-}
-
 // WatchMigration follows the instance's current migration (or migration
-// id, when given) and calls fn for each event until fn returns false or
-// the stream ends (after the end event of a final phase or a pause).
-func (c *Client) WatchMigration(ctx context.Context, instance, id string, fn func(MigrationEvent) bool) error {
+// id, when given) and calls fn for each line until fn returns false or
+// the stream ends (after the end line of a final phase or a pause).
+func (c *Client) WatchMigration(ctx context.Context, instance, id string, fn func(wire.MigrationLine) bool) error {
 	path := "/v1/instances/" + url.PathEscape(instance) + "/migrate/watch"
 	if id != "" {
 		path += "?migration=" + url.QueryEscape(id)
 	}
 	return c.Watch(ctx, path, func(ev Event) bool {
-		var m MigrationEvent
+		var m wire.MigrationLine
 		if json.Unmarshal(ev.Raw, &m) != nil || (m.Type != "progress" && m.Type != "end") {
 			return true
 		}
@@ -173,21 +114,18 @@ func (c *Client) WatchMigration(ctx context.Context, instance, id string, fn fun
 	})
 }
 
-// Settings are the operators' migration settings, as the API shows them:
-// the whole SettingsChanged event in force.
-type Settings = events.SettingsChanged
-
-// Settings reads the settings in force.
-func (c *Client) Settings(ctx context.Context) (*Settings, error) {
-	var s Settings
+// Settings reads the operators' migration settings in force: the whole
+// SettingsChanged event.
+func (c *Client) Settings(ctx context.Context) (*events.SettingsChanged, error) {
+	var s events.SettingsChanged
 	err := c.Get(ctx, "/v1/settings", &s)
 	return &s, err
 }
 
 // UpdateSettings changes the settings named in changes (JSON names) and
 // returns the whole settings now in force.
-func (c *Client) UpdateSettings(ctx context.Context, changes map[string]any) (*Settings, error) {
-	var s Settings
+func (c *Client) UpdateSettings(ctx context.Context, changes map[string]any) (*events.SettingsChanged, error) {
+	var s events.SettingsChanged
 	_, err := c.Do(ctx, http.MethodPut, "/v1/settings", changes, &s)
 	return &s, err
 }
@@ -196,7 +134,7 @@ func (c *Client) UpdateSettings(ctx context.Context, changes map[string]any) (*S
 // instance's owner may migrate it.
 func (c *Client) SetUserMigration(ctx context.Context, instance string, allowed *bool) error {
 	_, err := c.Do(ctx, http.MethodPut, "/v1/instances/"+url.PathEscape(instance)+"/user-migration",
-		map[string]*bool{"allowed": allowed}, nil)
+		wire.UserMigration{Allowed: allowed}, nil)
 	return err
 }
 

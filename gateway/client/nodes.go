@@ -7,34 +7,18 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-)
 
-// NodeAction is a node command (undrain, offline, online) as the API shows
-// it (GET /v1/node-actions/{id}): requested, then done or refused with the
-// planner service's answer.
-type NodeAction struct {
-	Request     string     `json:"request"`
-	Node        string     `json:"node"`
-	Action      string     `json:"action"`
-	Actor       string     `json:"actor"`
-	Reason      string     `json:"reason"`
-	RequestedAt time.Time  `json:"requested_at"`
-	State       string     `json:"state"`
-	Answer      string     `json:"answer,omitempty"`
-	EndedAt     *time.Time `json:"ended_at,omitempty"`
-}
+	"github.com/drovehq/drove/gateway/wire"
+)
 
 // ErrNodeActionRefused is returned by AwaitNodeAction when the planner
 // service refused the command; the error says why.
 var ErrNodeActionRefused = errors.New("node action refused")
 
 // NodeAct asks for action ("undrain", "offline" or "online") on node.
-func (c *Client) NodeAct(ctx context.Context, node, action, reason string) (*Accepted, error) {
-	var a Accepted
-	body := struct {
-		Reason string `json:"reason,omitempty"`
-	}{reason}
-	_, err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/"+url.PathEscape(action), body, &a)
+func (c *Client) NodeAct(ctx context.Context, node, action, reason string) (*wire.Accepted, error) {
+	var a wire.Accepted
+	_, err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/"+url.PathEscape(action), wire.Reason{Reason: reason}, &a)
 	return &a, err
 }
 
@@ -43,8 +27,8 @@ func (c *Client) NodeAct(ctx context.Context, node, action, reason string) (*Acc
 // done command returns once the node's view shows it too: the answer and
 // the node's new state are on different topics, so the views may show the
 // answer first, and a caller reading the node then would see it as it was.
-func (c *Client) AwaitNodeAction(ctx context.Context, request string) (*NodeAction, error) {
-	var a NodeAction
+func (c *Client) AwaitNodeAction(ctx context.Context, request string) (*wire.NodeAction, error) {
+	var a wire.NodeAction
 	err := poll(ctx, func() (bool, error) {
 		status, err := c.Do(ctx, http.MethodGet, "/v1/node-actions/"+url.PathEscape(request), nil, &a)
 		if err != nil && (status == http.StatusNotFound || status == http.StatusServiceUnavailable) {
@@ -59,7 +43,7 @@ func (c *Client) AwaitNodeAction(ctx context.Context, request string) (*NodeActi
 		return &a, fmt.Errorf("%w: %s", ErrNodeActionRefused, a.Answer)
 	}
 	return &a, poll(ctx, func() (bool, error) {
-		var n struct{ Drained, Offline bool }
+		var n wire.Node
 		status, err := c.Do(ctx, http.MethodGet, "/v1/nodes/"+url.PathEscape(a.Node), nil, &n)
 		if status == http.StatusServiceUnavailable {
 			return false, nil

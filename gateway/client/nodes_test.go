@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // TestAwaitNodeActionWaitsForTheNodesView: the views show the undrain's
@@ -17,7 +19,7 @@ func TestAwaitNodeActionWaitsForTheNodesView(t *testing.T) {
 	var nodeReads atomic.Int32
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/node-actions/na-1", func(w http.ResponseWriter, _ *http.Request) {
-		json.NewEncoder(w).Encode(NodeAction{Request: "na-1", Node: "n1", Action: "undrain", State: "done", Answer: "undrained"})
+		json.NewEncoder(w).Encode(wire.NodeAction{Request: "na-1", Node: "n1", Action: "undrain", State: "done", Answer: "undrained"})
 	})
 	mux.HandleFunc("GET /v1/nodes/n1", func(w http.ResponseWriter, _ *http.Request) {
 		// The third read is the first after the projector folded it.

@@ -363,20 +363,29 @@ func (f *nodeScan) field(sc *scanner, n *planner.Node, nums [9]*int64, key strin
 	return err
 }
 
+// seen is whether an object's field was in the input, and its name.
+type seen struct {
+	ok   bool
+	name string
+}
+
+// firstMissing reports the first of fields the input lacks, in the order
+// given (Ganeti's), under the object sc is in.
+func firstMissing(sc *scanner, fields ...seen) error {
+	for _, f := range fields {
+		if !f.ok {
+			return fieldErr(sc.path()+"."+f.name, "missing")
+		}
+	}
+	return nil
+}
+
 // settle reports the first field missing, in Ganeti's order, and sets the
 // node's group and spindles.
 func (f *nodeScan) settle(sc *scanner, n *planner.Node, groupIdx map[string]int) error {
-	switch {
-	case !f.offline:
-		return fieldErr(sc.path()+".offline", "missing")
-	case !f.drained:
-		return fieldErr(sc.path()+".drained", "missing")
-	case !f.group:
-		return fieldErr(sc.path()+".group", "missing")
-	case !f.nd:
-		return fieldErr(sc.path()+".ndparams", "missing")
-	case !f.excl:
-		return fieldErr(sc.path()+".ndparams.exclusive_storage", "missing")
+	if err := firstMissing(sc, seen{f.offline, "offline"}, seen{f.drained, "drained"}, seen{f.group, "group"},
+		seen{f.nd, "ndparams"}, seen{f.excl, "ndparams.exclusive_storage"}); err != nil {
+		return err
 	}
 	g, ok := groupIdx[f.groupName]
 	if !ok {
@@ -520,18 +529,11 @@ func (f *instanceScan) complete(sc *scanner, nums [4]*int64) error {
 			return fieldErr(sc.path()+"."+name, "must not be negative")
 		}
 	}
-	switch {
-	case !f.disks:
-		return fieldErr(sc.path()+".disks", "missing")
-	case !f.nics:
-		return fieldErr(sc.path()+".nics", "missing")
-	case !f.tags:
-		return fieldErr(sc.path()+".tags", "missing")
-	case !f.kindSet:
-		return fieldErr(sc.path()+".disk_template", "missing")
-	case !f.nodesSet:
-		return fieldErr(sc.path()+".nodes", "missing")
-	case f.missingSize >= 0:
+	if err := firstMissing(sc, seen{f.disks, "disks"}, seen{f.nics, "nics"}, seen{f.tags, "tags"},
+		seen{f.kindSet, "disk_template"}, seen{f.nodesSet, "nodes"}); err != nil {
+		return err
+	}
+	if f.missingSize >= 0 {
 		return fieldErr(fmt.Sprintf("%s.disks[%d].size", sc.path(), f.missingSize), "missing")
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 	"github.com/drovehq/drove/deploy/apachekafka"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -77,8 +77,8 @@ func (s *system) killAllBrokers() {
 	if err := s.api.Get(ctx, "/v1/nodes", &list); err != nil {
 		s.t.Errorf("reading the nodes with every broker down: %v", err)
 	}
-	_, err := s.api.Evacuate(ctx, client.Evacuation{Nodes: []string{"node-g1-002"}, Mode: "all", Reason: "chaos: no broker"})
-	var ae *client.APIError
+	_, err := s.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{"node-g1-002"}, Mode: "all", Reason: "chaos: no broker"})
+	var ae *wire.Error
 	switch {
 	case errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable:
 		s.t.Logf("with every broker down an evacuation is refused: %v", err)

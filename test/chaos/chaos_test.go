@@ -19,6 +19,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
 	"github.com/drovehq/drove/planner/service"
@@ -59,7 +60,7 @@ func TestChaos(t *testing.T) {
 	evacuate := func(node string) func() {
 		return func() {
 			l.requests = s.submit(l, l.requests, "evacuation of "+node, func(ctx context.Context) (string, error) {
-				a, err := s.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "chaos"})
+				a, err := s.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "chaos"})
 				return acceptedID(a, err)
 			})
 		}
@@ -72,7 +73,7 @@ func TestChaos(t *testing.T) {
 		func() { l.migrations = s.migrate(l, "g2") },
 		func() {
 			l.requests = s.submit(l, l.requests, "group change", func(ctx context.Context) (string, error) {
-				a, err := s.api.ChangeGroup(ctx, client.GroupChange{Instances: s.mirrored("g2", "node-g2-003", 2), Reason: "chaos"})
+				a, err := s.api.ChangeGroup(ctx, wire.GroupChange{Instances: s.mirrored("g2", "node-g2-003", 2), Reason: "chaos"})
 				return acceptedID(a, err)
 			})
 		},
@@ -123,7 +124,7 @@ func TestChaos(t *testing.T) {
 	fmt.Println(msg)
 }
 
-func acceptedID(a *client.Accepted, err error) (string, error) {
+func acceptedID(a *wire.Accepted, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}
@@ -275,7 +276,7 @@ func (s *system) submit(l ledger, ids []string, what string, send func(context.C
 		defer cancel()
 		var err error
 		id, err = send(ctx)
-		var ae *client.APIError
+		var ae *wire.Error
 		if errors.As(err, &ae) && ae.Status < 500 {
 			s.t.Logf("%s refused: %v", what, err)
 			l.refused[fmt.Sprintf("%s: %d %s", what, ae.Status, ae.Message)]++

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // checkHistories: an evacuated instance's, the migrated instance's, the
@@ -146,22 +146,22 @@ func checkNodeAndRequest(t *testing.T, e *env, bin string, opsEnv []string, requ
 func checkOwnersHistories(t *testing.T, e *env, request, node, migrated, migration string) {
 	ctx := context.Background()
 	owner, other := e.as(tokOwnerA), e.as(tokOwnerB)
-	if err := owner.History(ctx, "instance", migrated, 0, func(client.HistoryEntry) error { return nil }); err != nil {
+	if err := owner.History(ctx, "instance", migrated, 0, func(wire.HistoryEntry, json.RawMessage) error { return nil }); err != nil {
 		t.Errorf("the owner reading its instance's history: %v", err)
 	}
-	if err := owner.History(ctx, "migration", migration, 0, func(client.HistoryEntry) error { return nil }); err != nil {
+	if err := owner.History(ctx, "migration", migration, 0, func(wire.HistoryEntry, json.RawMessage) error { return nil }); err != nil {
 		t.Errorf("the owner reading its migration's history: %v", err)
 	}
 	for _, c := range []struct{ kind, id string }{{"instance", migrated}, {"migration", migration}, {"node", node}, {"request", request}} {
-		err := other.History(ctx, c.kind, c.id, 0, func(client.HistoryEntry) error { return nil })
-		var ae *client.APIError
+		err := other.History(ctx, c.kind, c.id, 0, func(wire.HistoryEntry, json.RawMessage) error { return nil })
+		var ae *wire.Error
 		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
 			t.Errorf("another owner reading the history of %s %s: %v, want 403", c.kind, c.id, err)
 		}
 	}
 }
 
-func lastType(hs []client.HistoryEntry) string {
+func lastType(hs []wire.HistoryEntry) string {
 	if len(hs) == 0 {
 		return ""
 	}
@@ -170,7 +170,7 @@ func lastType(hs []client.HistoryEntry) string {
 
 // checkLogOrder: a history is in log order, each partition's offsets
 // rising.
-func checkLogOrder(t *testing.T, hs []client.HistoryEntry) {
+func checkLogOrder(t *testing.T, hs []wire.HistoryEntry) {
 	t.Helper()
 	last := map[string]int64{}
 	for _, h := range hs {
@@ -198,7 +198,7 @@ func checkAuditCommand(t *testing.T, e *env, bin string, opsEnv []string, node s
 		return code == 0 && strings.Contains(out, refused)
 	})
 	for line := range strings.Lines(strings.TrimSpace(out)) {
-		var a client.AuditEntry
+		var a wire.AuditEntry
 		if err := json.Unmarshal([]byte(line), &a); err != nil || a.Outcome != "denied" || a.Actor != acctB || a.Count < 1 {
 			t.Errorf("drove audit --denied --who %s --json: %q (%v)", acctB, line, err)
 		}

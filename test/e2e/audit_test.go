@@ -20,6 +20,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/projector/notary"
 )
 
@@ -104,17 +105,17 @@ func buildDrove(t *testing.T) string {
 }
 
 // historyOf runs drove history KIND ID --json and decodes its lines.
-func historyOf(t *testing.T, bin string, env []string, kind, id string) []client.HistoryEntry {
+func historyOf(t *testing.T, bin string, env []string, kind, id string) []wire.HistoryEntry {
 	t.Helper()
 	out, code := drove(t, bin, env, "history", kind, id, "--json", "--page", "7")
 	if code != 0 {
 		t.Fatalf("drove history %s %s exited %d", kind, id, code)
 	}
-	var es []client.HistoryEntry
+	var es []wire.HistoryEntry
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var h client.HistoryEntry
+		var h wire.HistoryEntry
 		if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
 			t.Fatalf("history line %q: %v", sc.Text(), err)
 		}
@@ -151,7 +152,7 @@ func placementsInLog(t *testing.T, kcfg kafka.Config, instance string) []string 
 	return out
 }
 
-func placementsInHistory(hs []client.HistoryEntry) []string {
+func placementsInHistory(hs []wire.HistoryEntry) []string {
 	var out []string
 	for _, h := range hs {
 		if (h.Type == events.TypeInstanceDeclared || h.Type == events.TypeInstancePlaced) && h.After != nil {
@@ -185,7 +186,7 @@ func TestAuditTrail(t *testing.T) {
 	// An evacuation, the live view sampled while it runs.
 	const evacuated = "node-g2-003"
 	before := e.instances(evacuated)
-	evac, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{evacuated}, Mode: "all", Reason: "e2e: audit, disk swap"})
+	evac, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{evacuated}, Mode: "all", Reason: "e2e: audit, disk swap"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestAuditTrail(t *testing.T) {
 	id := e.act(mig.Name, "begin", client.MigrateOptions{Reason: "e2e: audit, rebalance"})
 	e.awaitState(id, time.Minute, "paused")
 	e.act(mig.Name, "sync", client.MigrateOptions{})
-	e.awaitRecord(id, time.Minute, "paused after one sync", func(m client.Migration) bool { return m.State == "paused" && m.Syncs == 1 })
+	e.awaitRecord(id, time.Minute, "paused after one sync", func(m wire.InstanceMigration) bool { return m.State == "paused" && m.Syncs == 1 })
 	e.act(mig.Name, "switch", client.MigrateOptions{})
 	m := e.awaitState(id, time.Minute, "successful")
 	e.awaitPrimary(mig.Name, m.Target, time.Minute)

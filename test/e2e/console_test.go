@@ -18,6 +18,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // browser is a headless Chromium on the console, recording every script
@@ -327,10 +328,10 @@ func migrateFromThePage(t *testing.T, e *env, b *browser) string {
 
 // checkReportedStatuses: the page's source and target say what each node
 // last reported in the migration's history, when it reported anything.
-func checkReportedStatuses(t *testing.T, e *env, b *browser, m *client.Migration) {
+func checkReportedStatuses(t *testing.T, e *env, b *browser, m *wire.InstanceMigration) {
 	t.Helper()
 	last := map[string]string{}
-	err := e.api.History(context.Background(), "migration", m.ID, 0, func(h client.HistoryEntry) error {
+	err := e.api.History(context.Background(), "migration", m.ID, 0, func(h wire.HistoryEntry, _ json.RawMessage) error {
 		if h.Type != events.TypeMoveStatusReported {
 			return nil
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/sim"
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Evacuate two demo nodes in mode all through the HTTP API: every instance
@@ -29,7 +29,7 @@ func TestEvacuateTwoNodes(t *testing.T) {
 		before = append(before, names(e.instances(n))...)
 	}
 	t0 := time.Now()
-	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: nodes, Mode: "all", Reason: "e2e: two nodes"})
+	a, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: nodes, Mode: "all", Reason: "e2e: two nodes"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestFatalFaultLeavesTheInstanceInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all"})
+	a, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestRestartProjectorAndExecutorMidEvacuation(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	node := "node-g3-004"
-	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all"})
+	a, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestBadRequestsAppendNothing(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
-	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{"node-g2-005"}, Mode: "all", DryRun: true})
+	a, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{"node-g2-005"}, Mode: "all", DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,12 +299,12 @@ func TestBadRequestsAppendNothing(t *testing.T) {
 		status int
 		says   string
 	}{
-		{"unknown node", client.Evacuation{Nodes: []string{"node-zz-999"}, Mode: "all"}, "/v1/evacuations", http.StatusNotFound, "node-zz-999"},
-		{"unknown mode", client.Evacuation{Nodes: []string{"node-g1-003"}, Mode: "sideways"}, "/v1/evacuations", http.StatusBadRequest, "sideways"},
+		{"unknown node", wire.Evacuation{Nodes: []string{"node-zz-999"}, Mode: "all"}, "/v1/evacuations", http.StatusNotFound, "node-zz-999"},
+		{"unknown mode", wire.Evacuation{Nodes: []string{"node-g1-003"}, Mode: "sideways"}, "/v1/evacuations", http.StatusBadRequest, "sideways"},
 		{"malformed JSON", rawJSON(`{"nodes": ["node-g1-003"], "mode": `), "/v1/evacuations", http.StatusBadRequest, "JSON"},
-		{"no nodes", client.Evacuation{Mode: "all"}, "/v1/evacuations", http.StatusBadRequest, "nodes"},
-		{"instance already being moved", client.Evacuation{Nodes: []string{other}, Mode: "all"}, "/v1/evacuations", http.StatusConflict, busy.Name},
-		{"unknown instance", client.GroupChange{Instances: []string{"inst-nope"}}, "/v1/group-changes", http.StatusNotFound, "inst-nope"},
+		{"no nodes", wire.Evacuation{Mode: "all"}, "/v1/evacuations", http.StatusBadRequest, "nodes"},
+		{"instance already being moved", wire.Evacuation{Nodes: []string{other}, Mode: "all"}, "/v1/evacuations", http.StatusConflict, busy.Name},
+		{"unknown instance", wire.GroupChange{Instances: []string{"inst-nope"}}, "/v1/group-changes", http.StatusNotFound, "inst-nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var status int
@@ -314,7 +314,7 @@ func TestBadRequestsAppendNothing(t *testing.T) {
 			} else {
 				status, err = e.api.Do(ctx, http.MethodPost, tc.path, tc.body, nil)
 			}
-			var apiErr *client.APIError
+			var apiErr *wire.Error
 			if status != tc.status || !errors.As(err, &apiErr) || !strings.Contains(apiErr.Message, tc.says) {
 				t.Fatalf("got %d %v, want %d mentioning %q", status, err, tc.status, tc.says)
 			}
@@ -336,7 +336,7 @@ func (e *env) postRaw(path, body string) (int, error) {
 	}
 	defer resp.Body.Close()
 	var out struct {
-		Error client.APIError `json:"error"`
+		Error wire.Error `json:"error"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return resp.StatusCode, err

@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drovehq/drove/cmd/drove/termview"
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/projector"
 	"github.com/drovehq/drove/test/testenv"
 )
@@ -174,7 +176,7 @@ func (e *env) tryJobs(request string) []job {
 	return list.Items
 }
 
-func (e *env) plan(request string) *client.Plan {
+func (e *env) plan(request string) *wire.Plan {
 	e.t.Helper()
 	p, err := e.api.Plan(context.Background(), request)
 	if err != nil {
@@ -185,11 +187,11 @@ func (e *env) plan(request string) *client.Plan {
 
 // finish watches a request through the API until it finishes and returns
 // what the watch stream said.
-func (e *env) finish(request string, within time.Duration) *client.Progress {
+func (e *env) finish(request string, within time.Duration) *termview.Progress {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	p := &client.Progress{Request: request}
+	p := &termview.Progress{Request: request}
 	err := e.api.Watch(ctx, "/v1/requests/"+request+"/watch", func(ev client.Event) bool {
 		p.Apply(ev)
 		return !p.Finished

@@ -20,6 +20,7 @@ import (
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
 )
@@ -236,7 +237,7 @@ func (l *liveEnv) statusPairs(id string, pairs ...[2]events.NodeMoveStatus) {
 func (l *liveEnv) begun() string {
 	l.t.Helper()
 	id := l.act(liveVM, "begin", client.MigrateOptions{Target: l.dst, Reason: "e2e: live migration"})
-	l.awaitRecord(id, liveWait, "begun", func(m client.Migration) bool { return m.State == "paused" || m.State == "failed" })
+	l.awaitRecord(id, liveWait, "begun", func(m wire.InstanceMigration) bool { return m.State == "paused" || m.State == "failed" })
 	if m := l.migration(id); m.State != "paused" {
 		l.t.Fatalf("after begin: %+v", m)
 	}
@@ -261,8 +262,8 @@ func TestLiveMigrationShared(t *testing.T) {
 	l := startLive(t, nil)
 	id := l.begun()
 	l.act(liveVM, "sync", client.MigrateOptions{})
-	m := l.awaitRecord(id, liveWait, "sync done", func(m client.Migration) bool { return m.Syncs == 1 || m.State == "failed" })
-	if m.State != "paused" || m.LastSyncSize < 16<<20 {
+	m := l.awaitRecord(id, liveWait, "sync done", func(m wire.InstanceMigration) bool { return m.Syncs == 1 || m.State == "failed" })
+	if m.State != "paused" || m.LastSyncBytes < 16<<20 {
 		t.Fatalf("after the sync: %+v; want paused, at least the guest's 16 MiB sent", m)
 	}
 	before := l.counter(l.src)
@@ -297,12 +298,12 @@ func TestLiveMigrationShared(t *testing.T) {
 // pre-copy sends; then cut interrupts it, and the migration must end in
 // one of states with the guest running on the source alone, its counter
 // going on, the target's VM gone, the statuses then up/down.
-func (l *liveEnv) interrupted(cut func(id string), states ...string) client.Migration {
+func (l *liveEnv) interrupted(cut func(id string), states ...string) wire.InstanceMigration {
 	l.t.Helper()
 	l.settings(map[string]any{"send_mbps_limit": 8})
 	id := l.begun()
 	l.act(liveVM, "sync", client.MigrateOptions{})
-	l.awaitRecord(id, liveWait, "the pre-copy sending", func(m client.Migration) bool { return m.Phase == "sync" && m.Current > 1<<20 })
+	l.awaitRecord(id, liveWait, "the pre-copy sending", func(m wire.InstanceMigration) bool { return m.Phase == "sync" && m.CurrentBytes > 1<<20 })
 	before := l.counter(l.src)
 	cut(id)
 	m := l.awaitState(id, liveWait, states...)
@@ -358,12 +359,12 @@ func TestLiveMigrationPostCopyRefusesAbort(t *testing.T) {
 	l.settings(map[string]any{"send_mbps_limit": 16})
 	id := l.begun()
 	l.act(liveVM, "sync", client.MigrateOptions{})
-	l.awaitRecord(id, liveWait, "sync done", func(m client.Migration) bool { return m.Syncs == 1 || m.State == "failed" })
+	l.awaitRecord(id, liveWait, "sync done", func(m wire.InstanceMigration) bool { return m.Syncs == 1 || m.State == "failed" })
 	before := l.counter(l.src)
 	l.act(liveVM, "switch", client.MigrateOptions{})
 	l.waitFor("the source paused in post-copy", time.Minute, func() bool { return l.viewStatuses(id)[l.src] == string(events.StatusPaused) })
 	l.act(liveVM, "abort", client.MigrateOptions{})
-	l.awaitRecord(id, liveWait, "the abort refused", func(m client.Migration) bool {
+	l.awaitRecord(id, liveWait, "the abort refused", func(m wire.InstanceMigration) bool {
 		return strings.Contains(m.Message, "abort refused") || m.State != "running"
 	})
 	if m := l.migration(id); !strings.Contains(m.Message, "post-copy") || !strings.Contains(m.Message, "can no longer be aborted") {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Per-instance migrations (RFD 34) through the HTTP API against the whole
@@ -42,7 +43,7 @@ func (e *env) movable(n int) []instance {
 }
 
 // migration reads a per-instance migration's record.
-func (e *env) migration(id string) client.Migration {
+func (e *env) migration(id string) wire.InstanceMigration {
 	e.t.Helper()
 	m, err := e.api.Migration(context.Background(), id)
 	if err != nil {
@@ -52,21 +53,21 @@ func (e *env) migration(id string) client.Migration {
 }
 
 // awaitState waits until the migration's record is in one of states.
-func (e *env) awaitState(id string, within time.Duration, states ...string) client.Migration {
+func (e *env) awaitState(id string, within time.Duration, states ...string) wire.InstanceMigration {
 	e.t.Helper()
-	return e.awaitRecord(id, within, strings.Join(states, " or "), func(m client.Migration) bool {
+	return e.awaitRecord(id, within, strings.Join(states, " or "), func(m wire.InstanceMigration) bool {
 		return slices.Contains(states, m.State)
 	})
 }
 
 // awaitRecord waits until the migration's record satisfies ok.
-func (e *env) awaitRecord(id string, within time.Duration, what string, ok func(client.Migration) bool) client.Migration {
+func (e *env) awaitRecord(id string, within time.Duration, what string, ok func(wire.InstanceMigration) bool) wire.InstanceMigration {
 	e.t.Helper()
-	var m client.Migration
+	var m wire.InstanceMigration
 	var err error
 	deadline := time.Now().Add(within)
 	for backoff := 10 * time.Millisecond; ; backoff = min(backoff*2, 250*time.Millisecond) {
-		var got *client.Migration
+		var got *wire.InstanceMigration
 		if got, err = e.api.Migration(context.Background(), id); err == nil {
 			m = *got
 			if ok(m) {
@@ -97,7 +98,7 @@ func (e *env) act(instance, action string, o client.MigrateOptions) string {
 func (e *env) refused(instance, action string, status int, want string) {
 	e.t.Helper()
 	_, err := e.api.Migrate(context.Background(), instance, action, client.MigrateOptions{})
-	var ae *client.APIError
+	var ae *wire.Error
 	if !errors.As(err, &ae) || ae.Status != status || !strings.Contains(ae.Message, want) {
 		e.t.Fatalf("%s of %s: %v, want %d with %q", action, instance, err, status, want)
 	}
@@ -114,12 +115,12 @@ func (e *env) awaitPrimary(name, node string, within time.Duration) {
 }
 
 // watchAll reads a migration watch stream to its end.
-func (e *env) watchAll(instance, id string, within time.Duration) []client.MigrationEvent {
+func (e *env) watchAll(instance, id string, within time.Duration) []wire.MigrationLine {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	var evs []client.MigrationEvent
-	err := e.api.WatchMigration(ctx, instance, id, func(ev client.MigrationEvent) bool {
+	var evs []wire.MigrationLine
+	err := e.api.WatchMigration(ctx, instance, id, func(ev wire.MigrationLine) bool {
 		evs = append(evs, ev)
 		return true
 	})
@@ -135,7 +136,7 @@ func TestMigrationAutomaticWatchedTwice(t *testing.T) {
 	in := e.movable(1)[0]
 	id := e.act(in.Name, "automatic", client.MigrateOptions{})
 	var wg sync.WaitGroup
-	streams := make([][]client.MigrationEvent, 2)
+	streams := make([][]wire.MigrationLine, 2)
 	for i := range streams {
 		wg.Add(1)
 		go func() {
@@ -169,7 +170,7 @@ func TestMigrationAutomaticWatchedTwice(t *testing.T) {
 	if len(replay) < len(streams[0]) || replay[len(replay)-1].Type != "end" {
 		t.Fatalf("replay %d events, live %d", len(replay), len(streams[0]))
 	}
-	seqs := func(evs []client.MigrationEvent) []int64 {
+	seqs := func(evs []wire.MigrationLine) []int64 {
 		var out []int64
 		for _, ev := range evs {
 			out = append(out, ev.Seq)
@@ -203,7 +204,7 @@ func TestMigrationOnDemandPhasesInOrder(t *testing.T) {
 		t.Fatalf("stop of a migrating instance: %v, want 409 naming %s", err, id)
 	}
 	e.act(in.Name, "sync", client.MigrateOptions{})
-	e.awaitRecord(id, time.Minute, "paused after one sync", func(m client.Migration) bool {
+	e.awaitRecord(id, time.Minute, "paused after one sync", func(m wire.InstanceMigration) bool {
 		return m.State == "paused" && m.Syncs == 1
 	})
 	e.act(in.Name, "switch", client.MigrateOptions{})
@@ -255,7 +256,7 @@ func TestMigrationAbortAndPause(t *testing.T) {
 	ins := e.movable(3)
 	// Slow sends, so that a sync is still running when we act on it.
 	e.settings(map[string]any{"send_mbps_limit": 1})
-	syncing := func(m client.Migration) bool { return m.State == "running" && m.Phase == "sync" }
+	syncing := func(m wire.InstanceMigration) bool { return m.State == "running" && m.Phase == "sync" }
 
 	// Abort during a sync: the instance is back where and how it was.
 	a := ins[0]
@@ -294,13 +295,13 @@ func TestMigrationAbortAndPause(t *testing.T) {
 	e.act(c.Name, "pause", client.MigrateOptions{})
 	// The pause stops the running sync at once (at 1 Mbit/s it would run
 	// for minutes): paused with no sync complete.
-	e.awaitRecord(id, time.Minute, "the sync stopped by the pause", func(m client.Migration) bool {
+	e.awaitRecord(id, time.Minute, "the sync stopped by the pause", func(m wire.InstanceMigration) bool {
 		return m.State == "paused" && m.Syncs == 0 && strings.Contains(m.Message, "sync 1 stopped")
 	})
 	e.refused(c.Name, "pause", http.StatusConflict, "only possible during a sync")
 	e.settings(map[string]any{"send_mbps_limit": 0})
 	e.act(c.Name, "sync", client.MigrateOptions{})
-	e.awaitRecord(id, time.Minute, "paused after a whole sync", func(m client.Migration) bool {
+	e.awaitRecord(id, time.Minute, "paused after a whole sync", func(m wire.InstanceMigration) bool {
 		return m.State == "paused" && m.Syncs == 1
 	})
 	e.act(c.Name, "switch", client.MigrateOptions{})
@@ -326,7 +327,7 @@ func TestMigrationsQueuePerNode(t *testing.T) {
 		// Created in this order: wait until the coordinator recorded it.
 		e.awaitState(ids[len(ids)-1], time.Minute, "running", "queued")
 	}
-	var ms []client.Migration
+	var ms []wire.InstanceMigration
 	for _, id := range ids {
 		m := e.awaitState(id, 3*time.Minute, "successful", "failed", "aborted")
 		if m.State != "successful" {

@@ -16,6 +16,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 )
 
@@ -133,7 +134,7 @@ type perm struct {
 
 // call runs one action as who: its status, its answer, and the API's
 // error (nil when accepted).
-func (m *matrix) call(who perm, instance, action string) (int, json.RawMessage, *client.APIError) {
+func (m *matrix) call(who perm, instance, action string) (int, json.RawMessage, *wire.Error) {
 	m.e.t.Helper()
 	var o client.MigrateOptions
 	if action == "schedule" {
@@ -143,7 +144,7 @@ func (m *matrix) call(who perm, instance, action string) (int, json.RawMessage, 
 	path := "/v1/instances/" + url.PathEscape(instance) + "/migrate?action=" + action
 	var raw json.RawMessage
 	status, err := who.api.Do(context.Background(), http.MethodPost, path, o, &raw)
-	var ae *client.APIError
+	var ae *wire.Error
 	if err != nil && !errors.As(err, &ae) {
 		m.e.t.Fatalf("%s: %s of %s: %v", who.name, action, instance, err)
 	}
@@ -225,22 +226,22 @@ func (m *matrix) lifecycle(who perm, instance string, denied []refusal, tenantOf
 		}
 		return id
 	}
-	syncing := func(r client.Migration) bool { return r.State == "running" && r.Phase == "sync" }
+	syncing := func(r wire.InstanceMigration) bool { return r.State == "running" && r.Phase == "sync" }
 
 	step("estimate", http.StatusOK)
 	id := step("begin", http.StatusAccepted)
 	e.awaitState(id, within, "paused")
 	step("sync", http.StatusAccepted)
-	e.awaitRecord(id, within, "paused after a sync", func(r client.Migration) bool { return r.State == "paused" && r.Syncs == 1 })
+	e.awaitRecord(id, within, "paused after a sync", func(r wire.InstanceMigration) bool { return r.State == "paused" && r.Syncs == 1 })
 	step("switch", http.StatusAccepted)
-	e.awaitRecord(id, within, "switched", func(r client.Migration) bool { return r.State == "successful" && r.Switched })
+	e.awaitRecord(id, within, "switched", func(r wire.InstanceMigration) bool { return r.State == "successful" && r.Switched })
 	step("rollback", http.StatusAccepted)
 	e.awaitState(id, within, "aborted")
 
 	id = step("automatic", http.StatusAccepted)
-	e.awaitRecord(id, within, "switched", func(r client.Migration) bool { return r.State == "successful" && r.Switched })
+	e.awaitRecord(id, within, "switched", func(r wire.InstanceMigration) bool { return r.State == "successful" && r.Switched })
 	step("finalize", http.StatusAccepted)
-	e.awaitRecord(id, within, "finalized", func(r client.Migration) bool { return r.Finalized })
+	e.awaitRecord(id, within, "finalized", func(r wire.InstanceMigration) bool { return r.Finalized })
 
 	// Pause needs a sync still running: slow the sends while it does
 	// (set before the begin, so the coordinator has it when the sync
@@ -311,7 +312,7 @@ func TestPermissionMatrix(t *testing.T) {
 	// A migration of acct-b's, for the listings below: begun by its
 	// owner, aborted by the operator.
 	st, raw, ae := m.call(ownerB, bInst, "begin")
-	var began client.MigrateAccepted
+	var began wire.MigrateAnswer
 	if st != http.StatusAccepted || ae != nil || json.Unmarshal(raw, &began) != nil || began.Migration == "" {
 		t.Fatalf("acct-b begin of its own %s = %d %s %v", bInst, st, raw, ae)
 	}
@@ -337,7 +338,7 @@ func TestPermissionMatrix(t *testing.T) {
 	// sees all.
 	listIDs := func(who perm) []string {
 		t.Helper()
-		ms, err := who.api.Migrations(context.Background(), client.MigrationFilter{Kind: "instance"})
+		ms, err := who.api.Migrations(context.Background(), client.MigrationFilter{})
 		if err != nil {
 			t.Fatalf("%s: GET /v1/migrations: %v", who.name, err)
 		}

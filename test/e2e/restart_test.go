@@ -9,7 +9,7 @@ import (
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/deploy/embedded"
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // ownPostgres starts a Postgres cluster of this test's own, which it may
@@ -45,7 +45,7 @@ func TestPostgresRestartMidEvacuation(t *testing.T) {
 	e := startWith(t, func(c *allinone.Config) { c.DatabaseURL = pg.URL("postgres") }, "")
 	ctx := context.Background()
 	node := "node-g3-004"
-	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all"})
+	a, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all"})
 	if err != nil {
 		t.Fatal(err)
 	}

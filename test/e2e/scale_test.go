@@ -15,6 +15,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/test/testenv"
 )
@@ -97,7 +98,7 @@ func TestGroupChangeInPartsOnTheSimDriver(t *testing.T) {
 		return sys.Pool.QueryRow(ctx, `SELECT count(*) FROM drove.instances`).Scan(&n) == nil && n == len(names)
 	})
 	start := time.Now()
-	acc, err := api.ChangeGroup(ctx, client.GroupChange{Instances: names, TargetGroups: []string{"g2"}, Reason: "rack retirement"})
+	acc, err := api.ChangeGroup(ctx, wire.GroupChange{Instances: names, TargetGroups: []string{"g2"}, Reason: "rack retirement"})
 	if err != nil {
 		t.Fatal(truncate(err.Error()))
 	}

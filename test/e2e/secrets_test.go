@@ -21,6 +21,7 @@ import (
 	"github.com/drovehq/drove/executor/nodeid"
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // lockedBuffer collects every component's log lines.
@@ -83,7 +84,7 @@ func TestSecretsStaySecret(t *testing.T) {
 		said.Write(b)
 	}
 	node := e.sys.Nodes[0]
-	a, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "secrets test"})
+	a, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "secrets test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,14 +93,14 @@ func TestSecretsStaySecret(t *testing.T) {
 	// refusal, not the token presented.
 	owner := client.New(srv.URL, "owner")
 	owner.Token = ownerToken
-	if _, err := owner.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "not mine"}); err == nil {
+	if _, err := owner.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "not mine"}); err == nil {
 		t.Fatal("an owner evacuated a node")
 	} else {
 		said.WriteString(err.Error())
 	}
 	forger := client.New(srv.URL, "forger")
 	forger.Token = forged
-	if _, err := forger.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "forged"}); err == nil {
+	if _, err := forger.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "forged"}); err == nil {
 		t.Fatal("a forged token was accepted")
 	} else {
 		said.WriteString(err.Error())

@@ -15,6 +15,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/events/verify"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -32,7 +33,7 @@ func TestVerifyAfterEveryKindOfMove(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	evac, err := e.api.Evacuate(ctx, client.Evacuation{Nodes: []string{"node-g2-003"}, Mode: "all", Reason: "e2e: verify"})
+	evac, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{"node-g2-003"}, Mode: "all", Reason: "e2e: verify"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestVerifyAfterEveryKindOfMove(t *testing.T) {
 			pair, group = append(pair, in.Name), in.Group
 		}
 	}
-	change, err := e.api.ChangeGroup(ctx, client.GroupChange{Instances: pair, Reason: "e2e: verify"})
+	change, err := e.api.ChangeGroup(ctx, wire.GroupChange{Instances: pair, Reason: "e2e: verify"})
 	if err != nil {
 		t.Fatal(err)
 	}

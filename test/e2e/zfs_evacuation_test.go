@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Evacuate a node holding a zfs-local instance, the primary of a
@@ -31,7 +31,7 @@ func TestZfsEvacuateNode(t *testing.T) {
 		}
 	}
 	t0 := time.Now()
-	a, err := z.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "e2e: zfs evacuation"})
+	a, err := z.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "e2e: zfs evacuation"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/zfs"
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // A node is lost: its executor and workloads stop and the inventory marks
@@ -27,7 +27,7 @@ func TestZfsFailoverFromOfflinePrimary(t *testing.T) {
 		t.Fatalf("repl-1 is %+v, want its primary on %s with a secondary", was, node)
 	}
 	z.loseNode(ctx, node)
-	a, err := z.api.Evacuate(ctx, client.Evacuation{Nodes: []string{node}, Mode: "primary-only", Reason: "e2e: node lost"})
+	a, err := z.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "primary-only", Reason: "e2e: node lost"})
 	if err != nil {
 		t.Fatal(err)
 	}

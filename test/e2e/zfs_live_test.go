@@ -15,6 +15,7 @@ import (
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // The live hand-over of a QEMU VM on zfs-local (zfs migrate_live.go),
@@ -168,10 +169,10 @@ func (zl *zlive) vmOn(node string) bool {
 func (zl *zlive) begunSynced() string {
 	zl.t.Helper()
 	id := zl.act(zl.name, "begin", client.MigrateOptions{Target: zl.dst, Reason: "e2e: zfs live hand-over"})
-	zl.awaitRecord(id, zfsMigrationWait, "begun", func(m client.Migration) bool { return m.State == "paused" || m.State == "failed" })
+	zl.awaitRecord(id, zfsMigrationWait, "begun", func(m wire.InstanceMigration) bool { return m.State == "paused" || m.State == "failed" })
 	zl.awaitView(id, string(events.StatusMigrationSource), string(events.StatusMigrationDestination))
 	zl.act(zl.name, "sync", client.MigrateOptions{})
-	m := zl.awaitRecord(id, zfsMigrationWait, "synced", func(m client.Migration) bool { return m.Syncs == 1 || m.State == "failed" })
+	m := zl.awaitRecord(id, zfsMigrationWait, "synced", func(m wire.InstanceMigration) bool { return m.Syncs == 1 || m.State == "failed" })
 	if m.State != "paused" {
 		zl.t.Fatalf("after the sync: %+v", m)
 	}
@@ -273,7 +274,7 @@ func TestZfsLiveEvacuation(t *testing.T) {
 	zl := startZfsLive(t)
 	ctx := context.Background()
 	before := zl.counter(zl.src)
-	a, err := zl.api.Evacuate(ctx, client.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation"})
+	a, err := zl.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestZfsLiveEvacuation(t *testing.T) {
 func TestZfsLiveEvacuationFallsBackOffline(t *testing.T) {
 	zl := startZfsLiveWith(t, func(cfg *zfs.Config) { cfg.SendBytesPerSecond = 1 << 20 }) // a pre-copy of seconds
 	ctx := context.Background()
-	a, err := zl.api.Evacuate(ctx, client.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation, fallback"})
+	a, err := zl.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation, fallback"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Per-instance migrations (RFD 34) over HTTP on real ZFS: the ZFS
@@ -154,12 +155,12 @@ func TestZfsMigrationAutomatic(t *testing.T) {
 			syncs = append(syncs, sent(*r))
 		}
 	}
-	t.Logf("record: %d syncs, last %d bytes; syncs sent %v; %s", m.Syncs, m.LastSyncSize, syncs, m.Message)
+	t.Logf("record: %d syncs, last %d bytes; syncs sent %v; %s", m.Syncs, m.LastSyncBytes, syncs, m.Message)
 	if m.Syncs < 2 || m.Syncs != len(syncs) {
 		t.Errorf("the record counts %d syncs, the source ran %d sync phases (%v); want at least 2", m.Syncs, len(syncs), syncs)
 	}
-	if len(syncs) > 0 && m.LastSyncSize != syncs[len(syncs)-1] {
-		t.Errorf("the record's last sync size is %d, the last sync sent %d", m.LastSyncSize, syncs[len(syncs)-1])
+	if len(syncs) > 0 && m.LastSyncBytes != syncs[len(syncs)-1] {
+		t.Errorf("the record's last sync size is %d, the last sync sent %d", m.LastSyncBytes, syncs[len(syncs)-1])
 	}
 	if sw == nil {
 		t.Fatalf("no switch report among %d reports", len(reps))
@@ -203,7 +204,7 @@ func TestZfsMigrationOnDemandAndRollback(t *testing.T) {
 	dst := m.Target
 	for i := 1; i <= 2; i++ {
 		z.act(name, "sync", client.MigrateOptions{})
-		m = z.awaitRecord(id, zfsMigrationWait, "paused after sync "+strconv.Itoa(i), func(m client.Migration) bool {
+		m = z.awaitRecord(id, zfsMigrationWait, "paused after sync "+strconv.Itoa(i), func(m wire.InstanceMigration) bool {
 			return m.State == "paused" && m.Syncs == i
 		})
 		snaps := z.snapshots(dst, name)
@@ -251,8 +252,8 @@ func TestZfsMigrationAbortDuringSync(t *testing.T) {
 	src := z.instance(name).Primary
 	z.settings(map[string]any{"send_mbps_limit": 1}) // 4 MiB take half a minute
 	id := z.act(name, "automatic", client.MigrateOptions{})
-	m := z.awaitRecord(id, zfsMigrationWait, "a sync under way", func(m client.Migration) bool {
-		return m.State == "running" && m.Phase == "sync" && m.Current > 0
+	m := z.awaitRecord(id, zfsMigrationWait, "a sync under way", func(m wire.InstanceMigration) bool {
+		return m.State == "running" && m.Phase == "sync" && m.CurrentBytes > 0
 	})
 	z.act(name, "abort", client.MigrateOptions{})
 	m = z.awaitState(id, zfsMigrationWait, "aborted", "failed")

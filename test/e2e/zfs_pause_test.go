@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // Pause during a sync stops the send within 5 s; the migration then
@@ -18,8 +19,8 @@ func TestZfsMigrationPauseStopsTheSend(t *testing.T) {
 	id := z.act(name, "begin", client.MigrateOptions{})
 	z.awaitState(id, zfsMigrationWait, "paused")
 	z.act(name, "sync", client.MigrateOptions{})
-	z.awaitRecord(id, zfsMigrationWait, "a sync under way", func(m client.Migration) bool {
-		return m.State == "running" && m.Phase == "sync" && m.Current > 0
+	z.awaitRecord(id, zfsMigrationWait, "a sync under way", func(m wire.InstanceMigration) bool {
+		return m.State == "running" && m.Phase == "sync" && m.CurrentBytes > 0
 	})
 	paused := time.Now()
 	z.act(name, "pause", client.MigrateOptions{})
@@ -41,13 +42,13 @@ func TestZfsMigrationPauseStopsTheSend(t *testing.T) {
 	// The record says paused at once; the sync counts as stopped only
 	// when the pause phase has ended, and a sync asked for before that is
 	// refused ("phase pause is still running").
-	m := z.awaitRecord(id, zfsMigrationWait, "the sync stopped by the pause", func(m client.Migration) bool {
+	m := z.awaitRecord(id, zfsMigrationWait, "the sync stopped by the pause", func(m wire.InstanceMigration) bool {
 		return m.State == "paused" && strings.Contains(m.Message, "sync 1 stopped")
 	})
 	t.Logf("paused %s after the request, %d bytes sent: %s", stopped.at.Sub(paused).Round(time.Millisecond), sent(stopped.rep), m.Message)
 	z.settings(map[string]any{"send_mbps_limit": 0})
 	z.act(name, "sync", client.MigrateOptions{})
-	z.awaitRecord(id, zfsMigrationWait, "a complete sync", func(m client.Migration) bool {
+	z.awaitRecord(id, zfsMigrationWait, "a complete sync", func(m wire.InstanceMigration) bool {
 		return m.State == "paused" && m.Syncs >= 1
 	})
 	z.act(name, "switch", client.MigrateOptions{})

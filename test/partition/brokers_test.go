@@ -13,6 +13,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -167,7 +168,7 @@ func (s *system) answered(what string, write func(context.Context) error) {
 	t0 := time.Now()
 	err := write(ctx)
 	took := time.Since(t0).Round(time.Millisecond)
-	var ae *client.APIError
+	var ae *wire.Error
 	switch {
 	case err == nil:
 		s.t.Logf("while cut, %s: acknowledged in %s", what, took)
@@ -185,7 +186,7 @@ func (s *system) answered(what string, write func(context.Context) error) {
 func (s *system) probed(p probe) {
 	s.t.Helper()
 	if p.migration != "" {
-		r := s.awaitMigration(p.migration, "to end", func(m *client.Migration) bool { return terminal(m.State) })
+		r := s.awaitMigration(p.migration, "to end", func(m *wire.InstanceMigration) bool { return terminal(m.State) })
 		s.wantPrimary(p.instance, map[bool]string{true: p.target, false: p.source}[r.State == string(events.MigrationSuccessful)], "its migration ended "+r.State)
 		s.t.Logf("the migration of %s acknowledged while cut ended %s %s", p.instance, r.State, r.Error)
 		s.finalize(r)
@@ -203,7 +204,7 @@ func (s *system) probed(p probe) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			err := s.api.SetUserMigration(ctx, p.flag, nil)
-			var ae *client.APIError
+			var ae *wire.Error
 			if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusConflict) {
 				s.t.Fatalf("clearing %s's override: %v", p.flag, err)
 			}
@@ -214,7 +215,7 @@ func (s *system) probed(p probe) {
 
 // finalize finalizes a migration that switched: until then it holds its
 // instance (the source's copy is kept), which accepts no other operation.
-func (s *system) finalize(m *client.Migration) {
+func (s *system) finalize(m *wire.InstanceMigration) {
 	s.t.Helper()
 	if !m.Switched || m.Finalized {
 		return
@@ -224,5 +225,5 @@ func (s *system) finalize(m *client.Migration) {
 	if _, err := s.api.Migrate(ctx, m.Instance, "finalize", client.MigrateOptions{Reason: "partition test"}); err != nil {
 		s.t.Fatalf("finalize the migration of %s: %v", m.Instance, err)
 	}
-	s.awaitMigration(m.ID, "to be finalized", func(m *client.Migration) bool { return m.Finalized })
+	s.awaitMigration(m.ID, "to be finalized", func(m *wire.InstanceMigration) bool { return m.Finalized })
 }

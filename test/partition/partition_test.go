@@ -18,6 +18,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/service"
 	"github.com/drovehq/drove/test/proc"
@@ -84,7 +85,7 @@ func (s *system) sourceCut() {
 	s.awaitSync(m1)
 	s.net.cut("n1")
 	s.awaitNode("n1", "lost", func(n node) bool { return n.Offline })
-	r1 := s.awaitMigration(m1, "to fail for its lost source", func(m *client.Migration) bool {
+	r1 := s.awaitMigration(m1, "to fail for its lost source", func(m *wire.InstanceMigration) bool {
 		return m.State == string(events.MigrationFailed) && strings.Contains(m.ErrorDetail, "operator action needed")
 	})
 	s.net.heal("n1")
@@ -99,7 +100,7 @@ func (s *system) targetCut() {
 	m2 := s.migrate("b1", "n3")
 	s.awaitSync(m2)
 	s.net.cut("n3")
-	r2 := s.awaitMigration(m2, "to abort to its source", func(m *client.Migration) bool {
+	r2 := s.awaitMigration(m2, "to abort to its source", func(m *wire.InstanceMigration) bool {
 		return m.State == string(events.MigrationFailed) && strings.Contains(m.Message, "back on n2")
 	})
 	s.net.heal("n3")
@@ -113,7 +114,7 @@ func (s *system) targetCut() {
 // rolls back, the planner declares it lost and ends the jobs for an
 // operator.
 func (s *system) nodeCutFromBrokers() {
-	acc, err := s.api.Evacuate(context.Background(), client.Evacuation{Nodes: []string{"n1"}, Mode: "all", Reason: "partition test"})
+	acc, err := s.api.Evacuate(context.Background(), wire.Evacuation{Nodes: []string{"n1"}, Mode: "all", Reason: "partition test"})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func (s *system) nodeCutFromBrokers() {
 // wantMoveEnded waits for the last move of instance to end and checks
 // that the instance is where that end says: on its target if it
 // succeeded, else on its source.
-func (s *system) wantMoveEnded(instance string) client.Migration {
+func (s *system) wantMoveEnded(instance string) wire.Move {
 	s.t.Helper()
 	m := s.awaitMoveEnded(instance)
 	if want := map[bool]string{true: m.Target, false: m.Source}[m.State == "successful"]; s.primary(instance) != want {
@@ -166,7 +167,7 @@ func (s *system) brokerCutFromPeers() {
 	x := s.idle(from, to)
 	pr := s.probeWrites(x, other(s.primary(x), to))
 	s.net.unisolate(brokerHost(id), peers...)
-	r := s.awaitMigration(m, "to end", func(m *client.Migration) bool { return terminal(m.State) })
+	r := s.awaitMigration(m, "to end", func(m *wire.InstanceMigration) bool { return terminal(m.State) })
 	s.wantPrimary("b1", map[bool]string{true: to, false: from}[r.State == string(events.MigrationSuccessful)], "its migration ended "+r.State)
 	s.finalize(r)
 	s.probed(pr)
@@ -181,7 +182,7 @@ func (s *system) brokerCutFromPeers() {
 // evacuation ends, and every write accepted meanwhile.
 func (s *system) brokerLinkDown() {
 	node := s.primary("b1")
-	acc, err := s.api.Evacuate(context.Background(), client.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "partition test"})
+	acc, err := s.api.Evacuate(context.Background(), wire.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "partition test"})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -445,9 +446,9 @@ func (s *system) migrate(instance, target string) string {
 	return a.Migration
 }
 
-func (s *system) awaitMigration(id, what string, cond func(*client.Migration) bool) *client.Migration {
+func (s *system) awaitMigration(id, what string, cond func(*wire.InstanceMigration) bool) *wire.InstanceMigration {
 	s.t.Helper()
-	var m *client.Migration
+	var m *wire.InstanceMigration
 	s.waitFor("migration "+id+" "+what, func() bool {
 		var err error
 		m, err = s.api.Migration(context.Background(), id)
@@ -459,8 +460,8 @@ func (s *system) awaitMigration(id, what string, cond func(*client.Migration) bo
 // awaitSync waits for the migration's sync to be sending.
 func (s *system) awaitSync(id string) {
 	s.t.Helper()
-	s.awaitMigration(id, "to be syncing", func(m *client.Migration) bool {
-		return m.Phase == events.PhaseSync && m.State == string(events.MigrationRunning) && m.Current > 0
+	s.awaitMigration(id, "to be syncing", func(m *wire.InstanceMigration) bool {
+		return m.Phase == events.PhaseSync && m.State == string(events.MigrationRunning) && m.CurrentBytes > 0
 	})
 }
 
@@ -468,12 +469,12 @@ func (s *system) awaitSync(id string) {
 func (s *system) awaitMoveRunning(instance string) {
 	s.t.Helper()
 	s.waitFor("the move of "+instance+" to be sending", func() bool {
-		ms, err := s.api.Migrations(context.Background(), client.MigrationFilter{Kind: "opcode", Instance: instance})
+		ms, err := s.api.Moves(context.Background(), client.MigrationFilter{Instance: instance})
 		if err != nil {
 			return false
 		}
 		for _, m := range ms {
-			if m.State == "running" && m.Current > 0 {
+			if m.State == "running" && m.CurrentBytes > 0 {
 				return true
 			}
 		}
@@ -482,11 +483,11 @@ func (s *system) awaitMoveRunning(instance string) {
 }
 
 // awaitMoveEnded waits for the request's move of instance to have an end.
-func (s *system) awaitMoveEnded(instance string) client.Migration {
+func (s *system) awaitMoveEnded(instance string) wire.Move {
 	s.t.Helper()
-	var out client.Migration
+	var out wire.Move
 	s.waitFor("the move of "+instance+" to end", func() bool {
-		ms, err := s.api.Migrations(context.Background(), client.MigrationFilter{Kind: "opcode", Instance: instance})
+		ms, err := s.api.Moves(context.Background(), client.MigrationFilter{Instance: instance})
 		if err != nil || len(ms) == 0 {
 			return false
 		}

@@ -18,7 +18,7 @@ async function requests() {
 }
 
 // progress folds a request's watch stream as `drove watch` does
-// (gateway/client/progress.go): one row per job; percentages from bytes.
+// (cmd/drove/termview/progress.go): one row per job; percentages from bytes.
 function newProgress() { return { jobs: new Map(), finished: false }; }
 
 function jobOf(p, i) {

@@ -15,6 +15,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
 )
 
 // Parse parses args into fs and refuses positional arguments: no bench
@@ -69,4 +72,60 @@ func WriteJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Report is a bench's ending: the table of r (when it got that far)
+// printed and r written to out as JSON, then err; it returns the exit
+// code (1 for either failure).
+func Report[R any](name, out string, r *R, err error, table func(io.Writer, *R), stdout, stderr io.Writer) int {
+	if r != nil {
+		table(stdout, r)
+		if werr := WriteJSON(out, r); werr != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, werr)
+			return 1
+		}
+		fmt.Fprintf(stdout, "written to %s\n", out)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+// Main is a bench's whole main: its flags (parse), a context that ends at
+// an interrupt, the bench run with the command's output, and its Report
+// (the table, the JSON at the path out names).
+func Main[C, R any](name string, parse func([]string, io.Writer) (C, error),
+	bench func(context.Context, C, io.Writer) (*R, error), out func(C) string, table func(io.Writer, *R)) {
+	os.Exit(Run(name, os.Args[1:], os.Stderr, parse, func(ctx context.Context, cfg C) int {
+		r, err := bench(ctx, cfg, os.Stdout)
+		return Report(name, out(cfg), r, err, table, os.Stdout, os.Stderr)
+	}))
+}
+
+// Host is where a bench ran, as every bench's JSON says it (embedded, so
+// the keys stay date, go_version and cpus).
+type Host struct {
+	Date      string `json:"date"`
+	GoVersion string `json:"go_version"`
+	CPUs      int    `json:"cpus"`
+}
+
+// ThisHost is this machine, now.
+func ThisHost() Host {
+	return Host{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}
+}
+
+// LoadAvg is /proc/loadavg's three load averages, or "" off Linux.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }

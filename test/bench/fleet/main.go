@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -31,26 +28,7 @@ type config struct {
 }
 
 func main() {
-	os.Exit(cli.Run("fleet", os.Args[1:], os.Stderr, parseFlags, func(ctx context.Context, cfg config) int {
-		return run(ctx, cfg, os.Stdout, os.Stderr)
-	}))
-}
-
-func run(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
-	r, err := runBench(ctx, cfg, stdout)
-	if r != nil {
-		printTable(stdout, r)
-		if werr := cli.WriteJSON(cfg.out, r); werr != nil {
-			fmt.Fprintf(stderr, "fleet: %v\n", werr)
-			return 1
-		}
-		fmt.Fprintf(stdout, "written to %s\n", cfg.out)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "fleet: %v\n", err)
-		return 1
-	}
-	return 0
+	cli.Main("fleet", parseFlags, runBench, func(c config) string { return c.out }, printTable)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -126,18 +104,15 @@ type result struct {
 	PlannerRestartSSmall *float64 `json:"planner_restart_s_small"`
 	LogEventsSmall       *int64   `json:"log_events_small"`
 
-	Quick      bool              `json:"quick"`
-	Partitions int               `json:"partitions"`
-	Date       string            `json:"date"`
-	GoVersion  string            `json:"go_version"`
-	CPUs       int               `json:"cpus"`
-	Notes      map[string]string `json:"notes"`
+	Quick      bool `json:"quick"`
+	Partitions int  `json:"partitions"`
+	cli.Host
+	Notes map[string]string `json:"notes"`
 }
 
 func newResult(cfg config) *result {
 	return &result{Executors: cfg.executors, Quick: cfg.quick, Partitions: cfg.partitions,
-		Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		Notes: map[string]string{}}
+		Host: cli.ThisHost(), Notes: map[string]string{}}
 }
 
 // note records why a figure is what it is (or null), and prints it.

@@ -13,6 +13,7 @@ import (
 	"github.com/drovehq/drove/deploy/apachekafka"
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/test/bench/cli"
 	"github.com/drovehq/drove/test/bench/eventlog"
 )
 
@@ -125,7 +126,7 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	if err := measureBrokerKill(ctx, filepath.Join(in.tmp, "three"), s, stdout); err != nil {
 		s.note("broker kill to append: %v", err)
 	}
-	s.LoadEnd = loadAvg()
+	s.LoadEnd = cli.LoadAvg()
 	return s, nil
 }
 

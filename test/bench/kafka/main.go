@@ -1,20 +1,15 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/drovehq/drove/deploy/apachekafka"
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 type config struct {
@@ -27,34 +22,7 @@ type config struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "kafka bench: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	s, err := runBench(ctx, cfg, stdout)
-	if s != nil {
-		printTable(stdout, s)
-		if werr := writeJSON(cfg.out, s); werr != nil {
-			fmt.Fprintf(stderr, "kafka bench: %v\n", werr)
-			return 1
-		}
-		fmt.Fprintf(stdout, "written to %s\n", cfg.out)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "kafka bench: %v\n", err)
-		return 1
-	}
-	return 0
+	cli.Main("kafka bench", parseFlags, runBench, func(c config) string { return c.out }, printTable)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -107,12 +75,10 @@ type summary struct {
 	BrokerKillToAppendS       *float64 `json:"broker_kill_to_append_s"`
 
 	KafkaVersion string `json:"kafka_version"`
-	Date         string `json:"date"`
-	GoVersion    string `json:"go_version"`
-	CPUs         int    `json:"cpus"`
-	LoadStart    string `json:"load_start,omitempty"`
-	LoadEnd      string `json:"load_end,omitempty"`
-	Events       int    `json:"events"`
+	cli.Host
+	LoadStart string `json:"load_start,omitempty"`
+	LoadEnd   string `json:"load_end,omitempty"`
+	Events    int    `json:"events"`
 	// The folds behind the two rates.
 	FoldApache *foldResult `json:"fold_apache,omitempty"`
 	FoldKfake  *foldResult `json:"fold_kfake,omitempty"`
@@ -139,8 +105,7 @@ func (s *summary) note(format string, args ...any) {
 }
 
 func newSummary(cfg config) *summary {
-	return &summary{KafkaVersion: apachekafka.Version, Date: time.Now().UTC().Format(time.RFC3339),
-		GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), LoadStart: loadAvg(), Events: cfg.events,
+	return &summary{KafkaVersion: apachekafka.Version, Host: cli.ThisHost(), LoadStart: cli.LoadAvg(), Events: cfg.events,
 		ElectionTimeoutS: cfg.electionTimeout.Seconds()}
 }
 
@@ -171,30 +136,6 @@ func printTable(w io.Writer, s *summary) {
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-}
-
-func writeJSON(path string, s *summary) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// loadAvg is /proc/loadavg's three load averages, or "" off Linux.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func ptr(v float64) *float64 { return &v }

@@ -44,6 +44,7 @@ import (
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/test/bench/cli"
 )
@@ -136,7 +137,7 @@ func fail(what string, err error) {
 
 var downtimeRE = regexp.MustCompile(`after (\d+) ms down`)
 
-func downtime(m *client.Migration) int64 {
+func downtime(m *wire.InstanceMigration) int64 {
 	if dm := downtimeRE.FindStringSubmatch(m.Message); dm != nil {
 		n, _ := strconv.ParseInt(dm[1], 10, 64)
 		return n
@@ -188,7 +189,7 @@ func startSystem(ctx context.Context, tmp string, seed *planner.Cluster, driver 
 // migrate runs an automatic migration of instance to target over HTTP
 // and returns its record and how long it took, from the command to the
 // record's success.
-func (s *system) migrate(ctx context.Context, instance, target string) (*client.Migration, time.Duration, error) {
+func (s *system) migrate(ctx context.Context, instance, target string) (*wire.InstanceMigration, time.Duration, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, path := range []string{"/v1/instances/" + instance, "/v1/nodes/" + target} {
 		for { // the views catch up with the seeded inventory

@@ -10,7 +10,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
 )
@@ -34,7 +34,7 @@ func sharedCluster() *planner.Cluster {
 }
 
 // benchShared migrates vm-1 live from node-1 to node-2.
-func benchShared() (*client.Migration, time.Duration, error) {
+func benchShared() (*wire.InstanceMigration, time.Duration, error) {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "drove-bench-live-")
 	if err != nil {

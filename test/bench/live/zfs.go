@@ -14,7 +14,7 @@ import (
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/executor/zfs"
-	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/test/zfsenv"
 )
 
@@ -23,7 +23,7 @@ import (
 // disk at writeMBps. It returns the record, the move's time and the
 // rate the guest wrote at during the move (its chunks counted before it
 // on the source, after it on the target).
-func benchZFS(sizeMiB int, writeMBps float64) (*client.Migration, time.Duration, float64, error) {
+func benchZFS(sizeMiB int, writeMBps float64) (*wire.InstanceMigration, time.Duration, float64, error) {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "drove-bench-live-zfs-")
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/inventory"
 )
@@ -80,7 +81,7 @@ func systemMakespan(world []events.Payload, evac []string, speedup float64) (flo
 	if err := waitNodes(ctx, api, len(cluster.Nodes)); err != nil {
 		return 0, nil, err
 	}
-	acc, err := api.Evacuate(ctx, client.Evacuation{Nodes: evac, Mode: "all", Reason: "makespan bench"})
+	acc, err := api.Evacuate(ctx, wire.Evacuation{Nodes: evac, Mode: "all", Reason: "makespan bench"})
 	if err != nil {
 		return 0, nil, err
 	}

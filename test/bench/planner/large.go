@@ -148,20 +148,6 @@ func cpuSeconds() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-// loadAvg is the machine's load average as /proc/loadavg gives it, or
-// empty where there is none.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // vmHWM reads this process's peak resident set from /proc/self/status, in
 // KiB, or -1 where there is no such file.
 func vmHWM() int64 {

@@ -185,7 +185,7 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 			printLarge(stdout, l)
 		}
 	}
-	sum.LoadEnd = loadAvg()
+	sum.LoadEnd = cli.LoadAvg()
 	sum.judgeAll()
 	printSummary(stdout, sum)
 	if err := cli.WriteJSON(cfg.out, sum); err != nil {

@@ -3,23 +3,21 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"text/tabwriter"
-	"time"
+
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 // summary is everything the bench measured; it is written as JSON.
 type summary struct {
-	Date      string   `json:"date"`
-	GoVersion string   `json:"go_version"`
-	CPUs      int      `json:"cpus"`
-	Hail      string   `json:"hail"`
-	HailArgs  []string `json:"hail_args,omitempty"`
-	Budget    string   `json:"hail_budget"`
-	Runs      int      `json:"drove_runs"`
-	Seed      uint64   `json:"seed"`
-	Mix       string   `json:"mix"`
+	cli.Host
+	Hail     string   `json:"hail"`
+	HailArgs []string `json:"hail_args,omitempty"`
+	Budget   string   `json:"hail_budget"`
+	Runs     int      `json:"drove_runs"`
+	Seed     uint64   `json:"seed"`
+	Mix      string   `json:"mix"`
 	// LoadStart and LoadEnd are the machine's load averages (1, 5, 15
 	// minutes) when the bench started and ended: timings taken on a busy
 	// machine are slower for both planners.
@@ -32,9 +30,8 @@ type summary struct {
 }
 
 func newSummary(cfg config) *summary {
-	return &summary{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(),
-		CPUs: runtime.NumCPU(), Hail: cfg.hail, HailArgs: cfg.hailArgs, Budget: cfg.budget.String(),
-		Runs: cfg.runs, Seed: cfg.seed, Mix: mixString(cfg.mix), LoadStart: loadAvg()}
+	return &summary{Host: cli.ThisHost(), Hail: cfg.hail, HailArgs: cfg.hailArgs, Budget: cfg.budget.String(),
+		Runs: cfg.runs, Seed: cfg.seed, Mix: mixString(cfg.mix), LoadStart: cli.LoadAvg()}
 }
 
 func secs(t *toolResult, budget string) string {

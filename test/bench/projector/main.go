@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -133,9 +132,7 @@ type summary struct {
 	ReplayBenchCPUPer100k    float64 `json:"replay_bench_cpu_s_per_100k"`
 	ReplayPostgresCPUPer100k float64 `json:"replay_postgres_cpu_s_per_100k"`
 
-	Date      string         `json:"date"`
-	GoVersion string         `json:"go_version"`
-	CPUs      int            `json:"cpus"`
+	cli.Host
 	LoadStart string         `json:"load_start,omitempty"`
 	LoadEnd   string         `json:"load_end,omitempty"`
 	Broker    string         `json:"broker"` // in-process (kfake) or the brokers given
@@ -198,8 +195,7 @@ type liveResult struct {
 func per100k(v float64, events int) float64 { return v * 100_000 / float64(events) }
 
 func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, error) {
-	s := &summary{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(),
-		CPUs: runtime.NumCPU(), LoadStart: loadAvg(), Broker: "in-process (kfake)"}
+	s := &summary{Host: cli.ThisHost(), LoadStart: cli.LoadAvg(), Broker: "in-process (kfake)"}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	tmp, err := os.MkdirTemp("", "drove-bench-projector-")
@@ -304,7 +300,7 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 			return nil, err
 		}
 	}
-	s.LoadEnd = loadAvg()
+	s.LoadEnd = cli.LoadAvg()
 	r := s.Replay
 	fmt.Fprintf(stdout, "projector replay: %d events folded in %.2fs = %.0f events/s (equal to live: %v; CPU: bench %.1fs, postgres %.1fs; load %s -> %s, %d CPUs)\n",
 		r.Events, r.FoldSeconds, r.EventsPerSec, r.Equal, r.BenchCPUSeconds, r.PostgresCPUSeconds,
@@ -458,19 +454,6 @@ func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpoo
 	res.RSSBeforeMiB, res.RSSPeakMiB = rssBefore, rssPeak
 	res.HeapLiveGrowthMiB = rss.liveGrowthMiB()
 	return res, nil
-}
-
-// loadAvg is /proc/loadavg's three load averages, or "" off Linux.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // settle vacuums and analyzes the database between phases, unmeasured:

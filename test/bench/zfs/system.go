@@ -21,6 +21,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/test/bench/cli"
 	"github.com/drovehq/drove/test/zfsenv"
@@ -199,7 +200,7 @@ func sendSize(snap string) (int64, error) {
 
 // migrateThroughAPI runs an automatic migration of instance to target
 // over HTTP and waits for its end.
-func migrateThroughAPI(ctx context.Context, api *client.Client, instance, target string) (*client.Migration, error) {
+func migrateThroughAPI(ctx context.Context, api *client.Client, instance, target string) (*wire.InstanceMigration, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for { // the views catch up with the seeded inventory
 		var in struct {
@@ -240,7 +241,7 @@ func migrateThroughAPI(ctx context.Context, api *client.Client, instance, target
 var downtimeRE = regexp.MustCompile(`after (\d+) ms down`)
 
 // report works out the figures, prints them and writes them to out.
-func report(ctx context.Context, brokers []string, m *client.Migration, reps []zfs.MoveReport, bare float64, sizeMiB int, writeMiBps float64, out string) error {
+func report(ctx context.Context, brokers []string, m *wire.InstanceMigration, reps []zfs.MoveReport, bare float64, sizeMiB int, writeMiBps float64, out string) error {
 	r := migrationResult{SizeMiB: sizeMiB, WriteMiBps: writeMiBps, Syncs: m.Syncs, BareMiBps: bare / (1 << 20)}
 	if dm := downtimeRE.FindStringSubmatch(m.Message); dm != nil {
 		r.DowntimeMS, _ = strconv.ParseInt(dm[1], 10, 64)

@@ -1,4 +1,4 @@
-package client
+package termview
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/client"
 )
 
 // Progress folds a request's watch stream into one row per job, for the
@@ -21,8 +22,8 @@ type Progress struct {
 	Planned  bool
 	Finished bool
 	Rejected string
-	Moved    []MovedRow
-	Failed   []FailedRow
+	Moved    []events.Moved
+	Failed   []events.Failed
 	Started  time.Time
 	Ended    time.Time
 	Before   float64
@@ -48,50 +49,29 @@ type JobRow struct {
 	DoneBytes int64
 }
 
-// MovedRow and FailedRow are the request's outcome.
-type MovedRow struct {
-	Instance string   `json:"instance"`
-	Group    string   `json:"group"`
-	Nodes    []string `json:"nodes"`
-}
-
-type FailedRow struct {
-	Instance string `json:"instance"`
-	Reason   string `json:"reason"`
-}
-
-type wireOpcode struct {
-	OpID       string `json:"op_id"`
-	Instance   string `json:"instance"`
-	TargetNode string `json:"target_node"`
-	RemoteNode string `json:"remote_node"`
-	From       string `json:"from"`
-	To         string `json:"to"`
-}
-
 // wireEvent is the part of a request's events the progress view reads.
 type wireEvent struct {
 	Job   json.RawMessage `json:"job"` // a job's index, or a whole job
 	Index int             `json:"index"`
 	Jobs  []struct {
-		Index   int          `json:"index"`
-		Opcodes []wireOpcode `json:"opcodes"`
+		Index   int             `json:"index"`
+		Opcodes []events.Opcode `json:"opcodes"`
 	} `json:"jobs"`
-	Opcode         wireOpcode  `json:"opcode"`
-	Status         string      `json:"status"`
-	Error          string      `json:"error"`
-	Reason         string      `json:"reason"`
-	Phase          string      `json:"phase"`
-	Current        int64       `json:"current"`
-	Total          int64       `json:"total"`
-	ETASeconds     float64     `json:"eta_seconds"`
-	BytesPerSecond int64       `json:"bytes_per_second"`
-	Message        string      `json:"message"`
-	Moved          []MovedRow  `json:"moved"`
-	Failed         []FailedRow `json:"failed"`
-	ScoreBefore    float64     `json:"score_before"`
-	ScoreAfter     float64     `json:"score_after"`
-	Part           int         `json:"part"` // of a plan in parts
+	Opcode         events.Opcode   `json:"opcode"`
+	Status         string          `json:"status"`
+	Error          string          `json:"error"`
+	Reason         string          `json:"reason"`
+	Phase          string          `json:"phase"`
+	Current        int64           `json:"current"`
+	Total          int64           `json:"total"`
+	ETASeconds     float64         `json:"eta_seconds"`
+	BytesPerSecond int64           `json:"bytes_per_second"`
+	Message        string          `json:"message"`
+	Moved          []events.Moved  `json:"moved"`
+	Failed         []events.Failed `json:"failed"`
+	ScoreBefore    float64         `json:"score_before"`
+	ScoreAfter     float64         `json:"score_after"`
+	Part           int             `json:"part"` // of a plan in parts
 }
 
 // jobIndex is the job the event is about: JobReleased carries the whole
@@ -122,7 +102,7 @@ func (p *Progress) row(i int) *JobRow {
 }
 
 // Apply folds one event in. It reports whether anything visible changed.
-func (p *Progress) Apply(ev Event) bool {
+func (p *Progress) Apply(ev client.Event) bool {
 	if p.Started.IsZero() {
 		p.Started = ev.Time
 	}
@@ -149,7 +129,7 @@ func (p *Progress) Apply(ev Event) bool {
 			r.State = "queued"
 		}
 		var j struct {
-			Opcodes []wireOpcode `json:"opcodes"`
+			Opcodes []events.Opcode `json:"opcodes"`
 		}
 		if json.Unmarshal(v.Job, &j) == nil && len(j.Opcodes) > 0 {
 			r.Ops = len(j.Opcodes) // the job as released, even when the plan was not seen
@@ -205,11 +185,11 @@ func (p *Progress) Apply(ev Event) bool {
 // settle gives a job whose end the stream did not show (the request's
 // end can come first) the fate the outcome says: moved is success; not
 // moved is canceled when its job was cancelled, else error.
-func (p *Progress) settle(r *JobRow, moved []MovedRow, failed []FailedRow) {
+func (p *Progress) settle(r *JobRow, moved []events.Moved, failed []events.Failed) {
 	if r.State == "success" || r.State == "error" || r.State == "canceled" {
 		return
 	}
-	if slices.ContainsFunc(moved, func(m MovedRow) bool { return m.Instance == r.Instance }) {
+	if slices.ContainsFunc(moved, func(m events.Moved) bool { return m.Instance == r.Instance }) {
 		r.State, r.DoneBytes = "success", r.DoneBytes+r.Total
 		r.Current, r.Total, r.Rate, r.ETA = 0, 0, 0, 0
 		return
@@ -224,8 +204,8 @@ func (p *Progress) settle(r *JobRow, moved []MovedRow, failed []FailedRow) {
 	}
 }
 
-func describeOp(op wireOpcode) string {
-	name := strings.ToLower(strings.TrimPrefix(op.OpID, "OP_INSTANCE_"))
+func describeOp(op events.Opcode) string {
+	name := strings.ToLower(strings.TrimPrefix(string(op.OpID), "OP_INSTANCE_"))
 	name = strings.ReplaceAll(name, "_", "-")
 	to := op.To
 	if to == "" {

@@ -1,4 +1,4 @@
-package client
+package termview
 
 import (
 	"strings"
@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
-func ev(t *testing.T, p events.Payload) Event {
+func ev(t *testing.T, p events.Payload) client.Event {
 	t.Helper()
 	env := events.New(p)
-	return Event{Time: time.Now(), Type: env.Type, Payload: env.Payload}
+	return client.Event{WatchLine: wire.WatchLine{Time: time.Now(), Type: env.Type, Payload: env.Payload}}
 }
 
 // TestJobPercentComesFromBytes: a job released without its plan seen still
@@ -66,10 +68,10 @@ func TestScreenRedrawsInPlace(t *testing.T) {
 func TestMigrationViewTable(t *testing.T) {
 	v := &MigrationView{}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pct := 50.0
-	v.Apply(MigrationEvent{Type: "end", Migration: "m", Index: 0, Phase: "begin", State: "successful", Time: t0.Add(time.Second), Started: &t0})
-	v.Apply(MigrationEvent{Type: "progress", Migration: "m", Index: 1, Phase: "sync", Time: t0.Add(3 * time.Second),
-		Current: 50 << 20, Total: 100 << 20, Percent: &pct, ETA: 4000, Rate: 10 << 20})
+	pct, cur, total := 50.0, int64(50<<20), int64(100<<20)
+	v.Apply(wire.MigrationLine{Type: "end", Migration: "m", Index: 0, Phase: "begin", State: "successful", Time: t0.Add(time.Second), Started: &t0})
+	v.Apply(wire.MigrationLine{Type: "progress", Migration: "m", Index: 1, Phase: "sync", Time: t0.Add(3 * time.Second),
+		Current: &cur, Total: &total, Percent: &pct, ETA: 4000, Rate: 10 << 20})
 	out := strings.Join(v.Table(t0.Add(4*time.Second)), "\n")
 	for _, want := range []string{"✓  making a reservation", "☐  synchronizing filesystems", "50%", "50.0 MiB / 100.0 MiB", "10.0 MiB/s", "4.0s", "total", "running"} {
 		if !strings.Contains(out, want) {

@@ -1,10 +1,11 @@
-package client
+package termview
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // MigrationView folds a migration watch stream into RFD 34's steps, for
@@ -55,7 +56,7 @@ func StepLabel(phase string) string {
 }
 
 // Apply folds one event in.
-func (v *MigrationView) Apply(ev MigrationEvent) {
+func (v *MigrationView) Apply(ev wire.MigrationLine) {
 	v.Migration = ev.Migration
 	var st *Step
 	for _, s := range v.Steps {
@@ -70,8 +71,11 @@ func (v *MigrationView) Apply(ev MigrationEvent) {
 		}
 		v.Steps = append(v.Steps, st)
 	}
-	if ev.Total > 0 {
-		st.Current, st.Total = ev.Current, ev.Total
+	if ev.Total != nil && *ev.Total > 0 {
+		st.Current, st.Total = 0, *ev.Total
+		if ev.Current != nil {
+			st.Current = *ev.Current
+		}
 	}
 	st.Rate, st.ETA = ev.Rate, time.Duration(ev.ETA)*time.Millisecond
 	if ev.Message != "" {
