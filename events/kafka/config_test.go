@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidateReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	err := Config{
 		Brokers:        []string{"k1:9092", " "},
 		DialTimeout:    -time.Second,
@@ -27,6 +28,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestConstructorsAddTheirRequirements(t *testing.T) {
+	t.Parallel()
 	_, err := NewProducer(Config{})
 	for _, want := range []string{"Brokers", "TransactionalID"} {
 		if !strings.Contains(err.Error(), want) {

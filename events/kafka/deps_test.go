@@ -16,6 +16,7 @@ import (
 // franz-go's in-process broker (kfake) is a broker, not a client: tests
 // and the embedded deployment may start one.
 func TestOnlyThisPackageSpeaksKafka(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

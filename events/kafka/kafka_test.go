@@ -20,6 +20,7 @@ const topic = "drove.test"
 var errBoom = errors.New("boom")
 
 func TestAppendIsSeenAtomically(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	p := newProducer(t, cfg)
@@ -50,6 +51,7 @@ func TestAppendIsSeenAtomically(t *testing.T) {
 }
 
 func TestAbortedAppendIsNeverSeen(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	p := newProducer(t, cfg)
@@ -90,6 +92,7 @@ func TestAbortedAppendIsNeverSeen(t *testing.T) {
 }
 
 func TestReadAllReturnsEveryEventInOrder(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic, "drove.empty")
 	p := newProducer(t, cfg)
@@ -139,6 +142,7 @@ func TestReadAllReturnsEveryEventInOrder(t *testing.T) {
 }
 
 func TestReadAllAcrossPartitions(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 4, topic)
 	p := newProducer(t, cfg)
@@ -173,6 +177,7 @@ func TestReadAllAcrossPartitions(t *testing.T) {
 }
 
 func TestUndecodableRecordStops(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	raw, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
@@ -204,6 +209,7 @@ func TestUndecodableRecordStops(t *testing.T) {
 }
 
 func TestAppendRefusesInvalidEventsBeforeWriting(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	p := newProducer(t, cfg)
@@ -221,6 +227,7 @@ func TestAppendRefusesInvalidEventsBeforeWriting(t *testing.T) {
 }
 
 func TestSecondProducerFencesTheFirst(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	old := newProducer(t, cfg)
@@ -252,6 +259,7 @@ func TestSecondProducerFencesTheFirst(t *testing.T) {
 // kfake: it holds the InitProducerID request unanswered (ControlKey), a
 // fault no real broker can be made to produce on demand.
 func TestAppendHonoursItsContextWhileTheProducerIDIsAwaited(t *testing.T) {
+	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
@@ -288,6 +296,7 @@ func TestAppendHonoursItsContextWhileTheProducerIDIsAwaited(t *testing.T) {
 }
 
 func TestEnsureTopics(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 0)
 	if err := EnsureTopics(ctx, cfg, 3, events.Topics()...); err != nil {
@@ -313,6 +322,7 @@ func TestEnsureTopics(t *testing.T) {
 }
 
 func TestFollowingReaderStopsCleanlyOnCancel(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{topic}, Follow: true})
@@ -337,6 +347,7 @@ func TestFollowingReaderStopsCleanlyOnCancel(t *testing.T) {
 // transaction; the producer starts a new client, so the next append
 // lands instead of failing until the process restarts.
 func TestAppendAfterAnUnusableTransactionStateLands(t *testing.T) {
+	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
 	if err != nil {
 		t.Fatalf("kfake: %v", err)

@@ -8,6 +8,7 @@ import (
 // Leaders names a listed broker for every partition of a topic, under the
 // topic's name without the namespace.
 func TestLeadersNamesEachPartitionsBroker(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 3, topic)
 	leaders, err := Leaders(ctx, cfg, topic)

@@ -45,6 +45,7 @@ func readUntil(t *testing.T, ctx context.Context, r *Reader, n int) ([]Record, B
 }
 
 func TestReaderReadsOnlyTheKeysPartitionFromAPosition(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 4, events.TopicOpcodes)
 	p := newProducer(t, cfg)
@@ -108,6 +109,7 @@ func TestReaderReadsOnlyTheKeysPartitionFromAPosition(t *testing.T) {
 }
 
 func TestReaderFollowsAfterCatchingUp(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 2, topic)
 	p := newProducer(t, cfg)
@@ -155,6 +157,7 @@ func TestReaderFollowsAfterCatchingUp(t *testing.T) {
 }
 
 func TestReaderStopsAtTheEndItOpenedWith(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	p := newProducer(t, cfg)
@@ -179,6 +182,7 @@ func TestReaderStopsAtTheEndItOpenedWith(t *testing.T) {
 }
 
 func TestCheckpointKeepsPositionsWithoutJoiningTheGroup(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 2, topic)
 	c, err := OpenCheckpoint(cfg, "drove-executor-n1")
@@ -203,6 +207,7 @@ func TestCheckpointKeepsPositionsWithoutJoiningTheGroup(t *testing.T) {
 }
 
 func TestFenceStopsTheOlderProducer(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	old := newProducer(t, cfg)
@@ -219,6 +224,7 @@ func TestFenceStopsTheOlderProducer(t *testing.T) {
 }
 
 func TestElectionHasOneLeaderAndHandsOver(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	var leaders atomic.Int32
@@ -254,6 +260,7 @@ func TestElectionHasOneLeaderAndHandsOver(t *testing.T) {
 }
 
 func TestReaderStopsWhereToSays(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	p := newProducer(t, cfg)
@@ -277,6 +284,7 @@ func TestReaderStopsWhereToSays(t *testing.T) {
 // A following reader with Refresh starts reading partitions added to its
 // topics after it opened, from their start, and keeps its Ends current.
 func TestReaderPicksUpNewPartitions(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 1, topic)
 	r, err := NewReader(ctx, cfg, ReadOptions{Topics: []string{topic}, Follow: true,
@@ -319,6 +327,7 @@ func TestReaderPicksUpNewPartitions(t *testing.T) {
 // back from a Reader as given, headers and timestamps included, each in
 // the partition it named and in order there.
 func TestWriteRecordsCopiesWhatReaderReads(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 3, events.TopicOpcodes)
 	at := time.UnixMilli(1_700_000_000_123)

@@ -135,6 +135,7 @@ func roundTrip(t *testing.T, cfg Config) error {
 }
 
 func TestTLSAndSASLConnect(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	_, certFile, keyFile := ca.issue(t, false)
 	tlsOK := TLS{CAFile: ca.caFile, CertFile: certFile, KeyFile: keyFile}
@@ -163,6 +164,7 @@ func TestTLSAndSASLConnect(t *testing.T) {
 }
 
 func TestTLSRefusesABrokerOfAnotherCA(t *testing.T) {
+	t.Parallel()
 	ca, other := newTestCA(t), newTestCA(t)
 	cfg := secureCluster(t, ca, false)
 	cfg.TLS = TLS{CAFile: other.caFile}
@@ -174,6 +176,7 @@ func TestTLSRefusesABrokerOfAnotherCA(t *testing.T) {
 }
 
 func TestSASLWrongPasswordIsAClearError(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	cfg := secureCluster(t, ca, false)
 	cfg.TLS = TLS{CAFile: ca.caFile}
@@ -196,6 +199,7 @@ func TestSASLWrongPasswordIsAClearError(t *testing.T) {
 }
 
 func TestSecurityConfigProblems(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t)
 	_, certFile, keyFile := ca.issue(t, false)
 	exposed := filepath.Join(t.TempDir(), "exposed.key")

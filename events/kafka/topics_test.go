@@ -20,6 +20,7 @@ import (
 // while a topic created by hand with finite retention is refused, naming
 // the topic and the setting, unless the operator allowed it.
 func TestEnsureTopicsKeepsTheLogForever(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := newCluster(t, 0)
 	cl, err := NewClient(cfg)
@@ -111,6 +112,7 @@ func checkDescribed(t *testing.T, cfg Config, topic string, partitions int) {
 // only once it has rolled (hourly on this topic, as it must be) and its
 // cleaner has passed, which a test cannot ask for.
 func TestEnsureTopicsCompactsHeartbeatsOnly(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drove.byhand"))
 	if err != nil {
