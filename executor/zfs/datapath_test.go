@@ -1,0 +1,130 @@
+package zfs_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor/zfs"
+	"github.com/drovehq/drove/test/zfsenv"
+)
+
+// Faults on the data path of a migration: each ends with the source's
+// copy intact and its instance running there, and no second copy running.
+
+// sourceIntact checks that instance runs on the source, whose file base
+// reads as want, and runs nowhere else.
+func sourceIntact(t *testing.T, poolA string, rtA, rtB *zfs.MemRuntime, instance, want string) {
+	t.Helper()
+	if !rtA.IsRunning(instance) {
+		t.Errorf("%s does not run on the source", instance)
+	}
+	if rtB.IsRunning(instance) {
+		t.Errorf("%s runs on the target too", instance)
+	}
+	if got := fileSum(t, filepath.Join("/"+poolA, instance, "base")); got != want {
+		t.Errorf("the source's content changed: %s, want %s", got, want)
+	}
+}
+
+// TestSwitchRefusesACorruptedTarget: the target's copy is damaged after
+// the final delta and before the switch's checksum (bytes of a block the
+// delta carried); the switch is refused with a checksum mismatch naming
+// the file and block, the source runs on over its own data, and an abort
+// clears the target.
+func TestSwitchRefusesACorruptedTarget(t *testing.T) {
+	const size = 4 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 128), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm8", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm8")
+	fill(t, "/"+poolA+"/vm8", size)
+	rtA, rtB := zfs.NewMemRuntime("vm8"), zfs.NewMemRuntime()
+	w.node("na", poolA, rtA, nil)
+	nb := w.node("nb", poolB, rtB, nil)
+	var once sync.Once
+	corrupted := make(chan error, 1)
+	nb.driver.BeforeTargetSum(func(ctx context.Context, ds string, n, prev int) {
+		if prev == 0 {
+			return // ahead of the switch, or its full re-read after a mismatch
+		}
+		once.Do(func() { corrupted <- corrupt(ctx, ds) })
+	})
+
+	m := w.migration("m8", "vm8", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.must(events.PhaseSync)
+	// The instance writes block 0 after the last sync: the final delta
+	// carries it, so the switch's checksum reads it again on both sides.
+	writeAt(t, "/"+poolA+"/vm8/base", 0, []byte(strings.Repeat("written after the last sync\n", 100)))
+	want := fileSum(t, "/"+poolA+"/vm8/base")
+	e := m.ended(m.dispatch(events.PhaseSwitch))
+	select {
+	case err := <-corrupted:
+		if err != nil {
+			t.Fatalf("corrupting the target: %v", err)
+		}
+	default:
+		t.Fatal("the switch's checksum never ran on the target")
+	}
+	t.Logf("switch ended %s: %s", e.Status, e.Error)
+	if e.Status != events.JobError || !strings.Contains(e.Error, zfs.ErrChecksum.Error()) || !strings.Contains(e.Error, "base (blocks 0") {
+		t.Fatalf("switch ended %s: %s; want a checksum mismatch naming base's block 0", e.Status, e.Error)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm8", want)
+	notCommitted(t, poolB+"/vm8", "m8")
+	m.must("abort")
+	if left := datasets(t, poolB, "vm8"); len(left) > 0 {
+		t.Fatalf("left on the target after the abort: %v", left)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm8", want)
+}
+
+// notCommitted fails t if dataset ds exists and is marked committed by
+// migration id (a target rolled back on a fatal fault is gone).
+func notCommitted(t *testing.T, ds, id string) {
+	t.Helper()
+	c, err := zfsOut(t.Context(), "get", "-H", "-o", "value", "drove:committed", ds)
+	if err != nil && !errors.Is(err, errNoDataset) {
+		t.Fatal(err)
+	}
+	if strings.Contains(c, id) {
+		t.Fatalf("the target's copy is marked committed: %s", c)
+	}
+}
+
+// corrupt flips bytes in block 0 of the file base in dataset ds, through
+// its mount, as a failing disk or a stray writer on the target would.
+func corrupt(ctx context.Context, ds string) error {
+	mp, err := zfsOut(ctx, "get", "-H", "-o", "value", "mountpoint", ds)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(strings.TrimSpace(mp), "base"), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt([]byte("CORRUPTED"), 100); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeAt(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
