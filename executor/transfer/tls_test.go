@@ -359,3 +359,52 @@ func TestReceiverRefusesUntrustedSenders(t *testing.T) {
 		t.Fatalf("the receiver served %q from a revoked certificate", b)
 	}
 }
+
+// TestRefusalMidBodyReachesTheSender: a receiver that fails part way
+// through a body (its pool full, say) replies at once and stops reading;
+// the sender, still writing, stops with the receiver's reason, not only
+// "cut", over TLS and plain TCP alike.
+func TestRefusalMidBodyReachesTheSender(t *testing.T) {
+	c := newCluster(t)
+	for _, secure := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		var toB, fromA transfer.Link
+		if secure {
+			toB, fromA = transfer.Link{Identity: c.ids["a"], Peer: "b"}, transfer.Link{Identity: c.ids["b"], Peer: "a"}
+		}
+		l, err := transfer.Listen("127.0.0.1:0", "req/0/0", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		replied := make(chan error, 1)
+		go func() {
+			s, err := l.Accept(transfer.WithLink(ctx, fromA))
+			if err != nil {
+				replied <- err
+				return
+			}
+			if _, err := io.ReadFull(s, make([]byte, 1<<20)); err != nil {
+				replied <- err
+				return
+			}
+			replied <- s.Reply(transfer.Reply{Error: "cannot receive: out of space"})
+		}()
+		snd, err := transfer.Dial(transfer.WithLink(ctx, toB), l.Addr(), transfer.Header{Key: "req/0/0", Kind: "recv"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 1<<20)
+		for err == nil && ctx.Err() == nil {
+			_, err = snd.Write(chunk)
+		}
+		snd.Close()
+		if !errors.Is(err, transfer.ErrCut) || !strings.Contains(err.Error(), "out of space") {
+			t.Fatalf("secure=%v: the sender stopped with %v; want the receiver's reason", secure, err)
+		}
+		if rerr := <-replied; rerr != nil {
+			t.Fatalf("secure=%v: the receiver: %v", secure, rerr)
+		}
+	}
+}

@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"math/rand/v2"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/test/zfsenv"
 )
@@ -126,5 +129,75 @@ func writeAt(t *testing.T, path string, off int64, b []byte) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTargetPoolFillsDuringAReceive: while the sync's receive runs (at
+// a capped rate), another writer fills the target's pool; the receive
+// fails for want of space, the source runs on, intact, and an abort
+// leaves nothing of the move on the target.
+func TestTargetPoolFillsDuringAReceive(t *testing.T) {
+	const size = 32 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 256), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm9", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm9")
+	fill(t, "/"+poolA+"/vm9", size)
+	want := fileSum(t, "/"+poolA+"/vm9/base")
+	rtA, rtB := zfs.NewMemRuntime("vm9"), zfs.NewMemRuntime()
+	// Each attempt of the sync refills what the last one's failed
+	// receive freed (some 7 s at the rate below): two are enough here.
+	w.tweakExecutor("na", func(c *executor.Config) { c.Retry.Attempts = 2 })
+	w.node("na", poolA, rtA, nil)
+	w.node("nb", poolB, rtB, nil)
+
+	m := w.migration("m9", "vm9", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.mbps = 32 // 4 MB/s: the receive lasts some 8 s
+	seq := m.dispatch(events.PhaseSync)
+	m.sending(seq, 1<<20)
+	zfsenv.Run(t, "zfs", "create", poolB+"/other")
+	filled := fillUp(t, "/"+poolB+"/other/filler")
+	for _, p := range m.w.progress(m.from) {
+		if p.Request == m.id && p.Index == seq && p.Current >= size {
+			t.Fatalf("the sync had sent all %d bytes before the pool was full (%d bytes written)", size, filled)
+		}
+	}
+	e := m.ended(seq)
+	t.Logf("the pool filled after %d bytes of another writer; sync ended %s: %s", filled, e.Status, e.Error)
+	if e.Status != events.JobError || !strings.Contains(e.Error, "space") {
+		t.Fatalf("sync ended %s: %s; want a failure for want of space", e.Status, e.Error)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm9", want)
+	notCommitted(t, poolB+"/vm9", "m9")
+	zfsenv.Run(t, "zfs", "destroy", poolB+"/other")
+	m.must("abort")
+	if left := datasets(t, poolB, "vm9"); len(left) > 0 {
+		t.Fatalf("left on the target after the abort: %v", left)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm9", want)
+}
+
+// fillUp writes incompressible data to path until its file system is
+// full and returns how much it wrote.
+func fillUp(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var n int64
+	r := rand.NewChaCha8([32]byte{9})
+	for {
+		_, _ = r.Read(buf)
+		k, err := f.Write(buf)
+		n += int64(k)
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("filling %s: %v", path, err)
+		}
 	}
 }
