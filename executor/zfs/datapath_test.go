@@ -201,3 +201,45 @@ func fillUp(t *testing.T, path string) int64 {
 		}
 	}
 }
+
+// TestTargetLosesItsDisk: the target's pool is exported (its disk gone)
+// once the migration has begun, and the sync is dispatched to it; the sync
+// fails, the source runs on intact and nothing runs on the target. Once
+// the disk is back (the pool imported), an abort clears what the move
+// left there. (Not during the receive itself: zfs-fuse refuses to export
+// a pool a receive is writing, "pool is busy", even with -f.)
+func TestTargetLosesItsDisk(t *testing.T) {
+	const size = 8 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 128), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm10", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm10")
+	fill(t, "/"+poolA+"/vm10", size)
+	want := fileSum(t, "/"+poolA+"/vm10/base")
+	rtA, rtB := zfs.NewMemRuntime("vm10"), zfs.NewMemRuntime()
+	w.tweakExecutor("na", func(c *executor.Config) { c.Retry.Attempts = 2 })
+	w.node("na", poolA, rtA, nil)
+	w.node("nb", poolB, rtB, nil)
+
+	m := w.migration("m10", "vm10", "na", "nb")
+	m.must(events.PhaseBegin)
+	zfsenv.Run(t, "zpool", "export", "-f", poolB)
+	e := m.ended(m.dispatch(events.PhaseSync))
+	t.Logf("sync ended %s: %s", e.Status, e.Error)
+	if e.Status != events.JobError {
+		t.Fatalf("sync ended %s with the target's pool gone", e.Status)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm10", want)
+	// Imported from a directory holding its image alone: a scan of the
+	// shared one would open every other pool's image too.
+	only := t.TempDir()
+	if err := os.Symlink(filepath.Join(os.TempDir(), "drove-zfsenv", poolB+".img"), filepath.Join(only, poolB+".img")); err != nil {
+		t.Fatal(err)
+	}
+	zfsenv.Run(t, "zpool", "import", "-d", only, poolB)
+	notCommitted(t, poolB+"/vm10", "m10")
+	m.must("abort")
+	if left := datasets(t, poolB, "vm10"); len(left) > 0 {
+		t.Fatalf("left on the target after the abort: %v", left)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm10", want)
+}
