@@ -243,3 +243,45 @@ func TestTargetLosesItsDisk(t *testing.T) {
 	}
 	sourceIntact(t, poolA, rtA, rtB, "vm10", want)
 }
+
+// TestSourceExecutorDiesDuringASync: the source node's executor stops in
+// the middle of a sync's send and another starts in its place, with a
+// driver that knows nothing of the move but what the datasets and the log
+// say (the instance, like a VM or a process, outlives its agent). The
+// sync is run again to its end; the source runs on, intact, and nothing
+// runs on the target; an abort then clears the target.
+func TestSourceExecutorDiesDuringASync(t *testing.T) {
+	const size = 24 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 128), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm11", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm11")
+	fill(t, "/"+poolA+"/vm11", size)
+	want := fileSum(t, "/"+poolA+"/vm11/base")
+	rtA, rtB := zfs.NewMemRuntime("vm11"), zfs.NewMemRuntime()
+	na := w.node("na", poolA, rtA, nil)
+	w.node("nb", poolB, rtB, nil)
+
+	m := w.migration("m11", "vm11", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.mbps = 32 // 4 MB/s: the send lasts some 6 s
+	seq := m.dispatch(events.PhaseSync)
+	m.sending(seq, 2<<20)
+	na.shutdown(t)
+	if !rtA.IsRunning("vm11") {
+		t.Fatal("the instance stopped with the source's executor")
+	}
+	m.mbps = 0
+	w.node("na", poolA, rtA, nil)
+	e := m.ended(seq)
+	t.Logf("sync ended %s: %s", e.Status, e.Error)
+	if e.Status != events.JobSuccess {
+		t.Fatalf("the sync run again by the new executor ended %s: %s", e.Status, e.Error)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm11", want)
+	notCommitted(t, poolB+"/vm11", "m11")
+	m.must("abort")
+	if left := datasets(t, poolB, "vm11"); len(left) > 0 {
+		t.Fatalf("left on the target after the abort: %v", left)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm11", want)
+}
