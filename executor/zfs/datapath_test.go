@@ -3,10 +3,10 @@ package zfs_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"math/rand/v2"
 	"sync"
 	"syscall"
 	"testing"
