@@ -27,11 +27,19 @@ Tamper evidence: reads every partition of every topic in order, chains each
 record's stored bytes (SHA-256), and appends every --interval a checkpoint
 of each partition that moved to drove.checkpoints, signed with --key (an
 ed25519 key file, mode 0600) when given. 'drove verify-log' checks the log
-against them. keygen writes a new key to FILE (0600) and FILE.pub.`, stderr)
+against them. keygen writes a new key to FILE (0600) and FILE.pub.
+
+With --heads FILE, each checkpoint's signed head is also appended to FILE
+(one JSON line, once the checkpoint is in the log). A log cut at its end,
+with its checkpoints, still verifies on its own; 'drove verify-log --heads'
+sees it. Ship FILE off the brokers' hosts as it is written (a log shipper,
+remote syslog, an append-only or object-locked store), where whoever can
+rewrite the log cannot rewrite it.`, stderr)
 	var sf serviceFlags
 	sf.register(fs, false)
 	keyFile := fs.String("key", "", "ed25519 private key to sign checkpoints with (PEM, mode 0600); empty: unsigned")
 	interval := fs.Duration("interval", 10*time.Second, "how often each partition that moved gets a checkpoint")
+	headsFile := fs.String("heads", "", "append each checkpoint's signed head to this file, to be kept off the brokers' hosts; empty: none")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
@@ -48,7 +56,7 @@ against them. keygen writes a new key to FILE (0600) and FILE.pub.`, stderr)
 	}
 	serveMetrics(ctx, sf.metricsAddr, newRegistry(), log)
 	err := supervise.Run(ctx, supervise.Part{Name: "notary", Log: log}, func(ctx context.Context) error {
-		return notary.Run(ctx, notary.Config{Kafka: sf.kafka("drove-notary"), Key: key, Interval: *interval, Logger: log})
+		return notary.Run(ctx, notary.Config{Kafka: sf.kafka("drove-notary"), Key: key, Interval: *interval, Heads: *headsFile, Logger: log})
 	})
 	if err != nil {
 		return fail(stderr, "notary", err)
@@ -87,6 +95,7 @@ log cannot be read, 2 on a usage error.`, stderr)
 	var sf serviceFlags
 	sf.register(fs, false)
 	keyFile := fs.String("key", "", "the notary's public key (or private key file); empty: signatures not checked")
+	headsFile := fs.String("heads", "", "the notary's heads file (drove notary --heads): also check that the log and its checkpoints reach each signed head")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up reading the log after this long")
 	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
@@ -103,11 +112,19 @@ log cannot be read, 2 on a usage error.`, stderr)
 		}
 		pub = k
 	}
+	var heads map[notary.Partition]chain.Head
+	if *headsFile != "" {
+		h, err := notary.ReadHeads(*headsFile)
+		if err != nil {
+			return fail(stderr, "verify-log", err)
+		}
+		heads = h
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	rep, err := notary.VerifyLog(ctx, sf.kafka("drove-verify-log"), pub)
+	rep, err := notary.VerifyLog(ctx, sf.kafka("drove-verify-log"), pub, heads)
 	if err != nil {
 		return fail(stderr, "verify-log", err)
 	}

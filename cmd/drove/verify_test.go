@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,5 +72,21 @@ func TestVerifyHelp(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "verify", "extra"); code != exitUsage {
 		t.Fatalf("an argument: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// verify-log --heads reads the heads file before the log: one missing, or
+// with a line that is not a head, is refused naming the file and line.
+func TestVerifyLogHeadsFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "heads.jsonl")
+	if err := os.WriteFile(bad, []byte("{\"topic\":\"drove.requests\",\"records\":3}\nnot json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{filepath.Join(dir, "none"): "no such file", bad: "line 2 is not a signed head"} {
+		code, _, errs := run(t, "", "verify-log", "--brokers", "127.0.0.1:1", "--heads", file)
+		if code != exitError || !strings.Contains(errs, want) {
+			t.Errorf("verify-log --heads %s: exit %d, %q; want %q", file, code, errs, want)
+		}
 	}
 }

@@ -138,8 +138,14 @@ func (b *Builder) Cut() (c events.CheckpointRecorded, ok bool) {
 // the verifier, and not with the key.
 func SignedBytes(c events.CheckpointRecorded) []byte {
 	marks := sha256.Sum256([]byte(c.Marks))
+	return signedBytes(c, marks[:])
+}
+
+// signedBytes are SignedBytes given the SHA-256 of the marks, which is
+// all a signed head kept outside the log has of them (see Head).
+func signedBytes(c events.CheckpointRecorded, marksSHA256 []byte) []byte {
 	return fmt.Appendf(nil, "drove-checkpoint-v1\n%s\n%d\n%d\n%d\n%d\n%d\n%s\n%s\n%x\n%s\n",
-		c.Topic, c.Partition, c.First, c.Records, c.FromOffset, c.NextOffset, c.Prev, c.Head, marks, c.KeyID)
+		c.Topic, c.Partition, c.First, c.Records, c.FromOffset, c.NextOffset, c.Prev, c.Head, marksSHA256, c.KeyID)
 }
 
 // KeyID names a public key in checkpoints.
@@ -154,15 +160,21 @@ var ErrSignature = errors.New("chain: checkpoint signature refused")
 // CheckSignature refuses a checkpoint not signed by pub: unsigned, signed
 // with another key, or altered after signing.
 func CheckSignature(c events.CheckpointRecorded, pub ed25519.PublicKey) error {
-	if c.Signature == "" {
+	return checkSigned(c.KeyID, c.Signature, SignedBytes(c), pub)
+}
+
+// checkSigned checks an ed25519 signature (base64) over signed, by the
+// key named keyID, which must be pub.
+func checkSigned(keyID, signature string, signed []byte, pub ed25519.PublicKey) error {
+	if signature == "" {
 		return fmt.Errorf("%w: unsigned", ErrSignature)
 	}
-	if c.KeyID != KeyID(pub) {
-		return fmt.Errorf("%w: signed with key %s, not %s", ErrSignature, c.KeyID, KeyID(pub))
+	if keyID != KeyID(pub) {
+		return fmt.Errorf("%w: signed with key %s, not %s", ErrSignature, keyID, KeyID(pub))
 	}
-	sig, err := base64.StdEncoding.DecodeString(c.Signature)
-	if err != nil || !ed25519.Verify(pub, SignedBytes(c), sig) {
-		return fmt.Errorf("%w: the signature does not match the checkpoint (key %s)", ErrSignature, c.KeyID)
+	sig, err := base64.StdEncoding.DecodeString(signature)
+	if err != nil || !ed25519.Verify(pub, signed, sig) {
+		return fmt.Errorf("%w: the signature does not match (key %s)", ErrSignature, keyID)
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ func TestVerifyNamesTheFirstBreak(t *testing.T) {
 			for i := range recs {
 				recs[i].Headers = slices.Clone(recs[i].Headers)
 			}
-			rep := chain.Verify("drove.requests", 1, recs, tc.cps, pub)
+			rep := chain.Verify("drove.requests", 1, recs, tc.cps, pub, nil)
 			if tc.offset < 0 {
 				if rep.Break != nil || rep.Covered != 20 || rep.Checkpoints != 3 {
 					t.Fatalf("untouched log: %+v, break %v", rep, rep.Break)
@@ -122,7 +122,55 @@ func TestRepeatedCheckpointIsNoBreak(t *testing.T) {
 	recs := log(5)
 	cps := checkpoints(recs, 2, nil)
 	cps = append(cps[:2], append([]chain.Checkpoint{cps[1]}, cps[2:]...)...)
-	if rep := chain.Verify("drove.requests", 1, recs, cps, nil); rep.Break != nil || rep.Checkpoints != 3 {
+	if rep := chain.Verify("drove.requests", 1, recs, cps, nil, nil); rep.Break != nil || rep.Checkpoints != 3 {
 		t.Fatalf("%+v %v", rep, rep.Break)
+	}
+}
+
+// TestKeptHeadSeesACutTail: a log cut after one of its checkpoints, with
+// the checkpoints after it, verifies on its own; the newest signed head
+// kept outside the log names what is missing.
+func TestKeptHeadSeesACutTail(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	_, other, _ := ed25519.GenerateKey(nil)
+	pub := key.Public().(ed25519.PublicKey)
+	orig := log(20)
+	cps := checkpoints(orig, 7, key)
+	head := chain.HeadOf(cps[len(cps)-1].CheckpointRecorded)
+	foreign := chain.HeadOf(checkpoints(orig, 7, other)[2].CheckpointRecorded)
+	altered := slices.Clone(orig)
+	altered[3].Value = []byte(`{"n":333}`)
+	tests := []struct {
+		name  string
+		recs  []chain.Record
+		cps   []chain.Checkpoint
+		head  chain.Head
+		index int64 // -1: no break
+		why   string
+	}{
+		{"untouched", orig, cps, head, -1, ""},
+		{"checkpoints cut at the end", orig, cps[:2], head, 14, "drove.checkpoints ends at record 14"},
+		{"checkpoints removed", orig, nil, head, 0, "drove.checkpoints ends at record 0"},
+		{"log and checkpoints cut at the end", orig[:14], cps[:2], head, 14, "the log ends after 14 records; the signed head kept outside the log certifies 20"},
+		{"log rewritten, checkpoints removed", altered, nil, head, 19, "differs from the signed head"},
+		{"head of another key", orig, cps, foreign, 20, "signed with key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The point: each log here verifies without the head.
+			if rep := chain.Verify("drove.requests", 1, tc.recs, tc.cps, pub, nil); rep.Break != nil {
+				t.Fatalf("without the head: %v", rep.Break)
+			}
+			rep := chain.Verify("drove.requests", 1, tc.recs, tc.cps, pub, &tc.head)
+			if tc.index < 0 {
+				if rep.Break != nil {
+					t.Fatalf("break %v", rep.Break)
+				}
+				return
+			}
+			if b := rep.Break; b == nil || b.Index != tc.index || !strings.Contains(b.Reason, tc.why) {
+				t.Fatalf("break %v, want at record %d: %q", b, tc.index, tc.why)
+			}
+		})
 	}
 }

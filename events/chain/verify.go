@@ -55,7 +55,9 @@ type PartitionReport struct {
 // reordered: the first record out of place), a log that ends before what
 // was certified, or a checkpoint refused (another key, a broken chain of
 // checkpoints). Records after the last checkpoint are read, not certified.
-func Verify(topic string, partition int32, recs []Record, cps []Checkpoint, pub ed25519.PublicKey) PartitionReport {
+// With kept (the partition's newest head kept outside the log), a log or
+// checkpoints that end before it are a break too (see checkHead).
+func Verify(topic string, partition int32, recs []Record, cps []Checkpoint, pub ed25519.PublicKey, kept *Head) PartitionReport {
 	rep := PartitionReport{Topic: topic, Partition: partition, Records: int64(len(recs))}
 	cps, brk := checkCheckpoints(topic, partition, cps, pub)
 	rep.Checkpoints = len(cps)
@@ -102,6 +104,8 @@ func Verify(topic string, partition int32, recs []Record, cps []Checkpoint, pub 
 	}
 	if brk != nil {
 		rep.Break = brk
+	} else if kept != nil {
+		rep.Break = checkHead(*kept, recs, rep.Covered, pub)
 	}
 	return rep
 }

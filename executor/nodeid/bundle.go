@@ -8,7 +8,7 @@ import (
 // FilesIn is where Issue put node's identity in dir.
 func FilesIn(dir, node string) Files {
 	return Files{Cert: filepath.Join(dir, node+".crt"), Key: filepath.Join(dir, node+".key"),
-		CA: filepath.Join(dir, CACert), Secret: filepath.Join(dir, Secret)}
+		CA: filepath.Join(dir, CACert), Secret: filepath.Join(dir, Secret), CRL: filepath.Join(dir, CRL)}
 }
 
 // Bundle makes (or reuses) a CA in dir/ca and an identity for each node in

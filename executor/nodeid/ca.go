@@ -23,6 +23,9 @@ const (
 	// Secret is the cluster's transfer secret: per-move tokens are derived
 	// from it (see Token), a second factor beside the certificates.
 	Secret = "transfer.secret"
+	// CRL is the CA's list of revoked certificates (`drove ca revoke`),
+	// signed by the CA: executors look for it beside their ca.crt.
+	CRL = "ca.crl"
 )
 
 // Lifetimes: the CA outlives the certificates it issues, which are
@@ -36,6 +39,17 @@ const (
 func NodeURI(node string) *url.URL {
 	return &url.URL{Scheme: "drove", Host: "node", Path: "/" + node}
 }
+
+// DNs are the distinguished name Issue gives node's certificate, printed
+// in the certificate's order (as gnutls_x509_crt_get_dn does, which
+// QEMU's tls-authz matches) and in RFC 4514's reversed order (as other
+// versions print it). Node names hold no character a DN would escape
+// (validNode).
+func DNs(node string) []string {
+	return []string{"O=" + nodeOrg + ",CN=" + node, "CN=" + node + ",O=" + nodeOrg}
+}
+
+const nodeOrg = "Drove node"
 
 // InitCA creates a CA in dir: ca.crt, ca.key (0600) and transfer.secret
 // (0600). It refuses to overwrite an existing CA.
@@ -71,9 +85,20 @@ func InitCA(dir, name string) error {
 }
 
 // Issue signs a certificate for node with the CA in caDir and writes
-// NODE.crt and NODE.key (0600) into outDir, beside a copy of ca.crt and of
-// the transfer secret: outDir is what the node's executor needs.
+// NODE.crt and NODE.key (0600) into outDir, beside a copy of ca.crt, of
+// the CA's revocation list when there is one, and of the transfer secret:
+// outDir is what the node's executor needs.
 func Issue(caDir, node, outDir string) error {
+	return IssueFor(caDir, node, outDir, nodeLifetime)
+}
+
+// IssueFor is Issue for a certificate valid for validFor from now:
+// short-lived certificates, renewed before they expire, bound what a
+// stolen key is worth without waiting for a revocation to reach every node.
+func IssueFor(caDir, node, outDir string, validFor time.Duration) error {
+	if validFor <= 0 {
+		return fmt.Errorf("nodeid: a certificate valid for %v: want a positive lifetime", validFor)
+	}
 	if !validNode(node) {
 		return fmt.Errorf("nodeid: %q is not a node name (letters, digits, '.', '-', '_')", node)
 	}
@@ -93,8 +118,8 @@ func Issue(caDir, node, outDir string) error {
 		return err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: node, Organization: []string{"Drove node"}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(nodeLifetime),
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: node, Organization: []string{nodeOrg}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(validFor),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		URIs:        []*url.URL{NodeURI(node)}, DNSNames: []string{node},
@@ -114,6 +139,9 @@ func Issue(caDir, node, outDir string) error {
 	}
 	if secret, err := readPrivate(filepath.Join(caDir, Secret)); err == nil {
 		errs = append(errs, writeSecret(filepath.Join(outDir, Secret), secret))
+	}
+	if crl, err := os.ReadFile(filepath.Join(caDir, CRL)); err == nil {
+		errs = append(errs, os.WriteFile(filepath.Join(outDir, CRL), crl, 0o644))
 	}
 	return errors.Join(errs...)
 }

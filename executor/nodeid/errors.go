@@ -9,6 +9,10 @@ var (
 	// pretending to be another.
 	ErrWrongNode = errors.New("nodeid: the peer's certificate names another node")
 
+	// ErrRevoked is returned (through the TLS handshake) when the peer's
+	// certificate is on the CA's revocation list (`drove ca revoke`).
+	ErrRevoked = errors.New("nodeid: the peer's certificate is revoked")
+
 	// ErrNoNode is returned when a certificate names no node.
 	ErrNoNode = errors.New("nodeid: the certificate names no node")
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // Identity is one node's identity: its certificate and key, the CA it
@@ -20,11 +21,23 @@ type Identity struct {
 	cert   tls.Certificate
 	roots  *x509.CertPool
 	secret []byte
+	crl    *revocations
 }
 
-// Files says where an identity's parts are. Secret may be empty.
+// Files says where an identity's parts are. Secret may be empty; CRL
+// empty means ca.crl beside CA (see CRLPath).
 type Files struct {
-	Cert, Key, CA, Secret string
+	Cert, Key, CA, Secret, CRL string
+}
+
+// CRLPath is where the identity looks for the CA's revocation list: CRL,
+// else ca.crl in CA's directory, where an operator copies it beside
+// ca.crt. The file may not exist (nothing revoked) and may appear later.
+func (f Files) CRLPath() string {
+	if f.CRL != "" {
+		return f.CRL
+	}
+	return filepath.Join(filepath.Dir(f.CA), CRL)
 }
 
 // Load reads an identity. The key and the secret must not be readable by
@@ -52,10 +65,17 @@ func Load(f Files) (*Identity, error) {
 		return nil, err
 	}
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
+	crl := &revocations{path: f.CRLPath()}
+	for blk, rest := pem.Decode(caPEM); blk != nil; blk, rest = pem.Decode(rest) {
+		if c, err := x509.ParseCertificate(blk.Bytes); err == nil && blk.Type == "CERTIFICATE" {
+			roots.AddCert(c)
+			crl.cas = append(crl.cas, c)
+		}
+	}
+	if len(crl.cas) == 0 {
 		return nil, fmt.Errorf("nodeid: %s: no PEM certificate", f.CA)
 	}
-	id := &Identity{node: node, cert: cert, roots: roots}
+	id := &Identity{node: node, cert: cert, roots: roots, crl: crl}
 	if f.Secret != "" {
 		b, err := readPrivate(f.Secret)
 		if err != nil {
@@ -127,6 +147,9 @@ func (id *Identity) verify(peer string, usage x509.ExtKeyUsage) func(tls.Connect
 		if _, err := leaf.Verify(x509.VerifyOptions{Roots: id.roots, Intermediates: inter,
 			KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
 			return fmt.Errorf("nodeid: the peer's certificate is not from this cluster's CA: %w", err)
+		}
+		if err := id.crl.revoked(leaf); err != nil {
+			return err
 		}
 		got, err := NodeOf(leaf)
 		if err != nil {

@@ -532,3 +532,13 @@ func TestZFSRuntimeBootsFromTheMountedDataset(t *testing.T) {
 		t.Error("still running after Stop")
 	}
 }
+
+// log is the QEMU log of inst on n.
+func (n *node) log(t *testing.T, inst string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(n.data), "run", inst+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -129,7 +129,7 @@ func (in *incoming) listen() (string, error) {
 	if err != nil {
 		return "", in.destroy(executor.Fatal(fmt.Errorf("qemu: listen address %q: %w", listen, err)))
 	}
-	if err := d.targetTLS(v); err != nil {
+	if err := d.targetTLS(v, in.op.From); err != nil {
 		return "", in.destroy(executor.Transient(err))
 	}
 	if err := d.exec(v, "migrate-incoming", map[string]any{"uri": "tcp:" + listen}, nil); err != nil {

@@ -285,8 +285,20 @@ func (s *Stream) Reply(r Reply) error {
 		return err
 	}
 	_ = s.conn.SetWriteDeadline(time.Now().Add(headerTimeout))
-	_, err = s.conn.Write(append(b, '\n'))
-	return err
+	if _, err = s.conn.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if !r.OK && !s.done {
+		// Refused mid-body (a receive that failed: no space, a bad
+		// stream): the sender may still be writing. Closing with bytes
+		// unread would reset the connection, and the reset can destroy
+		// the reply before the sender reads it, leaving it only "cut".
+		// The sender reads the reply as it writes and hangs up; until
+		// then (at most headerTimeout) the rest is read and dropped.
+		_ = s.conn.SetReadDeadline(time.Now().Add(headerTimeout))
+		_, _ = io.Copy(io.Discard, s.conn)
+	}
+	return nil
 }
 
 // Close drops the stream without a reply (the sender sees ErrCut).
@@ -306,7 +318,20 @@ type Sender struct {
 	meter *Meter
 	ctx   context.Context
 	stop  func() bool
+	// reply is the receiver's reply line, read from the start: a
+	// receiver that fails mid-body replies at once, and Write stops
+	// with its reason rather than write on into a closed stream.
+	reply chan replyLine
 }
+
+type replyLine struct {
+	line []byte
+	err  error
+}
+
+// replyGrace is how long a Write that failed waits for the reply that
+// says why (it is usually on its way: the receiver replies, then stops).
+const replyGrace = 2 * time.Second
 
 // Dial opens a stream to addr with header h. The limiter (nil: none) paces
 // the body; the returned sender's Meter counts it. Cancelling ctx cuts the
@@ -333,8 +358,13 @@ func Dial(ctx context.Context, addr string, h Header, lim *Limiter) (*Sender, er
 		_ = c.Close()
 		return nil, err
 	}
-	s := &Sender{conn: c, bw: bufio.NewWriterSize(c, 16<<10), lim: lim, meter: NewMeter(), ctx: ctx}
+	s := &Sender{conn: c, bw: bufio.NewWriterSize(c, 16<<10), lim: lim, meter: NewMeter(), ctx: ctx,
+		reply: make(chan replyLine, 1)}
 	s.stop = context.AfterFunc(ctx, func() { _ = c.Close() })
+	go func() {
+		line, err := bufio.NewReader(c).ReadBytes('\n')
+		s.reply <- replyLine{line, err}
+	}()
 	if _, err := s.bw.WriteString(magic); err != nil {
 		s.Close()
 		return nil, err
@@ -361,24 +391,63 @@ func (s *Sender) Write(p []byte) (int, error) {
 		if err := s.lim.WaitN(s.ctx, n); err != nil {
 			return written, err
 		}
+		select {
+		case r := <-s.reply:
+			s.reply <- r // for Finish
+			return written, s.early(r, nil)
+		default:
+		}
 		// The frame leaves at once, header and body in one writev: no
 		// copy of the body into a buffer (a move is CPU-bound on a small
 		// machine), and paced bytes do not sit in a buffer, which would
 		// make the measured rate lag the limit.
 		if err := s.bw.Flush(); err != nil { // the stream's header, first time
-			return written, s.cut(err)
+			return written, s.writeFailed(err)
 		}
 		var hdr [4]byte
 		binary.BigEndian.PutUint32(hdr[:], uint32(n))
 		bufs := net.Buffers{hdr[:], p[:n]}
 		if _, err := bufs.WriteTo(s.conn); err != nil {
-			return written, s.cut(err)
+			return written, s.writeFailed(err)
 		}
 		s.meter.Add(n)
 		written += n
 		p = p[n:]
 	}
 	return written, nil
+}
+
+// writeFailed is a failed write's error: the receiver's reason when its
+// reply comes within replyGrace, else the stream cut.
+func (s *Sender) writeFailed(err error) error {
+	if s.ctx.Err() != nil {
+		return s.ctx.Err()
+	}
+	t := time.NewTimer(replyGrace)
+	defer t.Stop()
+	select {
+	case r := <-s.reply:
+		s.reply <- r
+		return s.early(r, err)
+	case <-t.C:
+		return s.cut(err)
+	}
+}
+
+// early is the error of a reply that came before the body's end: the
+// receiver's refusal, or the cut (werr, else the read's error).
+func (s *Sender) early(r replyLine, werr error) error {
+	var rep Reply
+	if r.err == nil && json.Unmarshal(r.line, &rep) == nil && !rep.OK {
+		return fmt.Errorf("%w: %w", ErrCut, rep.Err())
+	}
+	if werr == nil {
+		werr = r.err
+	}
+	if werr == nil {
+		werr = ErrProtocol // a reply of success before the body's end
+	}
+	return s.cut(werr)
 }
 
 func (s *Sender) cut(err error) error {
@@ -395,17 +464,17 @@ func (s *Sender) Finish() (Reply, error) {
 	defer s.Close()
 	var end [4]byte
 	if _, err := s.bw.Write(end[:]); err != nil {
-		return Reply{}, s.cut(err)
+		return Reply{}, s.writeFailed(err)
 	}
 	if err := s.bw.Flush(); err != nil {
-		return Reply{}, s.cut(err)
+		return Reply{}, s.writeFailed(err)
 	}
-	line, err := bufio.NewReader(s.conn).ReadBytes('\n')
-	if err != nil {
-		return Reply{}, s.cut(err)
+	rl := <-s.reply // the conn's close (ctx) ends the read
+	if rl.err != nil {
+		return Reply{}, s.cut(rl.err)
 	}
 	var r Reply
-	if err := json.Unmarshal(line, &r); err != nil {
+	if err := json.Unmarshal(rl.line, &r); err != nil {
 		return Reply{}, ErrProtocol
 	}
 	return r, nil

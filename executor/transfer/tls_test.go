@@ -3,15 +3,19 @@ package transfer_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/executor/nodeid"
 	"github.com/drovehq/drove/executor/transfer"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // marker is a known string of a move's data; it must never be seen on the
@@ -275,4 +279,132 @@ func TestSilentListenerIsNotAnImpostor(t *testing.T) {
 		t.Fatalf("Dial to a silent listener: %v; want the deadline, not ErrPeer", err)
 	}
 	(<-accepted).Close()
+}
+
+// noCertificate is a TLS client that presents no certificate at all.
+type noCertificate struct{}
+
+func (noCertificate) ServerConfig(string) *tls.Config { return nil }
+func (noCertificate) ClientConfig(string) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true} //nolint:gosec // the receiver's refusal is tested
+}
+func (noCertificate) Token(string) string { return "" }
+
+// TestReceiverRefusesUntrustedSenders: a receiver waiting for node a
+// refuses, each for its own reason, a sender named a whose certificate
+// another CA signed, a TLS client with no certificate, and a's
+// certificate once expired; it serves a's valid one, and refuses that one
+// too from the moment it is revoked, with no restart.
+func TestReceiverRefusesUntrustedSenders(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	ids, err := nodeid.Bundle(dir, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Node a of another CA, trusting ours: so only the receiver refuses.
+	otherDir := t.TempDir()
+	if _, err := nodeid.Bundle(otherDir, "a"); err != nil {
+		t.Fatal(err)
+	}
+	of := nodeid.FilesIn(filepath.Join(otherDir, "a"), "a")
+	of.CA = nodeid.FilesIn(filepath.Join(dir, "a"), "a").CA
+	otherA, err := nodeid.Load(of)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired, err := nodeid.Load(testenv.ExpiredIdentity(t, dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := transfer.Listen("127.0.0.1:0", "req/0/0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	refused := make(chan error, 8)
+	recv := transfer.Link{Identity: ids["b"], Peer: "a", Refused: func(err error) { refused <- err }}
+	refusedFor := func(name string, from transfer.Identity, want string) {
+		t.Helper()
+		if err := send(ctx, l.Addr(), transfer.Link{Identity: from, Peer: "b"}, []byte(name)); err == nil {
+			t.Fatalf("%s: the receiver took the stream", name)
+		}
+		select {
+		case err := <-refused:
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: refused with %v, want %q", name, err, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: the receiver did not report a refusal", name)
+		}
+	}
+	got := serveOne(ctx, l, recv)
+	refusedFor("another CA", otherA, "not from this cluster's CA")
+	refusedFor("no certificate", noCertificate{}, "didn't provide a certificate")
+	refusedFor("expired", expired, "expired")
+	if err := send(ctx, l.Addr(), transfer.Link{Identity: ids["a"], Peer: "b"}, []byte("from a")); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != "from a" {
+		t.Fatalf("the receiver served %q, want node a's stream", b)
+	}
+	// Revoked: the list is copied beside b's ca.crt; b's identity, loaded
+	// before, reads it at the next handshake.
+	testenv.Revoke(t, dir, "a", "b")
+	got = serveOne(ctx, l, recv)
+	refusedFor("revoked", ids["a"], nodeid.ErrRevoked.Error())
+	_ = l.Close()
+	if b := <-got; b != nil {
+		t.Fatalf("the receiver served %q from a revoked certificate", b)
+	}
+}
+
+// TestRefusalMidBodyReachesTheSender: a receiver that fails part way
+// through a body (its pool full, say) replies at once and stops reading;
+// the sender, still writing, stops with the receiver's reason, not only
+// "cut", over TLS and plain TCP alike.
+func TestRefusalMidBodyReachesTheSender(t *testing.T) {
+	c := newCluster(t)
+	for _, secure := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		var toB, fromA transfer.Link
+		if secure {
+			toB, fromA = transfer.Link{Identity: c.ids["a"], Peer: "b"}, transfer.Link{Identity: c.ids["b"], Peer: "a"}
+		}
+		l, err := transfer.Listen("127.0.0.1:0", "req/0/0", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		replied := make(chan error, 1)
+		go func() {
+			s, err := l.Accept(transfer.WithLink(ctx, fromA))
+			if err != nil {
+				replied <- err
+				return
+			}
+			if _, err := io.ReadFull(s, make([]byte, 1<<20)); err != nil {
+				replied <- err
+				return
+			}
+			replied <- s.Reply(transfer.Reply{Error: "cannot receive: out of space"})
+		}()
+		snd, err := transfer.Dial(transfer.WithLink(ctx, toB), l.Addr(), transfer.Header{Key: "req/0/0", Kind: "recv"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 1<<20)
+		for err == nil && ctx.Err() == nil {
+			_, err = snd.Write(chunk)
+		}
+		snd.Close()
+		if !errors.Is(err, transfer.ErrCut) || !strings.Contains(err.Error(), "out of space") {
+			t.Fatalf("secure=%v: the sender stopped with %v; want the receiver's reason", secure, err)
+		}
+		if rerr := <-replied; rerr != nil {
+			t.Fatalf("secure=%v: the receiver: %v", secure, rerr)
+		}
+	}
 }

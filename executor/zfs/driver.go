@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drovehq/drove/events"
@@ -137,6 +138,12 @@ type Driver struct {
 	verified map[string]verifiedSums // per dataset: the move's last verified snapshot
 
 	mig migBook // per-instance migrations' phases done (migrate.go)
+
+	// beforeTargetSum, when set, runs on the target before it sums a
+	// move's snapshot (dataset, snapshot, prev as the source asked): the
+	// one place a test can damage the target's copy after the final
+	// delta and before the switch's checksum (export_test.go).
+	beforeTargetSum atomic.Pointer[func(ctx context.Context, ds string, n, prev int)]
 }
 
 // verifiedSums are the file sums of the last snapshot a move verified.

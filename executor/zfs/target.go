@@ -154,6 +154,9 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 			reply(nil, executor.Fatal(err))
 			break
 		}
+		if hook := d.beforeTargetSum.Load(); hook != nil {
+			(*hook)(ctx, ds, n, prev)
+		}
 		ts, err := d.contentSum(ctx, op, n, prev, dl)
 		reply(map[string]string{"sum": ts.Sum, "blocks": ts.readSums()}, err)
 	case kindCommit:

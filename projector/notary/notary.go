@@ -27,6 +27,11 @@ type Config struct {
 	// MaxRecords bounds the records one checkpoint covers (its marks grow
 	// 8 bytes a record). Default 1000.
 	MaxRecords int64
+	// Heads, when set, is a file each checkpoint's signed head is
+	// appended to once the checkpoint is in the log (see heads.go), for
+	// `drove verify-log --heads`: without it a log cut at its end is not
+	// seen. Ship it off the brokers' hosts as it is written.
+	Heads string
 	// Partitions is the partition count EnsureTopics gives topics it
 	// creates. Default 3.
 	Partitions int
@@ -98,8 +103,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer prod.Close()
-	cfg.Logger.Info("notary: chaining", "partitions", len(chains), "signed", cfg.Key != nil)
 	n := &run{cfg: cfg, chains: chains, prod: prod, last: time.Now()}
+	if cfg.Heads != "" {
+		if n.heads, err = openHeads(cfg.Heads); err != nil {
+			return err
+		}
+		defer n.heads.Close()
+	}
+	cfg.Logger.Info("notary: chaining", "partitions", len(chains), "signed", cfg.Key != nil, "heads", cfg.Heads)
 	for {
 		batch, err := r.Next(ctx)
 		if ctx.Err() != nil {
@@ -129,6 +140,7 @@ type run struct {
 	prod   *kafka.Producer
 	last   time.Time
 	queue  []events.Envelope // checkpoints cut, not yet appended
+	heads  *heads            // nil without Config.Heads
 }
 
 // cutOne cuts b's checkpoint into the queue.
@@ -157,6 +169,14 @@ func (n *run) checkpoint(ctx context.Context) error {
 	}
 	if err := n.prod.Append(ctx, events.TopicCheckpoints, n.queue...); err != nil {
 		return fmt.Errorf("notary: append %d checkpoints: %w", len(n.queue), err)
+	}
+	// After the log, never before: a head must name a checkpoint the log
+	// holds, or an honest log would read as cut. A head lost here (the
+	// file fails, the notary stops) only delays the proof to the next.
+	if n.heads != nil {
+		if err := n.heads.add(n.queue); err != nil {
+			return err
+		}
 	}
 	n.queue = nil
 	return nil

@@ -54,7 +54,7 @@ func TestNotaryResumesAfterItsLastCheckpoint(t *testing.T) {
 			}
 		}()
 		for {
-			rep, err := notary.VerifyLog(ctx, kcfg, pub)
+			rep, err := notary.VerifyLog(ctx, kcfg, pub, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,7 +27,7 @@ func checkTamperEvidence(t *testing.T, e *env, bin, keyFile, otherKey string) {
 	}
 	var rep notary.Report
 	e.waitFor("the notary to certify the whole log", 2*time.Minute, func() bool {
-		rep, err = notary.VerifyLog(ctx, e.kcfg, pub)
+		rep, err = notary.VerifyLog(ctx, e.kcfg, pub, nil)
 		return err == nil && rep.OK && rep.Covered == rep.Records
 	})
 	t.Logf("the notary certified %d records; verified in %s", rep.Records, rep.Duration)

@@ -171,7 +171,10 @@ func sweepStale() {
 // DestroyPool destroys a pool made by CreatePool and removes its file.
 func DestroyPool(name string) error {
 	var last error
-	for i := 0; i < 10; i++ { // zfs-fuse may call a just-used pool busy
+	// zfs-fuse may call a just-used pool busy, for seconds after a
+	// receive cut short (its source's executor stopped mid-send): seen
+	// for longer than 3 s, so the retries go on for up to 30 s.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		out, err := exec.CommandContext(ctx, "zpool", "destroy", "-f", name).CombinedOutput()
 		cancel()

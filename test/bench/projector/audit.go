@@ -72,7 +72,7 @@ func audit(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool, n int
 	if r.NotarySeconds, err = certify(ctx, kcfg, key); err != nil {
 		return nil, err
 	}
-	rep, err := notary.VerifyLog(ctx, kcfg, key.Public().(ed25519.PublicKey))
+	rep, err := notary.VerifyLog(ctx, kcfg, key.Public().(ed25519.PublicKey), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func chainSpeed(ctx context.Context, kcfg kafka.Config, pub ed25519.PublicKey) (
 	}
 	began, n := time.Now(), 0
 	for p, rs := range recs {
-		if rep := chain.Verify(p.Topic, p.Partition, rs, cps[p], pub); rep.Break != nil {
+		if rep := chain.Verify(p.Topic, p.Partition, rs, cps[p], pub, nil); rep.Break != nil {
 			return 0, fmt.Errorf("chain: %s", rep.Break)
 		}
 		n += len(rs)

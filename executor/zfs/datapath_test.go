@@ -1,0 +1,287 @@
+package zfs_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/executor/zfs"
+	"github.com/drovehq/drove/test/zfsenv"
+)
+
+// Faults on the data path of a migration: each ends with the source's
+// copy intact and its instance running there, and no second copy running.
+
+// sourceIntact checks that instance runs on the source, whose file base
+// reads as want, and runs nowhere else.
+func sourceIntact(t *testing.T, poolA string, rtA, rtB *zfs.MemRuntime, instance, want string) {
+	t.Helper()
+	if !rtA.IsRunning(instance) {
+		t.Errorf("%s does not run on the source", instance)
+	}
+	if rtB.IsRunning(instance) {
+		t.Errorf("%s runs on the target too", instance)
+	}
+	if got := fileSum(t, filepath.Join("/"+poolA, instance, "base")); got != want {
+		t.Errorf("the source's content changed: %s, want %s", got, want)
+	}
+}
+
+// TestSwitchRefusesACorruptedTarget: the target's copy is damaged after
+// the final delta and before the switch's checksum (bytes of a block the
+// delta carried); the switch is refused with a checksum mismatch naming
+// the file and block, the source runs on over its own data, and an abort
+// clears the target.
+func TestSwitchRefusesACorruptedTarget(t *testing.T) {
+	const size = 4 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 128), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm8", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm8")
+	fill(t, "/"+poolA+"/vm8", size)
+	rtA, rtB := zfs.NewMemRuntime("vm8"), zfs.NewMemRuntime()
+	w.node("na", poolA, rtA, nil)
+	nb := w.node("nb", poolB, rtB, nil)
+	var once sync.Once
+	corrupted := make(chan error, 1)
+	nb.driver.BeforeTargetSum(func(ctx context.Context, ds string, n, prev int) {
+		if prev == 0 {
+			return // ahead of the switch, or its full re-read after a mismatch
+		}
+		once.Do(func() { corrupted <- corrupt(ctx, ds) })
+	})
+
+	m := w.migration("m8", "vm8", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.must(events.PhaseSync)
+	// The instance writes block 0 after the last sync: the final delta
+	// carries it, so the switch's checksum reads it again on both sides.
+	writeAt(t, "/"+poolA+"/vm8/base", 0, []byte(strings.Repeat("written after the last sync\n", 100)))
+	want := fileSum(t, "/"+poolA+"/vm8/base")
+	e := m.ended(m.dispatch(events.PhaseSwitch))
+	select {
+	case err := <-corrupted:
+		if err != nil {
+			t.Fatalf("corrupting the target: %v", err)
+		}
+	default:
+		t.Fatal("the switch's checksum never ran on the target")
+	}
+	t.Logf("switch ended %s: %s", e.Status, e.Error)
+	if e.Status != events.JobError || !strings.Contains(e.Error, zfs.ErrChecksum.Error()) || !strings.Contains(e.Error, "base (blocks 0") {
+		t.Fatalf("switch ended %s: %s; want a checksum mismatch naming base's block 0", e.Status, e.Error)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm8", want)
+	notCommitted(t, poolB+"/vm8", "m8")
+	m.must("abort")
+	if left := datasets(t, poolB, "vm8"); len(left) > 0 {
+		t.Fatalf("left on the target after the abort: %v", left)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm8", want)
+}
+
+// notCommitted fails t if dataset ds exists and is marked committed by
+// migration id (a target rolled back on a fatal fault is gone).
+func notCommitted(t *testing.T, ds, id string) {
+	t.Helper()
+	c, err := zfsOut(t.Context(), "get", "-H", "-o", "value", "drove:committed", ds)
+	if err != nil && !errors.Is(err, errNoDataset) {
+		t.Fatal(err)
+	}
+	if strings.Contains(c, id) {
+		t.Fatalf("the target's copy is marked committed: %s", c)
+	}
+}
+
+// corrupt flips bytes in block 0 of the file base in dataset ds, through
+// its mount, as a failing disk or a stray writer on the target would.
+func corrupt(ctx context.Context, ds string) error {
+	mp, err := zfsOut(ctx, "get", "-H", "-o", "value", "mountpoint", ds)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(strings.TrimSpace(mp), "base"), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt([]byte("CORRUPTED"), 100); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeAt(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTargetPoolFillsDuringAReceive: while the sync's receive runs (at
+// a capped rate), another writer fills the target's pool; the receive
+// fails for want of space, the source runs on, intact, and an abort
+// leaves nothing of the move on the target.
+func TestTargetPoolFillsDuringAReceive(t *testing.T) {
+	const size = 32 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 256), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm9", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm9")
+	fill(t, "/"+poolA+"/vm9", size)
+	want := fileSum(t, "/"+poolA+"/vm9/base")
+	rtA, rtB := zfs.NewMemRuntime("vm9"), zfs.NewMemRuntime()
+	// Each attempt of the sync refills what the last one's failed
+	// receive freed (some 7 s at the rate below): two are enough here.
+	w.tweakExecutor("na", func(c *executor.Config) { c.Retry.Attempts = 2 })
+	w.node("na", poolA, rtA, nil)
+	w.node("nb", poolB, rtB, nil)
+
+	m := w.migration("m9", "vm9", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.mbps = 32 // 4 MB/s: the receive lasts some 8 s
+	seq := m.dispatch(events.PhaseSync)
+	m.sending(seq, 1<<20)
+	zfsenv.Run(t, "zfs", "create", poolB+"/other")
+	filled := fillUp(t, "/"+poolB+"/other/filler")
+	for _, p := range m.w.progress(m.from) {
+		if p.Request == m.id && p.Index == seq && p.Current >= size {
+			t.Fatalf("the sync had sent all %d bytes before the pool was full (%d bytes written)", size, filled)
+		}
+	}
+	e := m.ended(seq)
+	t.Logf("the pool filled after %d bytes of another writer; sync ended %s: %s", filled, e.Status, e.Error)
+	if e.Status != events.JobError || !strings.Contains(e.Error, "space") {
+		t.Fatalf("sync ended %s: %s; want a failure for want of space", e.Status, e.Error)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm9", want)
+	notCommitted(t, poolB+"/vm9", "m9")
+	zfsenv.Run(t, "zfs", "destroy", poolB+"/other")
+	m.must("abort")
+	if left := datasets(t, poolB, "vm9"); len(left) > 0 {
+		t.Fatalf("left on the target after the abort: %v", left)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm9", want)
+}
+
+// fillUp writes incompressible data to path until its file system is
+// full and returns how much it wrote.
+func fillUp(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var n int64
+	r := rand.NewChaCha8([32]byte{9})
+	for {
+		_, _ = r.Read(buf)
+		k, err := f.Write(buf)
+		n += int64(k)
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("filling %s: %v", path, err)
+		}
+	}
+}
+
+// TestTargetLosesItsDisk: the target's pool is exported (its disk gone)
+// once the migration has begun, and the sync is dispatched to it; the sync
+// fails, the source runs on intact and nothing runs on the target. Once
+// the disk is back (the pool imported), an abort clears what the move
+// left there. (Not during the receive itself: zfs-fuse refuses to export
+// a pool a receive is writing, "pool is busy", even with -f.)
+func TestTargetLosesItsDisk(t *testing.T) {
+	const size = 8 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 128), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm10", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm10")
+	fill(t, "/"+poolA+"/vm10", size)
+	want := fileSum(t, "/"+poolA+"/vm10/base")
+	rtA, rtB := zfs.NewMemRuntime("vm10"), zfs.NewMemRuntime()
+	w.tweakExecutor("na", func(c *executor.Config) { c.Retry.Attempts = 2 })
+	w.node("na", poolA, rtA, nil)
+	w.node("nb", poolB, rtB, nil)
+
+	m := w.migration("m10", "vm10", "na", "nb")
+	m.must(events.PhaseBegin)
+	zfsenv.Run(t, "zpool", "export", "-f", poolB)
+	e := m.ended(m.dispatch(events.PhaseSync))
+	t.Logf("sync ended %s: %s", e.Status, e.Error)
+	if e.Status != events.JobError {
+		t.Fatalf("sync ended %s with the target's pool gone", e.Status)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm10", want)
+	// Imported from a directory holding its image alone: a scan of the
+	// shared one would open every other pool's image too.
+	only := t.TempDir()
+	if err := os.Symlink(filepath.Join(os.TempDir(), "drove-zfsenv", poolB+".img"), filepath.Join(only, poolB+".img")); err != nil {
+		t.Fatal(err)
+	}
+	zfsenv.Run(t, "zpool", "import", "-d", only, poolB)
+	notCommitted(t, poolB+"/vm10", "m10")
+	m.must("abort")
+	if left := datasets(t, poolB, "vm10"); len(left) > 0 {
+		t.Fatalf("left on the target after the abort: %v", left)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm10", want)
+}
+
+// TestSourceExecutorDiesDuringASync: the source node's executor stops in
+// the middle of a sync's send and another starts in its place, with a
+// driver that knows nothing of the move but what the datasets and the log
+// say (the instance, like a VM or a process, outlives its agent). The
+// sync is run again to its end; the source runs on, intact, and nothing
+// runs on the target; an abort then clears the target.
+func TestSourceExecutorDiesDuringASync(t *testing.T) {
+	const size = 24 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 128), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm11", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm11")
+	fill(t, "/"+poolA+"/vm11", size)
+	want := fileSum(t, "/"+poolA+"/vm11/base")
+	rtA, rtB := zfs.NewMemRuntime("vm11"), zfs.NewMemRuntime()
+	na := w.node("na", poolA, rtA, nil)
+	w.node("nb", poolB, rtB, nil)
+
+	m := w.migration("m11", "vm11", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.mbps = 32 // 4 MB/s: the send lasts some 6 s
+	seq := m.dispatch(events.PhaseSync)
+	m.sending(seq, 2<<20)
+	na.shutdown(t)
+	if !rtA.IsRunning("vm11") {
+		t.Fatal("the instance stopped with the source's executor")
+	}
+	m.mbps = 0
+	w.node("na", poolA, rtA, nil)
+	e := m.ended(seq)
+	t.Logf("sync ended %s: %s", e.Status, e.Error)
+	if e.Status != events.JobSuccess {
+		t.Fatalf("the sync run again by the new executor ended %s: %s", e.Status, e.Error)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm11", want)
+	notCommitted(t, poolB+"/vm11", "m11")
+	m.must("abort")
+	if left := datasets(t, poolB, "vm11"); len(left) > 0 {
+		t.Fatalf("left on the target after the abort: %v", left)
+	}
+	sourceIntact(t, poolA, rtA, rtB, "vm11", want)
+}
