@@ -15,12 +15,17 @@ import (
 	"github.com/drovehq/drove/test/testenv"
 )
 
+// brokerStart bounds a start (or restart) of the three brokers: seconds
+// on a quiet machine, yet past 2 minutes when all three restart at once
+// beside a load average of 50.
+const brokerStart = 4 * time.Minute
+
 // startKafka starts a cluster of three Apache Kafka brokers for the test,
 // each also a controller.
 func (s *system) startKafka() {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), brokerStart+time.Minute)
 	defer cancel()
-	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3,
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3, StartTimeout: brokerStart,
 		Settings: testenv.BrokerSettings, JVM: testenv.BrokerJVM})
 	if err != nil {
 		s.t.Fatal(err)
@@ -91,7 +96,7 @@ func (s *system) killAllBrokers() {
 
 // restartBrokers starts every broker that is not running.
 func (s *system) restartBrokers() {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), brokerStart+time.Minute)
 	defer cancel()
 	t0 := time.Now()
 	if err := s.kafka.Start(ctx); err != nil {

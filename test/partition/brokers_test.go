@@ -20,6 +20,11 @@ import (
 // brokerHost names broker id's namespace in the test's network.
 func brokerHost(id int) string { return fmt.Sprintf("kafka-%d", id) }
 
+// brokerStart bounds a start (or restart) of the three brokers: seconds
+// on a quiet machine, yet past 2 minutes when all three restart at once
+// beside a load average of 50.
+const brokerStart = 4 * time.Minute
+
 // startKafka starts three Apache Kafka brokers, each also a controller and
 // each a host of its own on the bridge (subnet.21-23): one can be cut off
 // from the others, or from everything, as a node can.
@@ -29,9 +34,9 @@ func (s *system) startKafka() {
 	for id := 1; id <= 3; id++ {
 		hosts = append(hosts, s.net.nodes[brokerHost(id)].addr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), brokerStart+time.Minute)
 	defer cancel()
-	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3,
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3, StartTimeout: brokerStart,
 		Hosts: hosts, Settings: testenv.BrokerSettings, JVM: testenv.BrokerJVM,
 		Wrap: func(id int) []string { return []string{"ip", "netns", "exec", s.net.nodes[brokerHost(id)].ns} }})
 	if err != nil {
