@@ -29,36 +29,40 @@ var migrateActions = []string{"begin", "sync", "switch", "automatic", "abort", "
 // instanceMigration is RFD 34's migration record of a per-instance
 // migration.
 type instanceMigration struct {
-	ID             string           `db:"id" json:"id"`
-	Kind           string           `db:"-" json:"kind"`
-	Instance       string           `db:"instance" json:"instance"`
-	Account        string           `db:"account" json:"account"`
-	Role           string           `db:"role" json:"role"`
-	Owner          string           `db:"owner" json:"owner"`
-	Source         string           `db:"source_node" json:"source_server"`
-	Target         string           `db:"target_node" json:"target_server,omitempty"`
-	Automatic      bool             `db:"automatic" json:"automatic"`
-	State          string           `db:"state" json:"state"`
-	Phase          string           `db:"phase" json:"phase"`
-	Syncs          int              `db:"syncs" json:"num_sync_phases"`
-	LastSyncBytes  int64            `db:"last_sync_bytes" json:"last_sync_size"`
-	ScheduledAt    *time.Time       `db:"scheduled_at" json:"scheduled_timestamp,omitempty"`
-	PriorRunState  string           `db:"prior_run_state" json:"prior_run_state,omitempty"`
-	Switched       bool             `db:"switched" json:"switched"`
-	Finalized      bool             `db:"finalized" json:"finalized"`
-	PhaseRunning   bool             `db:"phase_running" json:"phase_running"`
-	Message        string           `db:"message" json:"message,omitempty"`
-	Error          string           `db:"error" json:"error,omitempty"`
-	ErrorDetail    string           `db:"error_detail" json:"error_detail,omitempty"`
-	CreatedAt      *time.Time       `db:"created_at" json:"created_timestamp"`
-	StartedAt      *time.Time       `db:"started_at" json:"started_timestamp,omitempty"`
-	FinishedAt     *time.Time       `db:"finished_at" json:"finished_timestamp,omitempty"`
-	UpdatedAt      *time.Time       `db:"updated_at" json:"updated_timestamp,omitempty"`
-	CurrentBytes   int64            `db:"current_bytes" json:"current_progress"`
-	TotalBytes     int64            `db:"total_bytes" json:"total_progress"`
-	ETASeconds     float64          `db:"eta_seconds" json:"eta_seconds,omitempty"`
-	BytesPerSecond int64            `db:"bytes_per_second" json:"transfer_bytes_second,omitempty"`
-	History        []progressRecord `db:"-" json:"progress_history,omitempty"`
+	ID             string     `db:"id" json:"id"`
+	Kind           string     `db:"-" json:"kind"`
+	Instance       string     `db:"instance" json:"instance"`
+	Account        string     `db:"account" json:"account"`
+	Role           string     `db:"role" json:"role"`
+	Owner          string     `db:"owner" json:"owner"`
+	Source         string     `db:"source_node" json:"source_server"`
+	Target         string     `db:"target_node" json:"target_server,omitempty"`
+	Automatic      bool       `db:"automatic" json:"automatic"`
+	State          string     `db:"state" json:"state"`
+	Phase          string     `db:"phase" json:"phase"`
+	Syncs          int        `db:"syncs" json:"num_sync_phases"`
+	LastSyncBytes  int64      `db:"last_sync_bytes" json:"last_sync_size"`
+	ScheduledAt    *time.Time `db:"scheduled_at" json:"scheduled_timestamp,omitempty"`
+	PriorRunState  string     `db:"prior_run_state" json:"prior_run_state,omitempty"`
+	Switched       bool       `db:"switched" json:"switched"`
+	Finalized      bool       `db:"finalized" json:"finalized"`
+	PhaseRunning   bool       `db:"phase_running" json:"phase_running"`
+	Message        string     `db:"message" json:"message,omitempty"`
+	Error          string     `db:"error" json:"error,omitempty"`
+	ErrorDetail    string     `db:"error_detail" json:"error_detail,omitempty"`
+	CreatedAt      *time.Time `db:"created_at" json:"created_timestamp"`
+	StartedAt      *time.Time `db:"started_at" json:"started_timestamp,omitempty"`
+	FinishedAt     *time.Time `db:"finished_at" json:"finished_timestamp,omitempty"`
+	UpdatedAt      *time.Time `db:"updated_at" json:"updated_timestamp,omitempty"`
+	CurrentBytes   int64      `db:"current_bytes" json:"current_progress"`
+	TotalBytes     int64      `db:"total_bytes" json:"total_progress"`
+	ETASeconds     float64    `db:"eta_seconds" json:"eta_seconds,omitempty"`
+	BytesPerSecond int64      `db:"bytes_per_second" json:"transfer_bytes_second,omitempty"`
+	// DowntimeMS and WorkloadDowntimeMS are the latest switch's downtime,
+	// Drove's figure and the workload's own (issue 30); absent before one.
+	DowntimeMS         int64            `db:"downtime_ms" json:"downtime_ms,omitempty"`
+	WorkloadDowntimeMS int64            `db:"workload_downtime_ms" json:"workload_downtime_ms,omitempty"`
+	History            []progressRecord `db:"-" json:"progress_history,omitempty"`
 }
 
 // active says the migration still holds its instance: it runs, waits, or

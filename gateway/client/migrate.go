@@ -33,34 +33,38 @@ type MigrateAccepted struct {
 // Migration is RFD 34's migration record (per-instance migrations have
 // kind "instance"; moves of bulk requests kind "opcode").
 type Migration struct {
-	ID             string            `json:"id"`
-	Kind           string            `json:"kind"`
-	Instance       string            `json:"instance"`
-	Account        string            `json:"account"`
-	Role           string            `json:"role"`
-	Owner          string            `json:"owner"`
-	Source         string            `json:"source_server"`
-	Target         string            `json:"target_server"`
-	Automatic      bool              `json:"automatic"`
-	State          string            `json:"state"`
-	Phase          string            `json:"phase"`
-	Syncs          int               `json:"num_sync_phases"`
-	LastSyncSize   int64             `json:"last_sync_size"`
-	ScheduledAt    *time.Time        `json:"scheduled_timestamp"`
-	Switched       bool              `json:"switched"`
-	Finalized      bool              `json:"finalized"`
-	PhaseRunning   bool              `json:"phase_running"`
-	Message        string            `json:"message"`
-	Error          string            `json:"error"`
-	ErrorDetail    string            `json:"error_detail"`
-	CreatedAt      *time.Time        `json:"created_timestamp"`
-	StartedAt      *time.Time        `json:"started_timestamp"`
-	FinishedAt     *time.Time        `json:"finished_timestamp"`
-	Current        int64             `json:"current_progress"`
-	Total          int64             `json:"total_progress"`
-	ETASeconds     float64           `json:"eta_seconds"`
-	BytesPerSecond int64             `json:"transfer_bytes_second"`
-	History        []json.RawMessage `json:"progress_history"`
+	ID             string     `json:"id"`
+	Kind           string     `json:"kind"`
+	Instance       string     `json:"instance"`
+	Account        string     `json:"account"`
+	Role           string     `json:"role"`
+	Owner          string     `json:"owner"`
+	Source         string     `json:"source_server"`
+	Target         string     `json:"target_server"`
+	Automatic      bool       `json:"automatic"`
+	State          string     `json:"state"`
+	Phase          string     `json:"phase"`
+	Syncs          int        `json:"num_sync_phases"`
+	LastSyncSize   int64      `json:"last_sync_size"`
+	ScheduledAt    *time.Time `json:"scheduled_timestamp"`
+	Switched       bool       `json:"switched"`
+	Finalized      bool       `json:"finalized"`
+	PhaseRunning   bool       `json:"phase_running"`
+	Message        string     `json:"message"`
+	Error          string     `json:"error"`
+	ErrorDetail    string     `json:"error_detail"`
+	CreatedAt      *time.Time `json:"created_timestamp"`
+	StartedAt      *time.Time `json:"started_timestamp"`
+	FinishedAt     *time.Time `json:"finished_timestamp"`
+	Current        int64      `json:"current_progress"`
+	Total          int64      `json:"total_progress"`
+	ETASeconds     float64    `json:"eta_seconds"`
+	BytesPerSecond int64      `json:"transfer_bytes_second"`
+	// DowntimeMS and WorkloadDowntimeMS are the latest switch's downtime,
+	// Drove's figure and the workload's own; 0 before one.
+	DowntimeMS         int64             `json:"downtime_ms"`
+	WorkloadDowntimeMS int64             `json:"workload_downtime_ms"`
+	History            []json.RawMessage `json:"progress_history"`
 }
 
 // Estimate is the answer to action=estimate.
