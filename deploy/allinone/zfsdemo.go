@@ -106,11 +106,12 @@ func (w Workload) withDefaults() Workload {
 // its dataset's mountpoint, also given in DROVE_DATA.
 //
 // It must start again over whatever a stop at any moment left, as a move
-// stops it anywhere. "pos" is replaced by a rename, so a stop leaves the
-// old number or the new, never an empty file; a "pos" that is not a
-// number all the same (an older workload's, a torn one) counts as 0
+// stops it anywhere. "pos" is overwritten in place, one fixed-width
+// write, never truncated, so a stop leaves the old number or the new;
+// a "pos" that is not a number all the same (an empty one) counts as 0
 // rather than killing the workload right after a move called its start
-// good. A stop after a write but before "pos" moved on makes the next
+// good (leading zeros are dropped: the shell would read the number as
+// octal). A stop after a write but before "pos" moved on makes the next
 // start write that number again: its slot of the timeline is rewritten
 // with the later time, so the gap read across the move is, if anything,
 // one interval longer, never shorter. A failed write says so in its log.
@@ -118,7 +119,9 @@ func (w Workload) Command() []string {
 	w = w.withDefaults()
 	script := fmt.Sprintf(`cd "$DROVE_DATA" || exit 1
 s=$(cat pos 2>/dev/null)
-case $s in ''|*[!0-9]*|0?*) s=0 ;; esac
+case $s in ''|*[!0-9]*) s=0 ;; esac
+s=${s#"${s%%%%[!0]*}"}
+s=${s:-0}
 k=b
 while :; do
   dd if=/dev/urandom of=ring bs=%[1]d count=1 seek=$(( s %% %[2]d )) conv=notrunc 2>/dev/null ||
@@ -128,7 +131,7 @@ while :; do
     { echo "drove-workload: writing record $s of its timeline in $DROVE_DATA failed" >&2; exit 1; }
   k=w
   s=$(( s + 1 ))
-  echo $s > pos.new && mv pos.new pos
+  printf '%%020d\n' $s | dd of=pos bs=21 count=1 conv=notrunc iflag=fullblock 2>/dev/null
   sleep %.3[3]f
 done`, w.Block, w.Blocks, w.Interval.Seconds(), process.TimelineFile, process.TimelineRecordBytes, process.TimelineSlots)
 	return []string{"/bin/sh", "-c", script, "drove-workload"}
