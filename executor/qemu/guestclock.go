@@ -173,3 +173,22 @@ func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
 		}
 	}
 }
+
+// LongestGuestGap is the longest gap in a writing guest's writes across a
+// pause of its VM that the clock stamps on its disk at path still hold:
+// after a live move, the move's downtime as the guest saw it, found by a
+// reader that was not there when the guest resumed (a test's).
+func LongestGuestGap(path string) (time.Duration, error) {
+	_, st, err := readGuestStamps(path)
+	if err != nil {
+		return 0, err
+	}
+	if len(st) == 0 {
+		return 0, fmt.Errorf("%w in %s", ErrNoGuestClock, path)
+	}
+	pause, gap, ok := guestPause(st, st[0].hpet)
+	if !ok {
+		return 0, fmt.Errorf("%w: no two true edges in %s", ErrNoGuestClock, path)
+	}
+	return pause + gap, nil
+}

@@ -23,6 +23,10 @@ const (
 	// delta, checksums of both sides, commit, start): 2.4 s measured on a
 	// quiet machine, 5.5 s beside the load.
 	zfsOfflineDowntimeBound = 12 * time.Second
+	// zfsLiveDowntimeBound bounds a live hand-over of a VM on ZFS (the
+	// pause: the final delta and the checksums of both sides, the
+	// switchover).
+	zfsLiveDowntimeBound = 10 * time.Second
 )
 
 // downtimeTolerance is how far Drove's figure may be from the
@@ -42,6 +46,13 @@ type downtimeTolerance struct {
 // process workload (20 ms interval, 20 ms settle).
 // Measured: the workload's figure 20–34 ms below Drove's.
 var zfsProcessTolerance = downtimeTolerance{below: 250 * time.Millisecond, above: 750 * time.Millisecond}
+
+// guestTolerance is the tolerance of a live move of the QEMU test
+// guest: Drove reports QEMU's downtime (from the source's STOP to the
+// switchover); the guest sees from its last chunk before the pause to
+// its first after the resume (a chunk interval, 62.5 ms at 1 MiB/s, and
+// a resume), its edges detected within a chunk's write.
+var guestTolerance = downtimeTolerance{below: 100 * time.Millisecond, above: 750 * time.Millisecond}
 
 // checkDowntime holds a switched migration's record to the workload's
 // gap read from the data on the target (gap): the record carries that

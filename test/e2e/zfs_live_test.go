@@ -155,6 +155,18 @@ func (zl *zlive) snapshotWrites(node, snap string) qemu.GuestWrites {
 	return w
 }
 
+// guestGap is the longest gap in the guest's writes across a pause that
+// its clock stamps on its disk in node's dataset hold, read by the test
+// itself: after a live move, the move's downtime as the guest saw it.
+func (zl *zlive) guestGap(node string) time.Duration {
+	zl.t.Helper()
+	gap, err := qemu.LongestGuestGap(filepath.Join(zl.z.mountpoint(node, zl.name), "disk.raw"))
+	if err != nil {
+		zl.t.Fatalf("the guest's clock on %s: %v", node, err)
+	}
+	return gap
+}
+
 func (zl *zlive) vmOn(node string) bool {
 	zl.t.Helper()
 	st, err := zl.drivers[node].Status(context.Background(), zl.name)
@@ -200,6 +212,7 @@ func TestZfsLiveHandOver(t *testing.T) {
 		t.Fatalf("no downtime in the record's message %q", m.Message)
 	}
 	t.Logf("counter %d before the switch on %s, %d after on %s; downtime %s ms; %s", before, zl.src, after, zl.dst, dm[1], m.Message)
+	checkDowntime(t, m, zl.guestGap(zl.dst), zfsLiveDowntimeBound, guestTolerance)
 	if zl.vmOn(zl.src) {
 		t.Errorf("the source VM still runs on %s", zl.src)
 	}
