@@ -27,6 +27,9 @@ const (
 	// pause: the final delta and the checksums of both sides, the
 	// switchover).
 	zfsLiveDowntimeBound = 10 * time.Second
+	// sharedLiveDowntimeBound bounds a live migration of a VM on shared
+	// storage (the pause: the last dirty pages and the switchover).
+	sharedLiveDowntimeBound = 5 * time.Second
 )
 
 // downtimeTolerance is how far Drove's figure may be from the
