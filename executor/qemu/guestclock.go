@@ -90,7 +90,7 @@ func trueEdges(st []guestStamp) []guestEdge {
 			es = append(es, guestEdge{hpet: s.edge, sec: s.sec})
 		}
 	}
-	const tol = hpetHz / 10
+	const tol = hpetHz / 5 // how late the guest may see an edge
 	oneApart := func(a, b guestEdge) bool {
 		d := int64(b.hpet - a.hpet)
 		return d > hpetHz-tol && d < hpetHz+tol && (b.sec-a.sec+60)%60 == 1
@@ -104,32 +104,44 @@ func trueEdges(st []guestStamp) []guestEdge {
 	return out
 }
 
-// guestPause finds the longest pause between two true edges at or after
-// the HPET counter from, and the chunks' longest HPET gap between those
-// edges: the guest's gap in writes across the pause is at most their
-// sum. ok is false when no two true edges follow from.
+// guestPause finds the longest pause of the guest's VM whose end is at
+// or after the HPET counter from, and the chunks' usual HPET gap (the
+// median) around it: the guest's gap in writes across the pause is their
+// sum, the pause falling between two chunks a usual gap apart (where in
+// that gap the HPET does not tell). Between two true edges the RTC's seconds and the HPET's count
+// differ by the pauses between them; jitter in seeing an edge cancels
+// over a run of them, so the pause is measured over the pair of edges
+// where it shows most and one edge either side (a first change seen
+// after the resume can pass for a true edge, and split the pause
+// between two pairs). ok is false when no two true edges follow from.
 func guestPause(st []guestStamp, from uint32) (pause, gap time.Duration, ok bool) {
 	es := trueEdges(st)
-	var best [2]guestEdge
+	drift := func(a, b guestEdge) time.Duration {
+		return time.Duration((b.sec-a.sec+60)%60)*time.Second - ticks(b.hpet-a.hpet)
+	}
+	k := -1
 	for i := 1; i < len(es); i++ {
-		a, b := es[i-1], es[i]
-		if int32(b.hpet-from) < 0 {
-			continue
-		}
-		wall := time.Duration((b.sec-a.sec+60)%60) * time.Second
-		p := wall - ticks(b.hpet-a.hpet)
-		if !ok || p > pause {
-			pause, best, ok = p, [2]guestEdge{a, b}, true
+		if int32(es[i].hpet-from) >= 0 && (k < 0 || drift(es[i-1], es[i]) > drift(es[k-1], es[k])) {
+			k = i
 		}
 	}
-	if !ok {
+	if k < 0 {
 		return 0, 0, false
 	}
+	a, b := es[max(k-2, 0)], es[min(k+1, len(es)-1)]
+	for i := max(k-2, 0) + 1; i <= min(k+1, len(es)-1); i++ {
+		pause += drift(es[i-1], es[i]) // over each pair: the seconds of each under a minute
+	}
+	var gaps []time.Duration
 	for i := 1; i < len(st); i++ {
-		a, b := st[i-1], st[i]
-		if b.seq == a.seq+1 && int32(a.hpet-best[0].hpet) >= 0 && int32(best[1].hpet-b.hpet) >= 0 {
-			gap = max(gap, ticks(b.hpet-a.hpet))
+		x, y := st[i-1], st[i]
+		if y.seq == x.seq+1 && int32(x.hpet-a.hpet) >= 0 && int32(b.hpet-y.hpet) >= 0 {
+			gaps = append(gaps, ticks(y.hpet-x.hpet))
 		}
+	}
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		gap = gaps[len(gaps)/2]
 	}
 	return max(pause, 0), gap, true
 }

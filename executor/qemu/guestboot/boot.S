@@ -24,7 +24,8 @@
  * The HPET stands still while the VM is paused, so the guest's own clock
  * cannot see a migration's pause; the RTC (CMOS, driven by the host's
  * clock) can, to the second. So the guest watches the RTC's seconds
- * (each round and before each chunk) and notes the HPET counter when
+ * (every MiB of a round, before each chunk and while it waits on the
+ * disk) and notes the HPET counter when
  * they change (`edge`), and stamps each chunk's first sector with words
  * 4..7: the HPET counter at the chunk, `edge`, the RTC's seconds then
  * (BCD) and "DRGT". The wall clock of a chunk is those seconds plus the
@@ -108,7 +109,10 @@ again:
 	call	rtc_poll
 	movl	$0x100000, %edi
 fill:
-	movl	%ebx, (%edi)
+	testl	$0xfffff, %edi		/* the RTC again every MiB */
+	jnz	2f
+	call	rtc_poll
+2:	movl	%ebx, (%edi)
 	addl	$4096, %edi
 	cmpl	end, %edi
 	jb	fill
@@ -190,10 +194,12 @@ ata_init:
 	movl	%eax, seq
 	jmp	ata_idle
 
-/* ata_idle waits until the disk is not busy; an error halts. */
+/* ata_idle waits until the disk is not busy (watching the RTC
+ * meanwhile); an error halts. */
 ata_idle:
 	movw	$0x1f7, %dx
-1:	inb	%dx, %al
+1:	call	rtc_poll
+	inb	%dx, %al
 	testb	$0x80, %al
 	jnz	1b
 	testb	$0x21, %al		/* ERR, DF */
@@ -286,7 +292,8 @@ write_chunk:
 	movb	$0x01, %al
 	outb	%al, %dx		/* start */
 	addw	$2, %dx
-2:	inb	%dx, %al
+2:	call	rtc_poll
+	inb	%dx, %al
 	testb	$0x02, %al		/* error */
 	jnz	halt
 	testb	$0x01, %al		/* active */
@@ -348,7 +355,9 @@ rtc_poll:
 	inb	$0x71, %al		/* seconds */
 	cmpb	rtcsec, %al
 	je	1f
+	cmpb	$0xff, rtcsec		/* the first look: mid-second, no edge */
 	movb	%al, rtcsec
+	je	1f
 	movl	0xfed000f0, %eax
 	movl	%eax, edge
 1:	ret
