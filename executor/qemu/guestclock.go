@@ -146,6 +146,12 @@ func guestPause(st []guestStamp, from uint32) (pause, gap time.Duration, ok bool
 	return max(pause, 0), gap, true
 }
 
+// guestPauseWindow is how many seconds of the guest's clock before the
+// newest chunk GuestDowntime looks for the pause in: the ring of chunks
+// must hold them, and two and a half more (16 s at 1 MiB/s on a 16 MiB
+// disk).
+const guestPauseWindow = 6
+
 func ticks(t uint32) time.Duration { return time.Duration(int64(t) * int64(time.Second) / hpetHz) }
 
 // GuestDowntime is the pause a writing guest whose VM resumed just
@@ -162,9 +168,10 @@ func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
 	if len(st) == 0 {
 		return 0, fmt.Errorf("%w in %s", ErrNoGuestClock, path)
 	}
-	// The pause is within a second or so of the newest chunk now; older
-	// pauses (earlier moves) are further back.
-	from := st[len(st)-1].hpet - 3*hpetHz/2
+	// The pause is a little before the newest chunk now (the guest wrote
+	// on while the switch committed), earlier moves' pauses further back.
+	newest := st[len(st)-1].hpet
+	from := newest - guestPauseWindow*hpetHz
 	poll := time.NewTicker(100 * time.Millisecond)
 	defer poll.Stop()
 	for {
@@ -177,7 +184,7 @@ func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
-		if len(now) == 0 || int32(now[len(now)-1].hpet-from) < 4*hpetHz {
+		if len(now) == 0 || int32(now[len(now)-1].hpet-newest) < 5*hpetHz/2 {
 			continue // an edge, the next, and the one after to confirm
 		}
 		if pause, gap, ok := guestPause(now, from); ok {

@@ -75,7 +75,7 @@ func startLive(t *testing.T, tune func(*qemu.Config)) *liveEnv {
 	// The guest writes its disk too (on IDE, the bus it speaks), with
 	// its clock stamps: a switch's pause shows in its own data.
 	g := qemu.Guest{MemoryMiB: liveMemMiB, Workload: qemu.FillForever, DiskBytesPerSecond: liveWriteRate}
-	if err := g.WriteDisk(filepath.Join(shared, liveVM+".raw"), 8); err != nil {
+	if err := g.WriteDisk(filepath.Join(shared, liveVM+".raw"), 16); err != nil {
 		t.Fatal(err)
 	}
 	l := &liveEnv{drivers: map[string]*qemu.Driver{}, src: "node-1", dst: "node-2", disk: filepath.Join(shared, liveVM+".raw")}

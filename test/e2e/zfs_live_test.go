@@ -83,7 +83,7 @@ func startZfsLiveWith(t *testing.T, tune func(*zfs.Config)) *zlive {
 	}
 	mp := z.mountpoint(src, zl.name)
 	g := qemu.Guest{MemoryMiB: zfsLiveMemMiB, Workload: qemu.FillForever, DiskBytesPerSecond: zfsLiveWriteRate}
-	if err := g.WriteDisk(filepath.Join(mp, "disk.raw"), 8); err != nil {
+	if err := g.WriteDisk(filepath.Join(mp, "disk.raw"), 16); err != nil {
 		t.Fatal(err)
 	}
 	rt := qemu.ZFSRuntime{Driver: drivers[src], Size: size}
