@@ -111,6 +111,11 @@ type MigrationStateChanged struct {
 	// the source copy is kept until finalize (rollback returns to it).
 	Switched  bool `json:"switched,omitempty"`
 	Finalized bool `json:"finalized,omitempty"`
+	// DowntimeMS and WorkloadDowntimeMS are the latest switch's (or
+	// rollback's) downtime: Drove's own figure and the workload's
+	// (MigrationPhaseEnded's); 0 before one, or without a figure.
+	DowntimeMS         int64 `json:"downtime_ms,omitempty"`
+	WorkloadDowntimeMS int64 `json:"workload_downtime_ms,omitempty"`
 	// PhaseRunning says the latest dispatched phase has not ended: no next
 	// phase can be asked for yet. State alone cannot say it: a pause makes
 	// the record paused at once, while its phase still stops the send.
@@ -154,8 +159,13 @@ type MigrationPhaseEnded struct {
 	// Bytes sent in the phase (a sync's size decides the next step).
 	Bytes int64 `json:"bytes"`
 	// DowntimeMS is how long the instance did not run (switch).
-	DowntimeMS int64  `json:"downtime_ms,omitempty"`
-	Error      string `json:"error,omitempty"`
+	DowntimeMS int64 `json:"downtime_ms,omitempty"`
+	// WorkloadDowntimeMS is the switch's downtime as the instance's own
+	// workload saw it: the gap in the timeline it writes with its data,
+	// from its last write on the source to its first on the target, read
+	// on the target after the move. 0 when its workload keeps none.
+	WorkloadDowntimeMS int64  `json:"workload_downtime_ms,omitempty"`
+	Error              string `json:"error,omitempty"`
 }
 
 // ReceiverReady is the target side of a move saying where it listens, so

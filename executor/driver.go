@@ -221,7 +221,12 @@ func (m MigrationPhase) Op() Op {
 type PhaseResult struct {
 	Bytes    int64         // sent in this phase
 	Downtime time.Duration // switch: how long the instance did not run
-	Message  string
+	// WorkloadDowntime is the switch's downtime as the instance's own
+	// workload saw it: the gap in its timeline from its last write on the
+	// source to its first on the target, read on the target after the
+	// move; 0 when the workload keeps no timeline.
+	WorkloadDowntime time.Duration
+	Message          string
 }
 
 // Estimate is RFD 34's estimate of a migration: how long, how long down,

@@ -58,10 +58,11 @@ func (e *env) record(r events.MigrationStateChanged) {
 		r.Source = "node-a1"
 	}
 	e.exec(`INSERT INTO moves (id, request, job, idx, kind, instance, account, role, source_node, target_node,
-  automatic, record_state, queued, phase, syncs, switched, finalized, phase_running, message, created_at, updated_at)
-  VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12, $13, $14, now(), now())`,
+  automatic, record_state, queued, phase, syncs, switched, finalized, phase_running, message, created_at, updated_at,
+  downtime_ms, workload_downtime_ms)
+  VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12, $13, $14, now(), now(), $15, $16)`,
 		r.Migration, r.Instance, r.Account, string(r.Role), r.Source, r.Target, r.Automatic, string(r.State),
-		r.Phase, r.Syncs, r.Switched, r.Finalized, r.PhaseRunning, r.Message)
+		r.Phase, r.Syncs, r.Switched, r.Finalized, r.PhaseRunning, r.Message, r.DowntimeMS, r.WorkloadDowntimeMS)
 }
 
 // settings writes the settings row as the projector folds SettingsChanged.
@@ -413,6 +414,34 @@ func TestUserMigrationOverride(t *testing.T) {
 
 // TestMigrationWatch replays a finished migration's history: percent
 // never goes backwards, and the stream ends after the switch's end event.
+// A switched migration's record says how long the instance was down,
+// Drove's figure and the workload's own; a record before any switch says
+// neither (the fields are optional).
+func TestMigrationRecordDowntime(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	e.instanceRow("d1", "acct-1", nil)
+	e.instanceRow("d2", "acct-1", nil)
+	e.record(events.MigrationStateChanged{Migration: "m-d1", Instance: "d1", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationSuccessful, Phase: events.PhaseSwitch, Switched: true,
+		DowntimeMS: 140, WorkloadDowntimeMS: 161})
+	e.record(events.MigrationStateChanged{Migration: "m-d2", Instance: "d2", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationRunning, Phase: events.PhaseSync})
+	var rec map[string]any
+	e.get("/v1/migrations/m-d1", &rec)
+	if rec["downtime_ms"] != 140.0 || rec["workload_downtime_ms"] != 161.0 {
+		t.Errorf("the switched record says downtime %v ms, the workload's %v ms; want 140 and 161", rec["downtime_ms"], rec["workload_downtime_ms"])
+	}
+	rec = nil
+	e.get("/v1/migrations/m-d2", &rec)
+	if _, has := rec["downtime_ms"]; has {
+		t.Errorf("a record before its switch has a downtime: %v", rec)
+	}
+	if _, has := rec["workload_downtime_ms"]; has {
+		t.Errorf("a record before its switch has a workload downtime: %v", rec)
+	}
+}
+
 func TestMigrationWatch(t *testing.T) {
 	e := newEnv(t)
 	e.seed()

@@ -105,13 +105,14 @@ func instanceMigration() []events.Envelope {
 	synced.State, synced.Phase, synced.Syncs, synced.LastSyncBytes = events.MigrationPaused, events.PhaseSync, 1, 4096
 	switched := synced
 	switched.State, switched.Phase, switched.Switched, switched.Message = events.MigrationSuccessful, events.PhaseSwitch, true, "switched"
+	switched.DowntimeMS, switched.WorkloadDowntimeMS = 120, 135
 	finalizing := switched
 	finalizing.PhaseRunning, finalizing.Message = true, "finalizing"
 	phase := func(seq int, name string) (events.Envelope, events.Envelope) {
 		return ev(events.MigrationPhaseDispatched{Migration: mig, Instance: "vm1", Node: "n2", Seq: seq, Phase: name,
 				Source: "n2", Target: "n1", Sync: seq, SendMbps: 100}, 40+3*seq, mig),
 			ev(events.MigrationPhaseEnded{Migration: mig, Instance: "vm1", Node: "n2", Seq: seq, Phase: name,
-				Status: events.JobSuccess, Bytes: int64(seq) * 4096}, 42+3*seq, mig)
+				Status: events.JobSuccess, Bytes: int64(seq) * 4096, WorkloadDowntimeMS: int64(seq) * 7}, 42+3*seq, mig)
 	}
 	d0, e0 := phase(0, events.PhaseBegin)
 	d1, e1 := phase(1, events.PhaseSync)
@@ -234,6 +235,10 @@ func TestScenarioEveryEffect(t *testing.T) {
 	e.get(`SELECT count(*), sum(bytes), string_agg(phase || '=' || status, ',' ORDER BY seq) FROM migration_phases WHERE migration = 'mig-1'`,
 		&n, &i1, &s1)
 	check(t, "migration phases", []any{n, i1, s1}, []any{4, int64(12288), "begin=success,sync=success,switch=success,finalize="})
+	e.get(`SELECT downtime_ms, workload_downtime_ms FROM instance_migrations WHERE id = 'mig-1'`, &i1, &i2)
+	check(t, "the record's downtime, Drove's and the workload's", []any{i1, i2}, []any{int64(120), int64(135)})
+	e.get(`SELECT sum(workload_downtime_ms) FROM migration_phases WHERE migration = 'mig-1'`, &i1)
+	check(t, "the phases' workload downtime", i1, int64(21))
 	var mbps float64
 	e.get(`SELECT send_mbps_limit, max_running_migrations_per_node FROM settings`, &mbps, &n)
 	check(t, "settings", []any{mbps, n}, []any{100.0, 2})

@@ -410,6 +410,7 @@ func outcome(ctx context.Context, api *client.Client, instance string, last wire
 	case m.State == "successful":
 		fmt.Fprintf(stdout, "Migration was successful: %s runs on %s. The source copy on %s is kept until finalized\n(drove migrate --finalize %s), or roll back with drove migrate --rollback %s.\n",
 			instance, m.Target, m.Source, instance, instance)
+		fmt.Fprint(stdout, downtimeText(m))
 	case m.State == "aborted":
 		fmt.Fprintln(stdout, "Migration was aborted.", m.Message)
 	case m.State == "failed":
@@ -426,6 +427,19 @@ func outcome(ctx context.Context, api *client.Client, instance string, last wire
 		fmt.Fprintf(stdout, "Migration is %s (phase %s).\n", m.State, m.Phase)
 	}
 	return exitOK
+}
+
+// downtimeText says how long the switch kept the instance down: Drove's
+// figure and, when its workload keeps a timeline, the workload's own.
+func downtimeText(m *wire.InstanceMigration) string {
+	switch {
+	case m.DowntimeMS == 0 && m.WorkloadDowntimeMS == 0:
+		return ""
+	case m.WorkloadDowntimeMS == 0:
+		return fmt.Sprintf("Downtime: %d ms (measured by Drove; the workload keeps no timeline).\n", m.DowntimeMS)
+	}
+	return fmt.Sprintf("Downtime: %d ms as the workload saw it (its own timeline), %d ms as measured by Drove.\n",
+		m.WorkloadDowntimeMS, m.DowntimeMS)
 }
 
 // human formats seconds as 1h02m03s, 3m18s, 19s or 0.4s.

@@ -1,14 +1,18 @@
 package allinone_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/executor/process"
 )
 
 // A workload stopped between the truncation of "pos" and its write (one
@@ -40,6 +44,77 @@ func TestWorkloadStartsOverOnAnEmptyPos(t *testing.T) {
 			t.Fatalf("the workload exited on an empty pos: %v", waitErr)
 		case <-deadline:
 			t.Fatal("the workload wrote nothing in a minute")
+		case <-time.After(10 * time.Millisecond): // polling the file it writes, under a deadline
+		}
+	}
+}
+
+// The workload's timeline tells a stop and start from its own writes:
+// the gap it shows across a restart covers at least the time it was
+// stopped, and not much more than one interval beyond it.
+func TestWorkloadTimelineShowsTheRestartGap(t *testing.T) {
+	dir := t.TempDir()
+	w := allinone.Workload{Block: 4096, Blocks: 8, Interval: 10 * time.Millisecond}
+	run := func() (stop func()) {
+		argv := w.Command()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "DROVE_DATA="+dir)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		stop = func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done }
+		t.Cleanup(stop)
+		return stop
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := time.Now()
+	stop := run()
+	if _, err := waitWrites(ctx, dir, 5); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	stopped := time.Now()
+	// Held stopped for a known while: the gap must cover it (the
+	// downtime under test, not a synchronisation).
+	time.Sleep(300 * time.Millisecond)
+	restarted := time.Now()
+	run()
+	gap, err := process.WorkloadDowntime(ctx, dir, restarted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := restarted.Sub(stopped); gap < held || gap > held+2*time.Second {
+		t.Errorf("the timeline's gap is %s; the workload was stopped for %s", gap, held)
+	}
+	ws, err := process.ReadTimeline(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := process.RestartGap(ws, first); !ok {
+		t.Errorf("no restart in the timeline: %+v", ws)
+	}
+	for i := 1; i < len(ws); i++ {
+		if ws[i].Seq != ws[i-1].Seq+1 {
+			t.Errorf("the timeline skips from %d to %d", ws[i-1].Seq, ws[i].Seq)
+		}
+	}
+	t.Logf("stopped for %s; the timeline's gap %s over %d writes", restarted.Sub(stopped), gap, len(ws))
+}
+
+// waitWrites waits until the timeline in dir holds n writes.
+func waitWrites(ctx context.Context, dir string, n int) ([]process.TimelineWrite, error) {
+	for {
+		ws, err := process.ReadTimeline(dir)
+		if err == nil && len(ws) >= n {
+			return ws, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ws, fmt.Errorf("%d writes in the timeline, want %d: %v (%v)", len(ws), n, err, ctx.Err())
 		case <-time.After(10 * time.Millisecond): // polling the file it writes, under a deadline
 		}
 	}

@@ -76,11 +76,13 @@ func ZFSCluster(groups, nodesPerGroup int) *planner.Cluster {
 
 // Workload is what each running instance's process does: it overwrites
 // one Block-byte block of the file "ring" (Blocks blocks, so it never
-// grows) every Interval, round and round, remembering its place in the
-// file "pos" — real, steady deltas for every sync. A stop may land
-// between the shell's truncation of "pos" and its write (one stop in ten
-// on a loaded machine): the next start reads an empty "pos", which
-// starts the ring over instead of killing the workload.
+// grows) every Interval, round and round — real, steady deltas for every
+// sync — and with each write a record of its timeline
+// (executor/process's TimelineFile): the write's sequence number, the
+// clock, and whether it is the first since the start. Its next sequence
+// number is kept in the file "pos", in its data, so the numbering goes on
+// wherever the data moves and a move's downtime is the gap the timeline
+// shows across it (process.RestartGap).
 type Workload struct {
 	Block    int64         // default 16 KiB
 	Blocks   int           // default 256
@@ -104,24 +106,34 @@ func (w Workload) withDefaults() Workload {
 // its dataset's mountpoint, also given in DROVE_DATA.
 //
 // It must start again over whatever a stop at any moment left, as a move
-// stops it anywhere: a stop between the truncation of "pos" and its
-// write leaves it empty, so a "pos" that is not a block number counts as
-// 0 (an empty one made the first write fail, and the workload die right
-// after a move had called its start good); a failed write says so in
-// its log.
+// stops it anywhere. "pos" is overwritten in place, one fixed-width
+// write, never truncated, so a stop leaves the old number or the new;
+// a "pos" that is not a number all the same (an empty one) counts as 0
+// rather than killing the workload right after a move called its start
+// good (leading zeros are dropped: the shell would read the number as
+// octal). A stop after a write but before "pos" moved on makes the next
+// start write that number again: its slot of the timeline is rewritten
+// with the later time, so the gap read across the move is, if anything,
+// one interval longer, never shorter. A failed write says so in its log.
 func (w Workload) Command() []string {
 	w = w.withDefaults()
 	script := fmt.Sprintf(`cd "$DROVE_DATA" || exit 1
-i=$(cat pos 2>/dev/null)
-case $i in ''|*[!0-9]*|0?*) i=0 ;; esac
-i=$(( i %% %[2]d ))
+s=$(cat pos 2>/dev/null)
+case $s in ''|*[!0-9]*) s=0 ;; esac
+s=${s#"${s%%%%[!0]*}"}
+s=${s:-0}
+k=b
 while :; do
-  dd if=/dev/urandom of=ring bs=%[1]d count=1 seek=$i conv=notrunc 2>/dev/null ||
-    { echo "drove-workload: writing block $i of ring in $DROVE_DATA failed" >&2; exit 1; }
-  i=$(( (i + 1) %% %[2]d ))
-  echo $i > pos
+  dd if=/dev/urandom of=ring bs=%[1]d count=1 seek=$(( s %% %[2]d )) conv=notrunc 2>/dev/null ||
+    { echo "drove-workload: writing block $(( s %% %[2]d )) of ring in $DROVE_DATA failed" >&2; exit 1; }
+  printf '%%020d %%020d %%s\n' $s $(date +%%s%%N) $k |
+    dd of=%[4]s bs=%[5]d count=1 seek=$(( s %% %[6]d )) conv=notrunc iflag=fullblock 2>/dev/null ||
+    { echo "drove-workload: writing record $s of its timeline in $DROVE_DATA failed" >&2; exit 1; }
+  k=w
+  s=$(( s + 1 ))
+  printf '%%020d\n' $s | dd of=pos bs=21 count=1 conv=notrunc iflag=fullblock 2>/dev/null
   sleep %.3[3]f
-done`, w.Block, w.Blocks, w.Interval.Seconds())
+done`, w.Block, w.Blocks, w.Interval.Seconds(), process.TimelineFile, process.TimelineRecordBytes, process.TimelineSlots)
 	return []string{"/bin/sh", "-c", script, "drove-workload"}
 }
 

@@ -98,6 +98,9 @@ type Driver struct {
 type proc struct {
 	pid    int
 	exited chan struct{}
+	// started is when this driver started it (zero for a process an
+	// earlier driver left): its workload's first write comes after it.
+	started time.Time
 	// stopping is set by Stop and kill: an exit after it is asked for.
 	stopping atomic.Bool
 }
@@ -171,10 +174,11 @@ func (d *Driver) start(ctx context.Context, instance, data string) error {
 	// Its own process group: it outlives the executor, and stopping it
 	// stops its children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return executor.Fatal(fmt.Errorf("process: start %s: %w", instance, err))
 	}
-	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{}), started: started}
 	go func() {
 		err := cmd.Wait()
 		close(p.exited)

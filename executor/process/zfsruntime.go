@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor/zfs"
@@ -18,7 +19,10 @@ type ZFSRuntime struct {
 	Driver *Driver
 }
 
-var _ zfs.Runtime = ZFSRuntime{}
+var (
+	_ zfs.Runtime         = ZFSRuntime{}
+	_ zfs.WorkloadClocked = ZFSRuntime{}
+)
 
 // Start runs the instance's process in its dataset; one already running
 // is left alone (the storage driver wants Start idempotent).
@@ -65,6 +69,27 @@ func (r ZFSRuntime) Running(ctx context.Context, in zfs.Instance) (bool, error) 
 	}
 	return st.Status == events.StatusUp, nil
 }
+
+// WorkloadDowntime is the downtime the instance's workload saw at its
+// latest start here, read from its timeline (timeline.go): it waits up to
+// timelineWait for the first write after the start. An instance not
+// running here, or whose workload keeps no timeline, has no figure.
+func (r ZFSRuntime) WorkloadDowntime(ctx context.Context, in zfs.Instance) (time.Duration, error) {
+	p := r.Driver.lookup(in.Name)
+	if p == nil {
+		return 0, fmt.Errorf("%w: %s does not run on %s", ErrNoTimeline, in.Name, r.Driver.cfg.Node)
+	}
+	if !mounted(in) {
+		return 0, fmt.Errorf("%w: %s has no mounted data", ErrNoTimeline, in.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timelineWait)
+	defer cancel()
+	return WorkloadDowntime(ctx, in.Mountpoint, p.started)
+}
+
+// timelineWait bounds the wait for a started workload's first write: a
+// workload that writes less often than this has no figure.
+const timelineWait = 10 * time.Second
 
 // mounted says whether in names a mountpoint to act on.
 func mounted(in zfs.Instance) bool {

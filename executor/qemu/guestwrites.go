@@ -20,6 +20,7 @@ type GuestWrites struct {
 const (
 	dataMagic   = 0x44475244 // "DRGD"
 	headerMagic = 0x48475244 // "DRGH"
+	stampMagic  = 0x54475244 // "DRGT"
 )
 
 // ReadGuestWrites reads the disk image a writing Guest wrote (a file, or
@@ -70,7 +71,7 @@ func (w GuestWrites) checkSlot(b []byte, k, slots uint32) error {
 	for i := uint32(0); i < chunkSectors; i++ {
 		lba := ringLBA + k*chunkSectors + i
 		s := b[lba*512 : lba*512+512]
-		seq, ok, err := sector(s, lba)
+		seq, ok, err := sector(s, lba, i == 0)
 		if err != nil {
 			return err
 		}
@@ -90,8 +91,10 @@ func (w GuestWrites) checkSlot(b []byte, k, slots uint32) error {
 }
 
 // sector checks one ring sector: all zeros (ok false), or a chunk's
-// sector for lba with its whole pattern (ok true, its chunk number).
-func sector(s []byte, lba uint32) (seq uint32, ok bool, err error) {
+// sector for lba with its whole pattern (ok true, its chunk number). A
+// chunk's first sector (first) holds its clock stamp in words 4..7
+// instead of the pattern.
+func sector(s []byte, lba uint32, first bool) (seq uint32, ok bool, err error) {
 	if u32(s, 0) == 0 {
 		for _, c := range s {
 			if c != 0 {
@@ -105,7 +108,14 @@ func sector(s []byte, lba uint32) (seq uint32, ok bool, err error) {
 		return 0, false, fmt.Errorf("LBA %d: not the guest's sector for it: % x", lba, s[:16])
 	}
 	base := seq*0x9e3779b1 + lba*128
-	for i := uint32(4); i < 128; i++ {
+	from := uint32(4)
+	if first {
+		if u32(s, 28) != stampMagic {
+			return 0, false, fmt.Errorf("LBA %d: chunk %d's first sector has no clock stamp: % x", lba, seq, s[16:32])
+		}
+		from = 8
+	}
+	for i := from; i < 128; i++ {
 		if u32(s, int(i*4)) != base+i {
 			return 0, false, fmt.Errorf("LBA %d: word %d of chunk %d is %#x, want %#x", lba, i, seq, u32(s, int(i*4)), base+i)
 		}

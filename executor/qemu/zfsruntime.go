@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -64,7 +65,27 @@ func (r ZFSRuntime) Running(ctx context.Context, in zfs.Instance) (bool, error) 
 	return st.Status == events.StatusUp, nil
 }
 
-var _ zfs.LiveRuntime = ZFSRuntime{}
+var (
+	_ zfs.LiveRuntime     = ZFSRuntime{}
+	_ zfs.WorkloadClocked = ZFSRuntime{}
+)
+
+// WorkloadDowntime is the pause the VM's guest saw at its resume here,
+// read from the clock stamps a writing guest (Guest) leaves on its disk
+// (GuestDowntime): it waits up to guestClockWait for them. A VM that
+// does not run here, or a guest that stamps nothing, has no figure.
+func (r ZFSRuntime) WorkloadDowntime(ctx context.Context, in zfs.Instance) (time.Duration, error) {
+	if run, err := r.Running(ctx, in); err != nil || !run {
+		return 0, fmt.Errorf("%w: %s does not run on %s (%v)", ErrNoGuestClock, in.Name, in.Node, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, guestClockWait)
+	defer cancel()
+	return GuestDowntime(ctx, r.spec(in).Disk)
+}
+
+// guestClockWait bounds the wait for a guest's clock stamps after its
+// resume: GuestDowntime needs about two and a half seconds of its writes.
+const guestClockWait = 15 * time.Second
 
 // Incoming starts the instance's VM waiting for its memory (-incoming),
 // its disk the dataset's as received so far, listening on an ephemeral

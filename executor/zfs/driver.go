@@ -261,6 +261,9 @@ type MoveReport struct {
 	// FinalDelta is the bytes of the switch's final incremental.
 	FinalDelta int64
 	Downtime   time.Duration
+	// WorkloadDowntime is the downtime the workload saw, from its own
+	// timeline on the target (WorkloadClocked); 0 when there is none.
+	WorkloadDowntime time.Duration
 	// Checksum is the content sum both sides agreed on at the switch
 	// point (or the source's, on a mismatch).
 	Checksum string
@@ -273,6 +276,15 @@ type MoveReport struct {
 	ChecksumRead, ChecksumReused int64
 	Mode                         string
 	Err                          error
+}
+
+// workloadText is the workload's figure for a message: empty when there
+// is none.
+func (r MoveReport) workloadText() string {
+	if r.WorkloadDowntime == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the workload's timeline: %s)", r.WorkloadDowntime.Round(time.Millisecond))
 }
 
 // SyncReport is one send.

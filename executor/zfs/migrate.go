@@ -336,6 +336,7 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	commitTime := time.Since(began)
 	if !down.IsZero() {
 		m.rep.Downtime = time.Since(down)
+		m.rep.WorkloadDowntime = m.askWorkloadDowntime(ctx)
 	}
 	// Past the point of no return. The source keeps its copy and the
 	// final snapshot, the base of a rollback, until finalize.
@@ -343,11 +344,29 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if err := m.dropSnapshots(bg, final); err != nil {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
-	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime,
-		Message: fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, downtime %s (final send %s, checksum %s reading %d bytes, commit and start %s); checksum %s, %s ahead of the switch",
+	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime, WorkloadDowntime: m.rep.WorkloadDowntime,
+		Message: fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, downtime %s%s (final send %s, checksum %s reading %d bytes, commit and start %s); checksum %s, %s ahead of the switch",
 			op.Instance, op.To, len(m.rep.Syncs), m.sent, m.rep.FinalDelta, m.rep.Downtime.Round(time.Millisecond),
-			sendTime.Round(time.Millisecond), m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead,
+			m.rep.workloadText(), sendTime.Round(time.Millisecond), m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead,
 			commitTime.Round(time.Millisecond), sum, m.rep.AheadTime.Round(time.Millisecond))}, nil
+}
+
+// askWorkloadDowntime asks the target, after the commit, for the downtime
+// the workload saw (its timeline, read there); 0 when there is no figure,
+// with why in the log. The instance already runs on the target: a failed
+// question costs the figure, never the move.
+func (m *move) askWorkloadDowntime(ctx context.Context) time.Duration {
+	r, err := m.request(ctx, kindWorkload, nil)
+	if err != nil {
+		m.d.log.Warn("asking the target for the workload's downtime failed", "instance", m.op.Instance, "target", m.op.To, "err", err)
+		return 0
+	}
+	us, err := strconv.ParseInt(r["us"], 10, 64)
+	if err != nil {
+		m.d.log.Info("no workload downtime for the switch", "instance", m.op.Instance, "why", r["none"])
+		return 0
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // commit asks the target to commit and start the instance. A lost reply

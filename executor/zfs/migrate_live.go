@@ -55,10 +55,11 @@ func (m *move) switchLive(ctx context.Context, lr LiveRuntime, base int) (execut
 		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%s runs on %s, but its commit there failed: %w", op.Instance, op.To, err))
 	}
 	commitTime := time.Since(began)
+	m.rep.WorkloadDowntime = m.askWorkloadDowntime(ctx)
 	if err := m.dropSnapshots(context.WithoutCancel(ctx), h.final); err != nil {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
-	return executor.PhaseResult{Bytes: m.sent, Downtime: h.down,
+	return executor.PhaseResult{Bytes: m.sent, Downtime: h.down, WorkloadDowntime: m.rep.WorkloadDowntime,
 		Message: h.message(m, commitTime)}, nil
 }
 
@@ -71,8 +72,8 @@ type handedOver struct {
 }
 
 func (h handedOver) message(m *move, commitTime time.Duration) string {
-	return fmt.Sprintf("switched %s live to %s: final delta %d bytes, downtime %s (final send %s, checksum %s reading %d bytes); commit %s; checksum %s; %s ahead of the switch",
-		m.op.Instance, m.op.To, m.rep.FinalDelta, h.down.Round(time.Millisecond), h.sendTime.Round(time.Millisecond),
+	return fmt.Sprintf("switched %s live to %s: final delta %d bytes, downtime %s%s (final send %s, checksum %s reading %d bytes); commit %s; checksum %s; %s ahead of the switch",
+		m.op.Instance, m.op.To, m.rep.FinalDelta, h.down.Round(time.Millisecond), m.rep.workloadText(), h.sendTime.Round(time.Millisecond),
 		m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead, commitTime.Round(time.Millisecond),
 		h.sum, m.rep.AheadTime.Round(time.Millisecond))
 }

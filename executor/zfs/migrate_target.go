@@ -25,6 +25,7 @@ const (
 	kindRuntime  = "runtime"  // Meta do: stop or start the instance here
 	kindSendBack = "sendback" // rollback: send from Meta base to Meta addr
 	kindDrop     = "drop"     // Meta what: dataset (after a rollback) or snapshots (finalize)
+	kindWorkload = "workload" // after the switch's commit: the downtime the workload saw here
 )
 
 // receiveMigration serves one phase's streams until ctx ends.
@@ -100,11 +101,30 @@ func (d *Driver) serveMigration(ctx context.Context, s *transfer.Stream, op exec
 		reply(nil, d.runtimeDo(ctx, op, s.Meta["do"]))
 	case kindSendBack:
 		reply(d.sendBack(ctx, op, ds, s.Meta))
+	case kindWorkload:
+		reply(d.workloadDowntime(ctx, op))
 	case kindDrop:
 		reply(nil, d.drop(ctx, op, ds, s.Meta["what"]))
 	default:
 		reply(nil, fmt.Errorf("unknown stream kind %q", s.Kind))
 	}
+}
+
+// workloadDowntime answers the source's question after a switch: the
+// downtime the instance's workload saw, read from its own timeline here
+// (WorkloadClocked), in whole microseconds as Meta "us". A runtime that
+// keeps no timeline answers "none" with why: the move stands without
+// the figure.
+func (d *Driver) workloadDowntime(ctx context.Context, op executor.Op) (map[string]string, error) {
+	wc, ok := d.cfg.Runtime.(WorkloadClocked)
+	if !ok {
+		return map[string]string{"none": "the runtime keeps no workload timeline"}, nil
+	}
+	gap, err := wc.WorkloadDowntime(ctx, d.instance(ctx, op.Instance))
+	if err != nil {
+		return map[string]string{"none": err.Error()}, nil
+	}
+	return map[string]string{"us": strconv.FormatInt(gap.Microseconds(), 10)}, nil
 }
 
 // refuse is a reply the source must not retry.

@@ -51,6 +51,19 @@ type LiveRuntime interface {
 		catchUp, atPause func(context.Context) error, report func(executor.Progress)) (downtime time.Duration, err error)
 }
 
+// WorkloadClocked is a Runtime whose instances' workloads keep a timeline
+// of their own writes (executor/process's timeline.go, the QEMU test
+// guest's): the downtime of a move as the workload saw it is read from
+// the data on the target after the start there, and recorded beside the
+// driver's own figure.
+type WorkloadClocked interface {
+	Runtime
+	// WorkloadDowntime waits for the first write of in's workload since
+	// its latest start on this node and returns the gap from the write
+	// before it; an error when there is no figure.
+	WorkloadDowntime(ctx context.Context, in Instance) (time.Duration, error)
+}
+
 // MemRuntime runs nothing: it remembers which instances are running, and
 // calls the optional hooks, which tests use to start and stop a workload.
 type MemRuntime struct {

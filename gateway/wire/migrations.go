@@ -25,6 +25,11 @@ type InstanceMigration struct {
 	UpdatedAt      *time.Time `db:"updated_at" json:"updated_timestamp,omitempty"`
 	ETASeconds     float64    `db:"eta_seconds" json:"eta_seconds,omitempty"`
 	BytesPerSecond int64      `db:"bytes_per_second" json:"transfer_bytes_second,omitempty"`
+	// the latest switch's downtime in milliseconds: Drove's own figure
+	// (from the stop to the target's start) and the workload's, read from
+	// its own data on the target; absent before a switch
+	DowntimeMS         int64 `db:"downtime_ms" json:"downtime_ms,omitempty"`
+	WorkloadDowntimeMS int64 `db:"workload_downtime_ms" json:"workload_downtime_ms,omitempty"`
 	MigrationProgress
 }
 

@@ -49,7 +49,7 @@ func (d *driver) end(status events.JobStatus, bytes int64) []events.Envelope {
 	d.t.Helper()
 	ph := d.running()
 	d.w.read(events.MigrationPhaseEnded{Migration: d.id, Instance: "vm", Node: ph.Node, Seq: ph.Seq, Phase: ph.Phase,
-		Status: status, Bytes: bytes, DowntimeMS: 40})
+		Status: status, Bytes: bytes, DowntimeMS: 40, WorkloadDowntimeMS: 55})
 	return d.decide()
 }
 
@@ -155,6 +155,9 @@ type want struct {
 	switched   bool
 	finalized  bool
 	running    bool // PhaseRunning
+	// down is the record's downtime figures, Drove's and the workload's
+	// (nil: not checked).
+	down []int64
 }
 
 func (d *driver) check(evs []events.Envelope, w want) {
@@ -179,6 +182,9 @@ func (d *driver) check(evs []events.Envelope, w want) {
 	if r.Switched != w.switched || r.Finalized != w.finalized || r.PhaseRunning != w.running {
 		d.t.Errorf("switched %t, finalized %t, phase running %t; want %t, %t, %t",
 			r.Switched, r.Finalized, r.PhaseRunning, w.switched, w.finalized, w.running)
+	}
+	if got := []int64{r.DowntimeMS, r.WorkloadDowntimeMS}; w.down != nil && !slices.Equal(got, w.down) {
+		d.t.Errorf("downtime %v ms (Drove's, the workload's), want %v", got, w.down)
 	}
 	// A record is the migration's whole state: the fold keeps the last.
 	if got := d.rec(); got.Message != r.Message || got.State != r.State {

@@ -58,11 +58,12 @@ func (p *pass) ended(ph *phaseRun) {
 			"migration "+m.id+" paused during its sync", cause)
 	case events.PhaseSwitch:
 		r.Switched, r.State = true, events.MigrationSuccessful
-		r.Message = fmt.Sprintf("switched: %s runs on %s after %d ms down; the source copy on %s is kept until finalize",
-			r.Instance, r.Target, e.DowntimeMS, r.Source)
+		r.DowntimeMS, r.WorkloadDowntimeMS = e.DowntimeMS, e.WorkloadDowntimeMS
+		r.Message = fmt.Sprintf("switched: %s runs on %s after %s; the source copy on %s is kept until finalize",
+			r.Instance, r.Target, downText(e), r.Source)
 		if in := p.env.Inv.Instances[r.Instance]; in != nil && in.Storage.Shared() {
-			r.Message = fmt.Sprintf("switched: %s runs on %s after %d ms down; its storage is shared, so finalize has no source copy to drop",
-				r.Instance, r.Target, e.DowntimeMS)
+			r.Message = fmt.Sprintf("switched: %s runs on %s after %s; its storage is shared, so finalize has no source copy to drop",
+				r.Instance, r.Target, downText(e))
 		}
 		if m.postcopy {
 			r.Message += "; it went post-copy during the switch, when it could no longer be aborted"
@@ -79,6 +80,7 @@ func (p *pass) ended(ph *phaseRun) {
 		p.record(r, cause)
 	case "rollback":
 		r.Switched, r.State = false, events.MigrationAborted
+		r.DowntimeMS, r.WorkloadDowntimeMS = e.DowntimeMS, e.WorkloadDowntimeMS
 		r.Message = fmt.Sprintf("rolled back: %s runs on %s again; the copy on %s is dropped", r.Instance, r.Source, r.Target)
 		p.place(r.Source, r.Target, cause)
 		p.record(r, cause)
@@ -90,6 +92,15 @@ func (p *pass) ended(ph *phaseRun) {
 		r.Message = fmt.Sprintf("phase %s ended %s", d.Phase, e.Status)
 		p.record(r, cause)
 	}
+}
+
+// downText is a switch's downtime for a record's message: Drove's figure,
+// and the workload's when its timeline gave one.
+func downText(e *events.MigrationPhaseEnded) string {
+	if e.WorkloadDowntimeMS == 0 {
+		return fmt.Sprintf("%d ms down", e.DowntimeMS)
+	}
+	return fmt.Sprintf("%d ms down (%d ms by the workload's own timeline)", e.DowntimeMS, e.WorkloadDowntimeMS)
 }
 
 // phaseFailed answers a phase that ended in error (or canceled). The

@@ -48,8 +48,8 @@ func TestOnDemandTransitions(t *testing.T) {
 			synced(d)
 			d.act(events.ActionSwitch)
 			return d.end(events.JobSuccess, 10)
-		}, want{state: events.MigrationSuccessful, phase: events.PhaseSwitch, switched: true,
-			message: "switched: vm runs on n2 after 40 ms down; the source copy on n1 is kept until finalize"}},
+		}, want{state: events.MigrationSuccessful, phase: events.PhaseSwitch, switched: true, down: []int64{40, 55},
+			message: "switched: vm runs on n2 after 40 ms down (55 ms by the workload's own timeline); the source copy on n1 is kept until finalize"}},
 		{"finalize asked: the source copy is dropped", func(d *driver) []events.Envelope {
 			switched(d)
 			return d.act(events.ActionFinalize)
@@ -59,7 +59,8 @@ func TestOnDemandTransitions(t *testing.T) {
 			switched(d)
 			d.act(events.ActionFinalize)
 			return d.end(events.JobSuccess, 0)
-		}, want{state: events.MigrationSuccessful, switched: true, finalized: true, message: "finalized: the source copy on n1 is gone"}},
+		}, want{state: events.MigrationSuccessful, switched: true, finalized: true, down: []int64{40, 55},
+			message: "finalized: the source copy on n1 is gone"}},
 		{"rollback asked after the switch", func(d *driver) []events.Envelope {
 			switched(d)
 			return d.act(events.ActionRollback)

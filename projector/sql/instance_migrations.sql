@@ -20,11 +20,13 @@ ON CONFLICT (id) DO UPDATE SET
 INSERT INTO moves (id, request, job, idx, kind, instance, account, role, source_node, target_node,
                         automatic, record_state, queued, phase, syncs, last_sync_bytes, scheduled_at,
                         prior_run_state, switched, finalized, message, error, error_detail,
-                        created_at, started_at, finished_at, updated_at, phase_running)
+                        created_at, started_at, finished_at, updated_at, phase_running,
+                        downtime_ms, workload_downtime_ms)
 VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12,
         $13, $14, $15, $16, $17, $18,
         $19, CASE WHEN $8 = 'running' THEN $19::timestamptz END,
-        CASE WHEN $8 IN ('aborted', 'failed', 'successful') THEN $19::timestamptz END, $19, $20)
+        CASE WHEN $8 IN ('aborted', 'failed', 'successful') THEN $19::timestamptz END, $19, $20,
+        $21, $22)
 ON CONFLICT (id) DO UPDATE SET
     kind            = 'instance',
     instance        = EXCLUDED.instance,
@@ -46,6 +48,8 @@ ON CONFLICT (id) DO UPDATE SET
     error           = EXCLUDED.error,
     error_detail    = EXCLUDED.error_detail,
     phase_running   = EXCLUDED.phase_running,
+    downtime_ms     = EXCLUDED.downtime_ms,
+    workload_downtime_ms = EXCLUDED.workload_downtime_ms,
     created_at      = LEAST(moves.created_at, EXCLUDED.created_at),
     started_at      = LEAST(moves.started_at, EXCLUDED.started_at),
     finished_at     = CASE WHEN EXCLUDED.finished_at IS NULL THEN NULL
@@ -67,14 +71,16 @@ ON CONFLICT (migration, seq) DO UPDATE SET
 
 -- name: migration_phase_ended
 -- The phase and instance only fill a row the dispatch has not made yet.
-INSERT INTO migration_phases (migration, seq, instance, phase, node, ended_at, status, bytes, downtime_ms, error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO migration_phases (migration, seq, instance, phase, node, ended_at, status, bytes, downtime_ms, error,
+                              workload_downtime_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (migration, seq) DO UPDATE SET
     ended_at    = EXCLUDED.ended_at,
     status      = EXCLUDED.status,
     bytes       = EXCLUDED.bytes,
     downtime_ms = EXCLUDED.downtime_ms,
-    error       = EXCLUDED.error
+    error       = EXCLUDED.error,
+    workload_downtime_ms = EXCLUDED.workload_downtime_ms
 
 -- ---- drove.settings (one key)
 

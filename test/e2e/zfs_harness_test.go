@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/executor/process"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/test/zfsenv"
@@ -118,6 +119,32 @@ func (r recordingRuntime) Start(ctx context.Context, in zfs.Instance) error {
 	}
 	r.log.add(in.Name, r.node, "start", in.Mountpoint)
 	return r.Runtime.Start(ctx, in)
+}
+
+// WorkloadDowntime passes the question on: the wrapper must not hide
+// the runtime's timeline from the driver.
+func (r recordingRuntime) WorkloadDowntime(ctx context.Context, in zfs.Instance) (time.Duration, error) {
+	wc, ok := r.Runtime.(zfs.WorkloadClocked)
+	if !ok {
+		return 0, fmt.Errorf("%w: the runtime of %s keeps none", process.ErrNoTimeline, r.node)
+	}
+	return wc.WorkloadDowntime(ctx, in)
+}
+
+// workloadGap is the gap the workload's timeline on node shows at its
+// latest start there: read by the test itself from the data, after a
+// move onto node, the move's downtime as the workload saw it.
+func (z *zenv) workloadGap(node, instance string) time.Duration {
+	z.t.Helper()
+	ws, err := process.ReadTimeline(z.mountpoint(node, instance))
+	if err != nil {
+		z.t.Fatalf("the timeline of %s on %s: %v", instance, node, err)
+	}
+	gap, ok := process.RestartGap(ws, time.Time{})
+	if !ok {
+		z.t.Fatalf("no start after a write in the timeline of %s on %s (%d writes)", instance, node, len(ws))
+	}
+	return gap
 }
 
 // switchLog is every stop and start of an instance, with the dataset's

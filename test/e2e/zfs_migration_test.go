@@ -182,6 +182,7 @@ func TestZfsMigrationAutomatic(t *testing.T) {
 	z.switchedIntact(name, src, m.Target)
 	z.baseIntact(m.Target, name)
 	z.writing(m.Target, name)
+	checkDowntime(t, m, z.workloadGap(m.Target, name), zfsOfflineDowntimeBound, zfsProcessTolerance)
 	if len(z.datasets(src, name)) == 0 {
 		t.Errorf("the source copy on %s is gone before finalize", src)
 	}
@@ -227,6 +228,7 @@ func TestZfsMigrationOnDemandAndRollback(t *testing.T) {
 	z.switchedIntact(name, src, dst)
 	z.baseIntact(dst, name)
 	z.writing(dst, name)
+	checkDowntime(t, m, z.workloadGap(dst, name), zfsOfflineDowntimeBound, zfsProcessTolerance)
 
 	z.refused(name, "abort", http.StatusConflict, "rollback")
 	z.act(name, "rollback", client.MigrateOptions{})

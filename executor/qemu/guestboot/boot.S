@@ -21,6 +21,18 @@
  *     a pattern of those, so a reader can check every byte;
  *   - stops after the first round unless `forever`.
  *
+ * The HPET stands still while the VM is paused, so the guest's own clock
+ * cannot see a migration's pause; the RTC (CMOS, driven by the host's
+ * clock) can, to the second. So the guest watches the RTC's seconds
+ * (every MiB of a round, before each chunk and while it waits on the
+ * disk) and notes the HPET counter when
+ * they change (`edge`), and stamps each chunk's first sector with words
+ * 4..7: the HPET counter at the chunk, `edge`, the RTC's seconds then
+ * (BCD) and "DRGT". The wall clock of a chunk is those seconds plus the
+ * HPET time since the edge: stale after a pause until the next edge,
+ * which makes the pause show as a jump between two chunks
+ * (qemu.GuestDowntime reads it).
+ *
  * A guest that boots on a disk a writing guest wrote goes on counting
  * chunks from its header (its rounds start again at 1).
  *
@@ -94,9 +106,13 @@ pm:
 	call	ata_init
 1:	movl	$1, %ebx		/* the round counter */
 again:
+	call	rtc_poll
 	movl	$0x100000, %edi
 fill:
-	movl	%ebx, (%edi)
+	testl	$0xfffff, %edi		/* the RTC again every MiB */
+	jnz	2f
+	call	rtc_poll
+2:	movl	%ebx, (%edi)
 	addl	$4096, %edi
 	cmpl	end, %edi
 	jb	fill
@@ -178,10 +194,12 @@ ata_init:
 	movl	%eax, seq
 	jmp	ata_idle
 
-/* ata_idle waits until the disk is not busy; an error halts. */
+/* ata_idle waits until the disk is not busy (watching the RTC
+ * meanwhile); an error halts. */
 ata_idle:
 	movw	$0x1f7, %dx
-1:	inb	%dx, %al
+1:	call	rtc_poll
+	inb	%dx, %al
 	testb	$0x80, %al
 	jnz	1b
 	testb	$0x21, %al		/* ERR, DF */
@@ -227,6 +245,7 @@ ata_cmd:
  */
 write_chunk:
 	pushl	%ebx
+	call	rtc_poll
 	movl	seq, %eax
 	xorl	%edx, %edx
 	divl	slots
@@ -242,6 +261,14 @@ write_chunk:
 	movl	%esi, %eax
 	subl	chunk, %eax
 	movl	%eax, %esi
+	/* the clock stamp in words 4..7 of the chunk's first sector */
+	movl	0xfed000f0, %eax
+	movl	%eax, 0x10010
+	movl	edge, %eax
+	movl	%eax, 0x10014
+	movzbl	rtcsec, %eax
+	movl	%eax, 0x10018
+	movl	$0x54475244, 0x1001c	/* "DRGT" */
 	/* one DMA transfer of the chunk: a PRD of chunk*512 bytes (0: 64 KiB) */
 	movl	$0x10000, 0x9000
 	movl	chunk, %eax
@@ -265,7 +292,8 @@ write_chunk:
 	movb	$0x01, %al
 	outb	%al, %dx		/* start */
 	addw	$2, %dx
-2:	inb	%dx, %al
+2:	call	rtc_poll
+	inb	%dx, %al
 	testb	$0x02, %al		/* error */
 	jnz	halt
 	testb	$0x01, %al		/* active */
@@ -313,6 +341,28 @@ write_chunk:
 	ret
 
 /*
+ * rtc_poll notes the HPET counter in `edge` when the RTC's seconds have
+ * changed since the last look (none while the RTC updates). Clobbers %eax.
+ */
+rtc_poll:
+	movb	$0x0a, %al
+	outb	%al, $0x70
+	inb	$0x71, %al
+	testb	$0x80, %al		/* update in progress: next time */
+	jnz	1f
+	xorb	%al, %al
+	outb	%al, $0x70
+	inb	$0x71, %al		/* seconds */
+	cmpb	rtcsec, %al
+	je	1f
+	cmpb	$0xff, rtcsec		/* the first look: mid-second, no edge */
+	movb	%al, rtcsec
+	je	1f
+	movl	0xfed000f0, %eax
+	movl	%eax, edge
+1:	ret
+
+/*
  * fill_sector writes the sector for LBA %esi of chunk `seq`, round %ebx,
  * at %edi and advances %edi: magic "DRGD", seq, round, LBA, then word i
  * (4..127) = seq*0x9e3779b1 + LBA*128 + i.
@@ -344,4 +394,6 @@ credit:	.long	0	/* HPET ticks not yet spent on chunks */
 seq:	.long	0	/* the next chunk's number */
 flushleft: .word 1	/* chunks until the next flush */
 bmiba:	.word	0	/* the IDE bus master's ports */
+edge:	.long	0	/* the HPET counter when the RTC's seconds last changed */
+rtcsec:	.byte	0xff	/* the RTC's seconds (BCD) at the last look */
 	.org	0x800	/* 4 sectors in all */

@@ -82,6 +82,13 @@ function derivedSides(m) {
   return [src, dst];
 }
 
+// downtimeText: the latest switch's downtime, the workload's own figure
+// (from the timeline it writes with its data) first when there is one.
+function downtimeText(m) {
+  if (!m.workload_downtime_ms) return m.downtime_ms + " ms, measured by Drove";
+  return m.workload_downtime_ms + " ms as the workload saw it · " + (m.downtime_ms || 0) + " ms measured by Drove";
+}
+
 function drawMigrationHead(m, reported) {
   const [src, dst] = sides(m, reported);
   document.getElementById("mig-head").replaceChildren(h("dl", {},
@@ -90,6 +97,7 @@ function drawMigrationHead(m, reported) {
     h("dt", {}, "source"), h("dd", { id: "mig-source" }, m.source_server + " — " + src),
     h("dt", {}, "target"), h("dd", { id: "mig-target" }, (m.target_server || "chosen by the planner") + (dst ? " — " + dst : "")),
     h("dt", {}, "syncs"), h("dd", { id: "mig-syncs" }, m.num_sync_phases + (m.last_sync_size ? ", the last " + bytes(m.last_sync_size) : "")),
+    m.downtime_ms || m.workload_downtime_ms ? [h("dt", {}, "downtime"), h("dd", { id: "mig-downtime" }, downtimeText(m))] : "",
     h("dt", {}, "asked by"), h("dd", {}, m.account + " (" + m.role + ")"),
     h("dt", {}, "created"), h("dd", {}, when(m.created_timestamp)),
     m.finished_timestamp ? [h("dt", {}, "finished"), h("dd", {}, when(m.finished_timestamp))] : "",
