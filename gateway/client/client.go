@@ -119,7 +119,7 @@ type Evacuation struct {
 // GroupChange is the body of POST /v1/group-changes.
 type GroupChange struct {
 	Instances    []string `json:"instances"`
-	TargetGroups []string `json:"target_groups"`
+	TargetGroups []string `json:"target_groups,omitempty"`
 	DryRun       bool     `json:"dry_run,omitempty"`
 	Reason       string   `json:"reason,omitempty"`
 }
