@@ -51,12 +51,15 @@ func decodeBody(c *gin.Context, v any, optional bool, nullable ...string) error 
 	if _, err := dec.Token(); err != io.EOF {
 		return badRequest("body", "body: data after the JSON object")
 	}
-	return refuseNulls(body, nullable)
+	return checkValues(body, nullable)
 }
 
-// refuseNulls is a 400 naming the first null in the JSON body (already
-// known to be valid) that is not a top-level member named in nullable.
-func refuseNulls(body []byte, nullable []string) error {
+// checkValues is a 400 naming the first null in the JSON body (already
+// known to be valid) that is not a top-level member named in nullable, or
+// the first string holding a NUL: names and reasons are text, and
+// Postgres refuses such strings, so the refusal belongs to the client
+// (schemathesis found a group change answered 500).
+func checkValues(body []byte, nullable []string) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	// path holds, per open object or array, the member or index read last;
 	// inObject says which each is.
@@ -84,19 +87,28 @@ func refuseNulls(body []byte, nullable []string) error {
 		}
 		top := len(path) - 1
 		if top < 0 {
-			return nil // a bare value: decoding v refused it already
+			if tok == nil { // encoding/json leaves v as it was
+				return badRequest("body", "body: want a JSON object, got null")
+			}
+			return nil // another bare value: decoding v refused it already
 		}
 		if keyNext {
 			path[top], keyNext = tok.(string), false
+			if strings.ContainsRune(path[top], 0) {
+				return badRequest("body", "body: a member name holds a NUL character")
+			}
 			continue
 		}
 		if !inObject[top] {
 			index[top]++
 			path[top] = "[" + strconv.Itoa(index[top]) + "]"
 		}
+		field := func() string { return strings.ReplaceAll(strings.Join(path, "."), ".[", "[") }
 		if tok == nil && !(top == 0 && slices.Contains(nullable, path[top])) {
-			field := strings.ReplaceAll(strings.Join(path, "."), ".[", "[")
-			return badRequest(field, field+": null is not a value here (leave the member out instead)")
+			return badRequest(field(), field()+": null is not a value here (leave the member out instead)")
+		}
+		if str, ok := tok.(string); ok && strings.ContainsRune(str, 0) {
+			return badRequest(field(), field()+": holds a NUL character")
 		}
 		keyNext = inObject[top]
 	}

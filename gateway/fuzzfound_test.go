@@ -16,6 +16,10 @@ import (
 //     (encoding/json's way) and the command accepted: a stop, an
 //     offline, the settings, an instance's user migrations. Only the
 //     members the document marks nullable may be null.
+//   - A string holding NUL (\u0000) in a group change's instances
+//     reached Postgres, which refused it: a 500.
+//   - A body of null (PUT /v1/settings with `null`) was read as an empty
+//     object and answered 200.
 func TestSchemathesisFindingsAreRefused(t *testing.T) {
 	e := newBadInputEnv(t)
 	for _, c := range []struct {
@@ -39,6 +43,11 @@ func TestSchemathesisFindingsAreRefused(t *testing.T) {
 		{"POST", "/v1/evacuations", `{"nodes": ["node-a1", null], "mode": "all"}`, "nodes[1]"},
 		{"POST", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "dry_run": null}`, "dry_run"},
 		{"POST", "/v1/group-changes", `{"instances": null}`, "instances"},
+		{"PUT", "/v1/settings", `null`, "body"},
+		{"POST", "/v1/instances/i1/stop", `null`, "body"},
+		{"POST", "/v1/evacuations", ` null `, "body"},
+		{"POST", "/v1/group-changes", `{"instances": ["i1", "x\u0000y"], "dry_run": true}`, "instances[1]"},
+		{"POST", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "reason": "\u0000"}`, "reason"},
 		{"POST", "/v1/instances/i1/migrate?action=estimate", `{"affinity": ["node-a2", null]}`, "affinity[1]"},
 	} {
 		before := e.logEnd(t)
