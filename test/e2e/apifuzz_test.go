@@ -105,7 +105,7 @@ func (e *env) schemathesis(bin, mode string, perOperation int, checks string, en
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // beside CPU load, a pass took over 2
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", e.api.Base+"/v1/openapi.json",
 		"--url", e.api.Base,
