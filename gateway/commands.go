@@ -136,7 +136,9 @@ func (g *Gateway) postEvacuation(c *gin.Context) error {
 
 func (g *Gateway) postGroupChange(c *gin.Context) error {
 	var b wire.GroupChange
-	if err := decodeBody(c, &b, false); err != nil {
+	// target_groups: null is "any group", as absent: the Go client of
+	// before sent it so.
+	if err := decodeBody(c, &b, false, "target_groups"); err != nil {
 		return err
 	}
 	if err := names("instances", b.Instances, true); err != nil {

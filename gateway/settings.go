@@ -155,7 +155,7 @@ func (g *Gateway) putUserMigration(c *gin.Context) error {
 	// Decode into a raw map first: "allowed" must be present, and null is
 	// a value here, not an absence.
 	var raw map[string]json.RawMessage
-	if err := decodeBody(c, &raw, false); err != nil {
+	if err := decodeBody(c, &raw, false, "allowed"); err != nil {
 		return err
 	}
 	v, ok := raw["allowed"]

@@ -21,8 +21,10 @@ type Evacuation struct {
 
 // GroupChange is POST /v1/group-changes: move instances to other groups.
 type GroupChange struct {
-	Instances    []string `json:"instances"`
-	TargetGroups []string `json:"target_groups,omitempty"`
+	Instances []string `json:"instances"`
+	// the groups the instances may go to; null or absent: any group but
+	// their own
+	TargetGroups []string `json:"target_groups,omitempty" nullable:"true"`
 	DryRun       bool     `json:"dry_run,omitempty"`
 	Reason       string   `json:"reason,omitempty"`
 }

@@ -99,4 +99,21 @@ if ! zpool list -H >/dev/null 2>&1; then
   zpool list -H >/dev/null 2>&1 || { echo "deps: zfs-fuse does not answer (is /dev/fuse there?)" >&2; exit 1; }
 fi
 
+# schemathesis fuzzes the API from its OpenAPI document (test/e2e's
+# TestAPIFuzzedBySchemathesis): a pinned version in a virtual environment
+# of its own under .cache, so nothing of the system's Python changes.
+schemathesis_version=4.32.5
+venv="$root/.cache/schemathesis"
+if [ "$("$venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $schemathesis_version" ]; then
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    echo "deps: installing python3-venv"
+    apt_update
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
+  fi
+  echo "deps: installing schemathesis $schemathesis_version into $venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+fi
+
 fetch_kafka

@@ -393,7 +393,9 @@ func (b *builder) fieldSchema(owner reflect.Type, f reflect.StructField, omit bo
 	}
 	switch f.Type.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-		if !omit {
+		// Go sends nil as null unless omitempty; a nullable tag marks a
+		// member the gateway also takes as null from older clients.
+		if !omit || f.Tag.Get("nullable") == "true" {
 			extra["nullable"] = true
 		}
 	}
