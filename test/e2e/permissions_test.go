@@ -136,10 +136,9 @@ type perm struct {
 // error (nil when accepted).
 func (m *matrix) call(who perm, instance, action string) (int, json.RawMessage, *wire.Error) {
 	m.e.t.Helper()
-	var o client.MigrateOptions
+	var o wire.MigrateBody
 	if action == "schedule" {
-		at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-		o.ScheduledAt = &at
+		o.ScheduledAt = time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
 	}
 	path := "/v1/instances/" + url.PathEscape(instance) + "/migrate?action=" + action
 	var raw json.RawMessage
