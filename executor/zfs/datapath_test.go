@@ -169,7 +169,7 @@ func TestTargetPoolFillsDuringAReceive(t *testing.T) {
 	}
 	sourceIntact(t, poolA, rtA, rtB, "vm9", want)
 	notCommitted(t, poolB+"/vm9", "m9")
-	zfsenv.Run(t, "zfs", "destroy", poolB+"/other")
+	zfsenv.Destroy(t, poolB+"/other")
 	m.must("abort")
 	if left := datasets(t, poolB, "vm9"); len(left) > 0 {
 		t.Fatalf("left on the target after the abort: %v", left)

@@ -170,25 +170,44 @@ func sweepStale() {
 
 // DestroyPool destroys a pool made by CreatePool and removes its file.
 func DestroyPool(name string) error {
-	var last error
-	// zfs-fuse may call a just-used pool busy, for seconds after a
-	// receive cut short (its source's executor stopped mid-send): seen
-	// for longer than 3 s, so the retries go on for up to 30 s.
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, "zpool", "destroy", "-f", name).CombinedOutput()
-		cancel()
-		if err == nil || strings.Contains(string(out), "no such pool") {
-			last = nil
-			break
-		}
-		last = fmt.Errorf("zpool destroy %s: %v: %s", name, err, bytes.TrimSpace(out))
-		time.Sleep(300 * time.Millisecond)
+	out, err := retryBusy("zpool", "destroy", "-f", name)
+	if err != nil && strings.Contains(string(out), "no such pool") {
+		err = nil
 	}
 	os.Remove(filepath.Join(os.TempDir(), "drove-zfsenv", name+".img"))
 	os.Remove(ownerFile(name))
 	_ = os.Remove("/" + name)
-	return last
+	return err
+}
+
+// Destroy destroys a dataset, and fails t if it cannot.
+func Destroy(t testing.TB, dataset string) {
+	t.Helper()
+	if _, err := retryBusy("zfs", "destroy", "-r", dataset); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// retryBusy runs a zfs or zpool command until it succeeds or fails for
+// another reason than "busy", for up to 30 s: zfs-fuse may call a
+// just-used pool or dataset busy for seconds after a receive cut short or
+// a writer's last close (seen for longer than 3 s).
+func retryBusy(name string, args ...string) ([]byte, error) {
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err = exec.CommandContext(ctx, name, args...).CombinedOutput()
+		cancel()
+		if err == nil {
+			return out, nil
+		}
+		err = fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+		if !strings.Contains(string(out), "busy") || time.Now().After(deadline) {
+			return out, err
+		}
+		time.Sleep(300 * time.Millisecond) // polling zfs-fuse with a deadline
+	}
 }
 
 // Run runs a command and fails t with its output if it fails.
