@@ -262,6 +262,10 @@ func (e *Executor) submit(env events.Envelope, d events.OpcodeDispatched, off in
 	e.owed.owe(opcodeID(k), off, func() { e.forget(k) })
 	if reason, ok := e.cancelled[k]; ok {
 		cancel(&cancelRequest{reason})
+	} else if !e.lease.admits(env.Time) { // lease.go
+		e.log.Warn("not starting an opcode dispatched while the lease was down", "opcode", k, "dispatched", env.Time)
+		e.cancelled[k] = errFenced.Error()
+		cancel(&cancelRequest{errFenced.Error()})
 	}
 	e.m.queued.Inc()
 	e.wg.Add(1)

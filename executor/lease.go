@@ -26,9 +26,11 @@ var errFenced = fmt.Errorf("%w: fenced: no heartbeat reached the log within the 
 
 // lease is the executor's view of its own lease.
 type lease struct {
-	mu   sync.Mutex
-	last time.Time // start of the last heartbeat append that succeeded
-	held bool      // the fence has not fallen since the last renewal
+	mu       sync.Mutex
+	last     time.Time // start of the last heartbeat append that succeeded
+	held     bool      // the fence has not fallen since the last renewal
+	fell     bool      // the fence has fallen at least once
+	regained time.Time // start of the first renewal after the latest fall
 }
 
 // renewed records a heartbeat appended that began at t.
@@ -38,7 +40,24 @@ func (l *lease) renewed(t time.Time) {
 	if t.After(l.last) {
 		l.last = t
 	}
+	if l.fell && !l.held {
+		l.regained = t
+	}
 	l.held = true
+}
+
+// admits reports whether a move dispatched at stamp may start. Not while
+// the fence is down; and after a fall, not one dispatched before the lease
+// was regained: the executor may only read it now, having been cut off,
+// and the planner may have declared the node lost in between and given up
+// on the move (a begin phase dispatched during a cut, run after the heal,
+// reserved its instance on the target of a migration already failed).
+// The fence cancels what was queued or running when it fell; this keeps
+// it from starting what came in while it was down.
+func (l *lease) admits(stamp time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.fell || l.held && !stamp.Before(l.regained)
 }
 
 // valid reports whether the lease holds at now, and since when it was last
@@ -56,7 +75,7 @@ func (l *lease) lapsed(now time.Time, fence time.Duration) bool {
 	if !l.held || now.Sub(l.last) < fence {
 		return false
 	}
-	l.held = false
+	l.held, l.fell = false, true
 	return true
 }
 

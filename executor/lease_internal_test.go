@@ -65,21 +65,7 @@ func TestFenceCancelsMovesAndRefusesSwitches(t *testing.T) {
 // and its migration would otherwise wait for it forever (test/partition
 // hung so on three real brokers).
 func TestPhaseFencedBeforeItBeganEndsCanceled(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	_, kcfg := testenv.Events(t, ctx)
-	cfg := kcfg
-	cfg.TransactionalID = "executor-n1"
-	prod, err := kafka.NewProducer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	e := &Executor{cfg: Config{Node: "n1", Heartbeat: time.Second, Fence: 4 * time.Second}.withDefaults(),
-		log: slog.New(slog.DiscardHandler), actor: "executor/n1", prod: prod, owed: newOwed(0), base: t.Context()}
-	e.mig.init()
-	d := events.MigrationPhaseDispatched{Migration: "m1", Instance: "vm1", Node: "n1", Seq: 1,
-		Phase: events.PhaseBegin, Source: "n1", Target: "n2"}
+	e, d, read := fencedPhaseWorld(t)
 	pctx, pcancel := context.WithCancelCause(context.Background())
 	pcancel(errFencedPhase) // the fence fell before the notice was appended
 	task := &migTask{key: migKey{"m1", 1}, dispatch: events.New(d, events.WithProducer("test")), d: d,
@@ -89,21 +75,110 @@ func TestPhaseFencedBeforeItBeganEndsCanceled(t *testing.T) {
 	if !e.mig.ended[task.key] {
 		t.Fatal("the fenced phase did not end: it would wait for a next start that never comes")
 	}
-	recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
+	read()
+}
+
+// A phase dispatched while the fence is down never starts: it ends
+// canceled, fenced, as one the fence stopped (lease.admits).
+func TestPhaseDispatchedWhileFencedEndsCanceled(t *testing.T) {
+	e, d, read := fencedPhaseWorld(t)
+	e.lease.renewed(time.Now().Add(-time.Minute))
+	if !e.lease.lapsed(time.Now(), e.cfg.Fence) {
+		t.Fatal("the fence did not fall")
+	}
+	e.submitPhase(events.New(d, events.WithProducer("test")), d, 0)
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the phase dispatched while fenced did not end within a minute: it started")
+	}
+	read()
+}
+
+// fencedPhaseWorld is an executor of n1 on the test broker that has not
+// started, a begin phase dispatched to it, and a check that the log ends
+// that phase canceled because of the fence.
+func fencedPhaseWorld(t *testing.T) (*Executor, events.MigrationPhaseDispatched, func()) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	_, kcfg := testenv.Events(t, ctx)
+	cfg := kcfg
+	cfg.TransactionalID = "executor-n1"
+	prod, err := kafka.NewProducer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range recs {
-		payload, err := r.Event.DecodePayload()
+	t.Cleanup(prod.Close)
+	e := &Executor{cfg: Config{Node: "n1", Heartbeat: time.Second, Fence: 4 * time.Second}.withDefaults(),
+		log: slog.New(slog.DiscardHandler), actor: "executor/n1", prod: prod, owed: newOwed(0), base: t.Context()}
+	e.mig.init()
+	d := events.MigrationPhaseDispatched{Migration: "m1", Instance: "vm1", Node: "n1", Seq: 1,
+		Phase: events.PhaseBegin, Source: "n1", Target: "n2"}
+	return e, d, func() {
+		t.Helper()
+		recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, ok := payload.(events.MigrationPhaseEnded); ok && p.Migration == "m1" {
-			if p.Status != events.JobCanceled || !strings.Contains(p.Error, "fenced") {
-				t.Fatalf("the fenced phase ended %s (%s); want canceled, fenced", p.Status, p.Error)
+		for _, r := range recs {
+			payload, err := r.Event.DecodePayload()
+			if err != nil {
+				t.Fatal(err)
 			}
-			return
+			if p, ok := payload.(events.MigrationPhaseEnded); ok && p.Migration == "m1" {
+				if p.Status != events.JobCanceled || !strings.Contains(p.Error, "fenced") {
+					t.Fatalf("the fenced phase ended %s (%s); want canceled, fenced", p.Status, p.Error)
+				}
+				return
+			}
+		}
+		t.Fatal("no MigrationPhaseEnded in the log")
+	}
+}
+
+// After the fence falls, nothing dispatched before the lease is regained
+// starts: the executor, cut off, may read such a dispatch only after the
+// heal, when the planner may already have declared the node lost and
+// failed the move (test/partition saw a begin phase dispatched during a
+// cut run after it and end success on a lost node). What is dispatched
+// once the lease holds again starts; an executor whose fence never fell
+// (just started, its first heartbeat not yet appended) starts anything.
+func TestFencedExecutorStartsNothingDispatchedBeforeItsLeaseIsBack(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	fence := 8 * time.Second
+	var l lease
+	if !l.admits(t0.Add(-time.Hour)) {
+		t.Fatal("a fresh executor refused an old dispatch: a restart could not resume its owed moves")
+	}
+	l.renewed(t0)
+	if !l.lapsed(t0.Add(fence), fence) {
+		t.Fatal("the fence did not fall")
+	}
+	cut := t0.Add(5 * time.Second) // dispatched while cut off
+	if l.admits(cut) || l.admits(t0.Add(time.Minute)) {
+		t.Fatal("admitted a dispatch while the fence is down")
+	}
+	back := t0.Add(30 * time.Second)
+	l.renewed(back)
+	for _, c := range []struct {
+		stamp time.Time
+		want  bool
+	}{
+		{t0.Add(-time.Second), false}, // before the fall, read only now
+		{cut, false},                  // during the cut
+		{back.Add(-time.Millisecond), false},
+		{back, true},
+		{back.Add(time.Second), true}, // the planner's, once the lease is back
+	} {
+		if got := l.admits(c.stamp); got != c.want {
+			t.Errorf("admits(dispatched %s after the first renewal) = %v, want %v", c.stamp.Sub(t0), got, c.want)
 		}
 	}
-	t.Fatal("no MigrationPhaseEnded in the log")
+	l.renewed(back.Add(time.Second)) // a later renewal keeps the regain
+	if l.admits(cut) {
+		t.Fatal("a second renewal admitted a dispatch from the cut")
+	}
 }

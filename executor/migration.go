@@ -178,6 +178,10 @@ func (e *Executor) submitPhase(env events.Envelope, d events.MigrationPhaseDispa
 		}
 		prev.cancel(cause)
 	}
+	if !e.lease.admits(env.Time) { // lease.go
+		e.log.Warn("not starting a phase dispatched while the lease was down", "migration", d.Migration, "seq", d.Seq, "phase", d.Phase, "dispatched", env.Time)
+		cancel(errFencedPhase)
+	}
 	e.mig.latest[d.Migration] = d.Seq
 	e.mig.tasks[d.Migration] = t
 	e.owed.owe(phaseID(k), off, func() {
