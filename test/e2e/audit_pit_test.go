@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -22,44 +23,50 @@ import (
 // replay --at and GET /v1/instances?at= give the placements the live view
 // showed then.
 //
-// The live view at T is what the projector had folded when it was read;
-// the past view at T folds every record stamped at or before T. They are
-// the same fold of the same records when the projector was caught up with
-// the log at T, which the test checks from the log itself for each sample
-// (the inventory records before the sample's offsets stamped at or before
-// T, those after it later): samples taken while a placement was still on
-// its way to the views are not moments the live view was exact, and are
-// compared by their offsets instead (--at positions), which is exact.
+// The live view read at some moment is what the projector had folded by
+// then; the past view at T folds every record stamped at or before T.
+// They are the same fold of the same records when, at the offsets the
+// view had reached, every inventory record folded was stamped at or
+// before T and every one not yet folded after it: T is then the newest
+// stamp folded, a moment the view was exact even when the projector was
+// behind the log when it was read (as it always is, on a loaded machine,
+// in the middle of an evacuation). The test finds that moment from the log
+// itself for each sample; samples without one (a record stamped earlier
+// still on its way to the views) are compared by their offsets instead
+// (--at positions), which is exact for any sample.
 func checkPointInTime(t *testing.T, e *env, bin string, samples []snapshot) {
 	ctx := context.Background()
 	raw, err := notary.ReadRaw(ctx, e.kcfg, events.TopicInventory)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caughtUp := func(s snapshot) bool {
+	exactAt := func(s snapshot) (time.Time, bool) {
+		newest, oldestLeft := int64(0), int64(math.MaxInt64)
 		for p, recs := range raw {
 			for _, r := range recs {
-				after := time.UnixMilli(r.TimestampMill).After(s.at)
-				if folded := r.Offset < s.offsets[p.Topic][p.Partition]; folded == after {
-					return false
+				if r.Offset < s.offsets[p.Topic][p.Partition] {
+					newest = max(newest, r.TimestampMill)
+				} else {
+					oldestLeft = min(oldestLeft, r.TimestampMill)
 				}
 			}
 		}
-		return true
+		return time.UnixMilli(newest), newest < oldestLeft
 	}
 	first, last := samples[0].where, samples[len(samples)-1].where
 	var mid, exact []snapshot
 	for _, s := range samples {
 		if !maps.Equal(s.where, first) && !maps.Equal(s.where, last) {
 			mid = append(mid, s)
-			if caughtUp(s) {
+			if at, ok := exactAt(s); ok {
+				s.at = at
 				exact = append(exact, s)
 			}
 		}
 	}
-	t.Logf("%d samples of the live view, %d in the middle of the evacuation, %d of them caught up with the log", len(samples), len(mid), len(exact))
+	t.Logf("%d samples of the live view, %d in the middle of the evacuation, %d of them exact at a moment", len(samples), len(mid), len(exact))
 	if len(exact) == 0 {
-		t.Fatalf("no sample of the live view in the middle of the evacuation was caught up with the log")
+		t.Fatalf("no sample of the live view in the middle of the evacuation was the fold of the records stamped up to a moment")
 	}
 	env := []string{"DATABASE_URL=" + e.sys.Pool.Config().ConnString()}
 	env = append(env, testenv.KafkaEnv(e.kcfg)...)

@@ -35,7 +35,7 @@ import (
 // snapshot is the live instances view at a moment, with where the
 // projector was in the log when it was read.
 type snapshot struct {
-	at      time.Time // after the read: every record folded then was stamped before
+	at      time.Time // after the read (checkPointInTime moves it back to the moment the view was exact)
 	where   map[string]string
 	offsets map[string]map[int32]int64
 }
