@@ -189,13 +189,14 @@ func Destroy(t testing.TB, dataset string) {
 }
 
 // retryBusy runs a zfs or zpool command until it succeeds or fails for
-// another reason than "busy", for up to 30 s: zfs-fuse may call a
+// another reason than "busy", for up to 90 s: zfs-fuse may call a
 // just-used pool or dataset busy for seconds after a receive cut short or
-// a writer's last close (seen for longer than 3 s).
+// a writer's last close (seen for longer than 3 s quiet, and for over 30 s
+// beside a load of 20).
 func retryBusy(name string, args ...string) ([]byte, error) {
 	var out []byte
 	var err error
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := time.Now().Add(90 * time.Second); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		out, err = exec.CommandContext(ctx, name, args...).CombinedOutput()
 		cancel()
