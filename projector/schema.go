@@ -75,9 +75,9 @@ func latestVersion() (int, error) {
 // ApplySchema brings schema up to this build's schema files: it creates
 // the schema if missing, then, in one transaction, applies each numbered
 // file not yet recorded in the schema's schema_versions table, in version
-// order, records it, and makes every view again from views.sql (dropping
-// the old ones first: views hold no data, and an upgraded schema then has
-// the same views as a fresh one). A schema newer than this build is left
+// order, records it, and, when any was, makes every view again from
+// views.sql (dropping the old ones first: views hold no data, and an
+// upgraded schema then has the same views as a fresh one). A schema newer than this build is left
 // as it is, views included, so an older build starting beside a newer one
 // does not take its views back. It is idempotent, and safe to run from
 // several processes at once: an advisory lock per schema serialises them.
@@ -110,6 +110,12 @@ func ApplySchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		}
 		if len(ms) > 0 && slices.Max(append(done, 0)) > ms[len(ms)-1].version {
 			return nil // a newer build's schema: its views are its own
+		}
+		if !slices.ContainsFunc(ms, func(m schemaFile) bool { return !slices.Contains(done, m.version) }) {
+			// Up to date: its views are this build's (views.sql changes
+			// with a numbered file), and a restart takes no lock that
+			// would stall the readers of the views.
+			return nil
 		}
 		if err := dropViews(ctx, tx, schema); err != nil {
 			return fmt.Errorf("drop the views of %s: %w", schema, err)

@@ -30,7 +30,9 @@ var oldViews = map[int]string{
 
 // TestApplySchemaUpgradesEveryVersion leaves a schema as each older build
 // left it and applies this build's schema to it: every one ends with the
-// views a fresh schema has, and with every version recorded.
+// views a fresh schema has, and with every version recorded. (Built here
+// from this build's numbered files, which no longer make views: the
+// stand-ins above are what older builds' files made.)
 func TestApplySchemaUpgradesEveryVersion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*testTimeout)
 	defer cancel()
@@ -48,7 +50,9 @@ func TestApplySchemaUpgradesEveryVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range versions {
+	// Every older version: a schema at the latest one is what ApplySchema
+	// itself leaves, and is left alone by the next (no view made again).
+	for _, v := range versions[:len(versions)-1] {
 		schema := fmt.Sprintf("at_%d", v)
 		if err := ApplySchemaUpTo(ctx, pool, schema, v, oldViews[v]); err != nil {
 			t.Fatalf("version %d: %v", v, err)

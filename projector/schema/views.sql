@@ -1,12 +1,13 @@
--- Every view of the schema, in one place. Views hold no data: ApplySchema
--- drops every view of the schema and runs this file after the numbered
--- files, in the one transaction that applies them, so a view always reads
--- the tables as the numbered files left them (a column added to a table
--- is a line here, not a copy of the whole view in a new numbered file),
--- and a fresh schema and an upgraded one get the same views. A change
--- here comes with a numbered file (the column it reads, or a comment):
--- a build leaves the views of a schema newer than itself alone, so an
--- older build starting beside the new one does not put its views back.
+-- Every view of the schema, in one place. Views hold no data: when
+-- ApplySchema applies any numbered file, it drops every view of the schema
+-- and runs this file after them, in the one transaction that applies them,
+-- so a view always reads the tables as the numbered files left them (a
+-- column added to a table is a line here, not a copy of the whole view in
+-- a new numbered file), and a fresh schema and an upgraded one get the
+-- same views. So a change here comes with a numbered file (the column it
+-- reads, or a comment), which is also what makes an existing schema take
+-- it; and a build leaves the views of a schema newer than itself alone, so
+-- an older build starting beside the new one does not put its views back.
 
 -- A request's status, derived from its timestamps.
 CREATE VIEW request_status AS
