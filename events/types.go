@@ -17,6 +17,12 @@ type Payload interface {
 	check(p *problems)
 }
 
+// KeyOf is p's partition key (what must be read in order): the request of
+// every event on drove.requests, the instance of every event about one
+// instance's record or move (InstanceDeclared, Progress, MigrationStateChanged,
+// ...), the node of what a node is sent or says.
+func KeyOf(p Payload) string { return p.key() }
+
 // Event types, grouped by the topic they are written to (see TopicOf).
 const (
 	// drove.inventory

@@ -177,46 +177,52 @@ func (g *Gateway) routes() *gin.Engine {
 	registerConsole(r)
 
 	// /v1 needs a bearer token once Config.Tokens is set (auth.go); the
-	// bulk API and the settings are for operators only.
+	// bulk API, the nodes and the settings are for operators only.
 	v1 := r.Group("/v1", g.authenticate)
 	ops := v1.Group("", g.operatorsOnly)
 	ops.POST("/evacuations", g.handle(g.postEvacuation))
 	ops.POST("/group-changes", g.handle(g.postGroupChange))
-	ops.POST("/requests/:id/approve", g.handle(g.postApprove))
-	ops.POST("/requests/:id/cancel", g.handle(g.postCancel))
-
-	ops.GET("/requests", g.handle(g.listRequests))
-	ops.GET("/requests/:id", g.handle(g.getRequest))
-	ops.GET("/requests/:id/plan", g.handle(g.getPlan))
-	ops.GET("/requests/:id/jobs", g.handle(g.getRequestJobs))
-	ops.GET("/requests/:id/watch", g.handle(g.watchRequest))
 	ops.GET("/jobs", g.handle(g.listJobs))
-	ops.GET("/nodes", g.handle(g.listNodes))
-	ops.GET("/nodes/:name", g.handle(g.getNode))
-	ops.POST("/nodes/:name/undrain", g.handle(g.postNodeAction(events.NodeUndrain)))
-	ops.POST("/nodes/:name/offline", g.handle(g.postNodeAction(events.NodeOffline)))
-	ops.POST("/nodes/:name/online", g.handle(g.postNodeAction(events.NodeOnline)))
-	ops.GET("/node-actions/:id", g.handle(g.getNodeAction))
 	ops.GET("/groups", g.handle(g.listGroups))
 	ops.GET("/settings", g.handle(g.getSettings))
 	ops.PUT("/settings", g.handle(g.putSettings))
-	ops.PUT("/instances/:name/user-migration", g.handle(g.putUserMigration))
 
-	// Owners see their own instances and migrations here.
-	v1.GET("/migrations", g.handle(g.listMigrations))
-	// A per-instance migration's id is one segment; a bulk move's is
-	// request/job/index.
-	v1.GET("/migrations/:id", g.handle(g.getMigration))
-	v1.GET("/migrations/:id/:job/:idx", g.handle(g.getMigration))
-	v1.GET("/instances", g.handle(g.listInstances))
-	v1.GET("/instances/:name", g.handle(g.getInstance))
-	v1.GET("/instances/:name/watch", g.handle(g.watchInstance))
-	v1.POST("/instances/:name/migrate", g.handle(g.postMigrate))
-	v1.GET("/instances/:name/migrate/watch", g.handle(g.watchMigration))
-	v1.POST("/instances/:name/stop", g.handle(g.postRunState(events.RunStopped)))
-	v1.POST("/instances/:name/start", g.handle(g.postRunState(events.RunRunning)))
+	requests := ops.Group("/requests")
+	requests.GET("", g.handle(g.listRequests))
+	requests.GET("/:id", g.handle(g.getRequest))
+	requests.GET("/:id/plan", g.handle(g.getPlan))
+	requests.GET("/:id/jobs", g.handle(g.getRequestJobs))
+	requests.GET("/:id/watch", g.handle(g.watchRequest))
+	requests.POST("/:id/approve", g.handle(g.postApprove))
+	requests.POST("/:id/cancel", g.handle(g.postCancel))
+
+	nodes := ops.Group("/nodes")
+	nodes.GET("", g.handle(g.listNodes))
+	nodes.GET("/:name", g.handle(g.getNode))
+	for _, action := range events.NodeActions() { // POST /v1/nodes/NAME/undrain, ...
+		nodes.POST("/:name/"+string(action), g.handle(g.postNodeAction(action)))
+	}
+	ops.GET("/node-actions/:id", g.handle(g.getNodeAction))
+
+	// Owners see their own instances and migrations here. A per-instance
+	// migration's id is one segment; a bulk move's is request/job/index.
+	migrations := v1.Group("/migrations")
+	migrations.GET("", g.handle(g.listMigrations))
+	migrations.GET("/:id", g.handle(g.getMigration))
+	migrations.GET("/:id/:job/:idx", g.handle(g.getMigration))
+
+	instances := v1.Group("/instances")
+	instances.GET("", g.handle(g.listInstances))
+	instances.GET("/:name", g.handle(g.getInstance))
+	instances.GET("/:name/watch", g.handle(g.watchInstance))
+	instances.POST("/:name/migrate", g.handle(g.postMigrate))
+	instances.GET("/:name/migrate/watch", g.handle(g.watchMigration))
+	instances.POST("/:name/stop", g.handle(g.postRunState(events.RunStopped)))
+	instances.POST("/:name/start", g.handle(g.postRunState(events.RunRunning)))
+	instances.PUT("/:name/user-migration", g.operatorsOnly, g.handle(g.putUserMigration))
+
 	// Audit (history.go): owners read their own instances' histories;
-	// the audit trail (audit.go) is the operators'.
+	// the audit trail (audit.go) is the operators', checked there.
 	v1.GET("/audit", g.handle(g.getAudit))
 	v1.GET("/history/:kind/:id", g.handle(g.getHistory))
 	return r

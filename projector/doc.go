@@ -8,9 +8,11 @@
 //
 // # Schema
 //
-// The views are the tables of schema/*.sql, numbered and embedded,
-// applied by ApplySchema in order, one transaction each, recorded in the
-// schema's schema_versions table. Every query runs with search_path set
+// The views are the tables of schema/NNN_*.sql, numbered and embedded,
+// applied by ApplySchema in order and recorded in the schema's
+// schema_versions table, and the SQL views of schema/views.sql, which hold
+// no data and are made again after the numbered files on every
+// ApplySchema, in the same transaction. Every query runs with search_path set
 // LOCAL to one schema, so the live schema ("drove") and replay schemas
 // ("drove_replay_<unix-nanos>") live side by side in one database and share
 // one pool. SQL lives in sql/*.sql.

@@ -250,26 +250,15 @@ func moveID(request string, job, index int) string {
 // (watch filters); empty when the payload names none.
 func instanceOf(p events.Payload) string {
 	switch e := p.(type) {
-	case events.InstanceDeclared:
-		return e.Name
-	case events.InstancePlaced:
-		return e.Instance
+	case events.InstanceDeclared, events.InstancePlaced, events.Progress, events.End,
+		events.MoveStatusReported, events.MigrationActionRequested, events.MigrationStateChanged:
+		return events.KeyOf(p) // each is keyed by its instance
 	case events.JobReleased:
 		if len(e.Job.Opcodes) > 0 {
 			return e.Job.Opcodes[0].Instance
 		}
 	case events.OpcodeDispatched:
 		return e.Opcode.Instance
-	case events.Progress:
-		return e.Instance
-	case events.End:
-		return e.Instance
-	case events.MoveStatusReported:
-		return e.Instance
-	case events.MigrationActionRequested:
-		return e.Instance
-	case events.MigrationStateChanged:
-		return e.Instance
 	case events.MigrationPhaseDispatched:
 		return e.Instance
 	case events.MigrationPhaseEnded:

@@ -91,6 +91,35 @@ func Get(ctx context.Context, pool *pgxpool.Pool, schema, sql string, dest ...an
 	})
 }
 
+// ApplySchemaUpTo leaves schema as a build whose last numbered file was
+// version left it: the files up to version applied and recorded, then
+// views, the views that build made (its views.sql, or what its numbered
+// files made before there was one).
+func ApplySchemaUpTo(ctx context.Context, pool *pgxpool.Pool, schema string, version int, views string) error {
+	if err := createSchema(ctx, pool, schema); err != nil {
+		return err
+	}
+	ms, err := schemaFiles()
+	if err != nil {
+		return err
+	}
+	return inTx(ctx, pool, schema, func(tx pgx.Tx) error {
+		for _, m := range ms {
+			if m.version > version {
+				break
+			}
+			if err := m.apply(ctx, tx); err != nil {
+				return err
+			}
+		}
+		if views == "" {
+			return nil
+		}
+		_, err := tx.Exec(ctx, views)
+		return err
+	})
+}
+
 // SchemaVersions lists the versions of the embedded schema files, in order.
 func SchemaVersions() ([]int, error) {
 	files, err := schemaFiles()

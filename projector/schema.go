@@ -17,6 +17,10 @@ import (
 //go:embed schema/*.sql
 var schemaFS embed.FS
 
+// viewsFile holds every view of a schema (schema/views.sql); it is not a
+// numbered step but is run again after them on every ApplySchema.
+const viewsFile = "views.sql"
+
 // schemaFile is one numbered file of schema/: one step of the views'
 // schema, applied once per Postgres schema.
 type schemaFile struct {
@@ -35,6 +39,9 @@ func schemaFiles() ([]schemaFile, error) {
 	var out []schemaFile
 	for _, e := range entries {
 		name := e.Name()
+		if name == viewsFile {
+			continue
+		}
 		num, _, ok := strings.Cut(name, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v <= 0 || !strings.HasSuffix(name, ".sql") {
@@ -66,11 +73,14 @@ func latestVersion() (int, error) {
 }
 
 // ApplySchema brings schema up to this build's schema files: it creates
-// the schema if missing, then applies each file not yet recorded in the
-// schema's schema_versions table, in version order, each in its own
-// transaction together with its record. It is idempotent, and safe to run
-// from several processes at once: an advisory lock per schema serialises
-// them.
+// the schema if missing, then, in one transaction, applies each numbered
+// file not yet recorded in the schema's schema_versions table, in version
+// order, records it, and, when any was, makes every view again from
+// views.sql (dropping the old ones first: views hold no data, and an
+// upgraded schema then has the same views as a fresh one). A schema newer than this build is left
+// as it is, views included, so an older build starting beside a newer one
+// does not take its views back. It is idempotent, and safe to run from
+// several processes at once: an advisory lock per schema serialises them.
 func ApplySchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if !identifier.MatchString(schema) {
 		return fmt.Errorf("%w: schema %q is not a lower-case identifier", ErrInvalidConfig, schema)
@@ -79,7 +89,69 @@ func ApplySchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if err != nil {
 		return err
 	}
-	err = inTx(ctx, pool, "", func(tx pgx.Tx) error {
+	views, err := schemaFS.ReadFile(path.Join("schema", viewsFile))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	if err := createSchema(ctx, pool, schema); err != nil {
+		return err
+	}
+	err = inTx(ctx, pool, schema, func(tx pgx.Tx) error {
+		if err := lockSchema(ctx, tx, schema); err != nil {
+			return fmt.Errorf("lock schema %s: %w", schema, err)
+		}
+		var done []int
+		rows, err := tx.Query(ctx, `SELECT version FROM schema_versions`)
+		if err == nil {
+			done, err = pgx.CollectRows(rows, pgx.RowTo[int])
+		}
+		if err != nil {
+			return fmt.Errorf("read versions of %s: %w", schema, err)
+		}
+		if len(ms) > 0 && slices.Max(append(done, 0)) > ms[len(ms)-1].version {
+			return nil // a newer build's schema: its views are its own
+		}
+		if !slices.ContainsFunc(ms, func(m schemaFile) bool { return !slices.Contains(done, m.version) }) {
+			// Up to date: its views are this build's (views.sql changes
+			// with a numbered file), and a restart takes no lock that
+			// would stall the readers of the views.
+			return nil
+		}
+		if err := dropViews(ctx, tx, schema); err != nil {
+			return fmt.Errorf("drop the views of %s: %w", schema, err)
+		}
+		for _, m := range ms {
+			if slices.Contains(done, m.version) {
+				continue
+			}
+			if err := m.apply(ctx, tx); err != nil {
+				return fmt.Errorf("%s in schema %s: %w", m.name, schema, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, string(views)); err != nil {
+			return fmt.Errorf("%s in schema %s: %w", viewsFile, schema, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSchema, err)
+	}
+	return nil
+}
+
+// apply runs the file in tx, whose search_path is its schema, and records
+// it in schema_versions.
+func (m schemaFile) apply(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, m.sql); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO schema_versions (version, name) VALUES ($1, $2)`, m.version, m.name)
+	return err
+}
+
+// createSchema creates schema and its schema_versions table if missing.
+func createSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	err := inTx(ctx, pool, "", func(tx pgx.Tx) error {
 		if err := lockSchema(ctx, tx, schema); err != nil {
 			return err
 		}
@@ -97,30 +169,24 @@ func ApplySchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if err != nil {
 		return fmt.Errorf("%w: create schema %s: %w", ErrSchema, schema, err)
 	}
-	for _, m := range ms {
-		err := inTx(ctx, pool, schema, func(tx pgx.Tx) error {
-			if err := lockSchema(ctx, tx, schema); err != nil {
-				return err
-			}
-			var done bool
-			if err := tx.QueryRow(ctx,
-				`SELECT EXISTS (SELECT 1 FROM schema_versions WHERE version = $1)`, m.version).Scan(&done); err != nil {
-				return err
-			}
-			if done {
-				return nil
-			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `INSERT INTO schema_versions (version, name) VALUES ($1, $2)`, m.version, m.name)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("%w: %s in schema %s: %w", ErrSchema, m.name, schema, err)
-		}
-	}
 	return nil
+}
+
+// dropViews drops every view of schema, whatever its name: views.sql makes
+// all of them, and a view an older schema file made under a name since
+// changed (migration_state, now move_state) must go too.
+func dropViews(ctx context.Context, tx pgx.Tx, schema string) error {
+	var names []string
+	rows, err := tx.Query(ctx, `SELECT quote_ident(viewname) FROM pg_views WHERE schemaname = $1 ORDER BY 1`, schema)
+	if err == nil {
+		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	// One statement: views that read other views go with them.
+	_, err = tx.Exec(ctx, `DROP VIEW `+strings.Join(names, ", "))
+	return err
 }
 
 // appliedVersion returns the highest schema file applied to schema, 0 when

@@ -67,25 +67,7 @@ func (b *requestBook) observe(e *event) {
 			r.finished, r.finRef = &p, e.ref
 		}
 	}
-	b.get(requestOf(e.p)).last = e.ref
-}
-
-func requestOf(p events.Payload) string {
-	switch p := p.(type) {
-	case events.EvacuationRequested:
-		return p.Request
-	case events.GroupChangeRequested:
-		return p.Request
-	case events.RequestApproved:
-		return p.Request
-	case events.RequestCancelled:
-		return p.Request
-	case events.RequestRejected:
-		return p.Request
-	case events.RequestFinished:
-		return p.Request
-	}
-	return ""
+	b.get(events.KeyOf(e.p)).last = e.ref // drove.requests is keyed by request
 }
 
 func (b *requestBook) origin(id string, e *event, dry bool) {

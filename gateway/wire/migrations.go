@@ -44,12 +44,12 @@ type Move struct {
 	MigrationRecord
 	Target           string     `db:"target_node" json:"target_server"`
 	EndState         string     `db:"end_state" json:"end_state,omitempty"`
+	LastSyncBytes    int64      `db:"last_sync_bytes" json:"last_sync_bytes"`
 	ProgressState    string     `db:"progress_state" json:"progress_state,omitempty"`
-	ProgressTime     *time.Time `db:"progress_time" json:"progress_time,omitempty"`
+	ProgressEndState string     `db:"progress_end_state" json:"progress_end_state,omitempty"`
 	ETASeconds       float64    `db:"eta_seconds" json:"eta_seconds"`
 	BytesPerSecond   int64      `db:"bytes_per_second" json:"bytes_per_second"`
-	LastSyncBytes    int64      `db:"last_sync_bytes" json:"last_sync_bytes"`
-	ProgressEndState string     `db:"progress_end_state" json:"progress_end_state,omitempty"`
+	ProgressTime     *time.Time `db:"progress_time" json:"progress_time,omitempty"`
 	MigrationProgress
 }
 

@@ -56,6 +56,20 @@ func (a Pos) Compare(b Pos) int {
 	return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 }
 
+// Entry returns what a fold keeps under k in m, first making it with
+// made and keeping it there when an event names k for the first time;
+// added says it did. The folds of planner/jobs and planner/migration make
+// their requests, jobs, opcodes, migrations and phases this way: an object
+// of the log exists from the first event that names it, whichever that is.
+func Entry[K comparable, V any](m map[K]V, k K, made func() V) (v V, added bool) {
+	if v, ok := m[k]; ok {
+		return v, false
+	}
+	v = made()
+	m[k] = v
+	return v, true
+}
+
 // New returns an empty inventory.
 func New() *Inventory {
 	return &Inventory{

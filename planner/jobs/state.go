@@ -104,30 +104,20 @@ type opcode struct {
 }
 
 func (s *State) request(id string) *request {
-	r, ok := s.requests[id]
-	if !ok {
-		r = &request{id: id, jobs: map[int]*job{}}
-		s.requests[id] = r
+	r, added := inventory.Entry(s.requests, id, func() *request { return &request{id: id, jobs: map[int]*job{}} })
+	if added {
 		s.order = append(s.order, id)
 	}
 	return r
 }
 
 func (r *request) job(i int) *job {
-	j, ok := r.jobs[i]
-	if !ok {
-		j = &job{ops: map[int]*opcode{}}
-		r.jobs[i] = j
-	}
+	j, _ := inventory.Entry(r.jobs, i, func() *job { return &job{ops: map[int]*opcode{}} })
 	return j
 }
 
 func (j *job) op(i int) *opcode {
-	o, ok := j.ops[i]
-	if !ok {
-		o = &opcode{}
-		j.ops[i] = o
-	}
+	o, _ := inventory.Entry(j.ops, i, func() *opcode { return &opcode{} })
 	return o
 }
 

@@ -77,21 +77,15 @@ type phaseRun struct {
 }
 
 func (ms *State) get(id string) *mig {
-	m, ok := ms.byID[id]
-	if !ok {
-		m = &mig{id: id, phases: map[int]*phaseRun{}}
-		ms.byID[id] = m
+	m, added := inventory.Entry(ms.byID, id, func() *mig { return &mig{id: id, phases: map[int]*phaseRun{}} })
+	if added {
 		ms.order = append(ms.order, id)
 	}
 	return m
 }
 
 func (m *mig) phase(seq int) *phaseRun {
-	p, ok := m.phases[seq]
-	if !ok {
-		p = &phaseRun{}
-		m.phases[seq] = p
-	}
+	p, _ := inventory.Entry(m.phases, seq, func() *phaseRun { return &phaseRun{} })
 	return p
 }
 

@@ -7,7 +7,7 @@
 --     order in which partitions of different topics are read does not
 --     matter (Kafka orders events only within a partition);
 --   * derived states (a request's status) are computed in views at read
---     time, not stored;
+--     time, not stored (views.sql, made again on every ApplySchema);
 --   * nothing stores the projection's own clock: every time is an event's.
 -- The columns replay compares are those of the tables below except
 -- event_log.seq, which numbers rows in the order this projector saw them.
@@ -205,28 +205,3 @@ CREATE TABLE move_status (
     time     timestamptz NOT NULL,
     PRIMARY KEY (request, instance, node)
 );
-
--- A request's status, derived from its timestamps.
-CREATE VIEW request_status AS
-SELECT r.*,
-       CASE
-         WHEN r.finished_at IS NOT NULL THEN 'finished'
-         WHEN r.rejected_at IS NOT NULL THEN 'rejected'
-         WHEN r.cancelled_at IS NOT NULL THEN 'cancelling'
-         WHEN r.planned_at IS NULL THEN 'planning'
-         WHEN r.dry_run AND r.approved_at IS NULL THEN 'awaiting-approval'
-         ELSE 'running'
-       END AS status
-FROM requests r;
-
--- A migration's RFD 34 state, derived.
-CREATE VIEW migration_state AS
-SELECT m.*,
-       CASE
-         WHEN m.end_state = 'success' THEN 'successful'
-         WHEN m.end_state = 'error' THEN 'failed'
-         WHEN m.end_state = 'canceled' THEN 'aborted'
-         WHEN m.started_at IS NOT NULL THEN 'running'
-         ELSE 'scheduled'
-       END AS state
-FROM migrations m;

@@ -9,8 +9,8 @@
 -- drove.migrations keyed by instance, so in log order). Its phases'
 -- progress and end events (Request = the migration id, Job 0, Index = the
 -- phase's seq) fold as before into rows 'id/0/seq' of kind 'opcode': the
--- instance_migrations view below takes the latest of them as the
--- migration's progress, and migration_state leaves them out.
+-- instance_migrations view (views.sql) takes the latest of them as the
+-- migration's progress, and move_state leaves them out.
 ALTER TABLE migrations
     ADD COLUMN kind            text        NOT NULL DEFAULT 'opcode', -- opcode | instance
     ADD COLUMN account         text        NOT NULL DEFAULT '',
@@ -56,44 +56,3 @@ CREATE TABLE settings (
     finalize_grace_seconds          int         NOT NULL,
     updated_at                      timestamptz NOT NULL
 );
-
--- migration_state keeps its meaning: moves of bulk requests (opcodes).
--- Per-instance migrations and their phase rows are left out; they are in
--- instance_migrations.
-DROP VIEW migration_state;
-CREATE VIEW migration_state AS
-SELECT m.*,
-       CASE
-         WHEN m.end_state = 'success' THEN 'successful'
-         WHEN m.end_state = 'error' THEN 'failed'
-         WHEN m.end_state = 'canceled' THEN 'aborted'
-         WHEN m.started_at IS NOT NULL THEN 'running'
-         ELSE 'scheduled'
-       END AS state
-FROM migrations m
-WHERE m.kind = 'opcode'
-  AND NOT EXISTS (SELECT 1 FROM migrations x WHERE x.id = m.request AND x.kind = 'instance')
-  AND NOT EXISTS (SELECT 1 FROM migration_phases ph WHERE ph.migration = m.request);
-
--- Per-instance migrations: the RFD 34 record, with the progress of its
--- latest phase that reported any.
-CREATE VIEW instance_migrations AS
-SELECT m.id, m.instance, m.account, m.role, m.source_node, m.target_node, m.automatic,
-       m.record_state AS state, m.phase, m.syncs, m.last_sync_bytes, m.scheduled_at,
-       m.prior_run_state, m.switched, m.finalized, m.queued, m.message, m.error, m.error_detail,
-       m.created_at, m.started_at, m.finished_at, m.updated_at,
-       coalesce(p.phase, '') AS progress_phase,
-       p.progress_time,
-       coalesce(p.current_bytes, 0) AS current_bytes,
-       coalesce(p.total_bytes, 0) AS total_bytes,
-       coalesce(p.eta_seconds, 0) AS eta_seconds,
-       coalesce(p.bytes_per_second, 0) AS bytes_per_second,
-       coalesce(p.progress_end_state, '') AS progress_end_state
-FROM migrations m
-LEFT JOIN LATERAL (
-    SELECT x.* FROM migrations x
-    WHERE x.request = m.id AND x.kind = 'opcode' AND x.progress_time IS NOT NULL
-    ORDER BY x.idx DESC
-    LIMIT 1
-) p ON true
-WHERE m.kind = 'instance';

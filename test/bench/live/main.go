@@ -24,29 +24,18 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/drovehq/drove/deploy/allinone"
-	"github.com/drovehq/drove/deploy/embedded"
-	"github.com/drovehq/drove/events/kafka"
-	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
-	"github.com/drovehq/drove/gateway/client"
-	"github.com/drovehq/drove/gateway/wire"
-	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/test/bench/cli"
+	"github.com/drovehq/drove/test/bench/system"
 )
 
 // result is test/bench/results/live.json.
@@ -92,7 +81,7 @@ func main() {
 		if err != nil {
 			fail("shared", err)
 		}
-		r.DowntimeMSShared, r.TotalSShared, r.SyncsShared = downtime(m), total.Seconds(), m.Syncs
+		r.DowntimeMSShared, r.TotalSShared, r.SyncsShared = system.Downtime(m), total.Seconds(), m.Syncs
 		fmt.Printf("shared: %s\n", m.Message)
 	}
 	if *withZFS {
@@ -101,7 +90,7 @@ func main() {
 			fail("zfs", err)
 		}
 		r.GuestWriteMBps, r.GuestFlushEvery = rate, flushEvery
-		r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS, r.MessageZFS = downtime(m), total.Seconds(), m.Syncs, m.Message
+		r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS, r.MessageZFS = system.Downtime(m), total.Seconds(), m.Syncs, m.Message
 		if n := len(switchReport.Syncs); n > 0 {
 			r.FinalDeltaBytes, r.FinalSendMS = switchReport.FinalDelta, switchReport.Syncs[n-1].Duration.Milliseconds()
 			r.ChecksumMS = switchReport.ChecksumTime.Milliseconds()
@@ -133,100 +122,6 @@ func main() {
 func fail(what string, err error) {
 	fmt.Fprintf(os.Stderr, "bench live: %s: %v\n", what, err)
 	os.Exit(1)
-}
-
-var downtimeRE = regexp.MustCompile(`after (\d+) ms down`)
-
-func downtime(m *wire.InstanceMigration) int64 {
-	if dm := downtimeRE.FindStringSubmatch(m.Message); dm != nil {
-		n, _ := strconv.ParseInt(dm[1], 10, 64)
-		return n
-	}
-	return -1
-}
-
-// system is the whole system over an embedded broker and Postgres.
-type system struct {
-	api  *client.Client
-	stop func()
-}
-
-func startSystem(ctx context.Context, tmp string, seed *planner.Cluster, driver func(context.Context, string) (executor.Driver, error)) (*system, error) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
-		_ = os.Chmod(d, 0o755) // Postgres runs as postgres when we are root
-	}
-	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
-	if err != nil {
-		return nil, err
-	}
-	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
-	if err != nil {
-		broker.Stop()
-		return nil, err
-	}
-	stopInfra := func() { _ = pg.Stop(); broker.Stop() }
-	if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
-		stopInfra()
-		return nil, err
-	}
-	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Addrs()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
-		Seed: func() *planner.Cluster { return seed }, Driver: driver})
-	if err != nil {
-		stopInfra()
-		return nil, err
-	}
-	srv := httptest.NewServer(sys.Handler)
-	return &system{api: client.New(srv.URL, "bench"), stop: func() {
-		srv.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = sys.Stop(sctx)
-		stopInfra()
-	}}, nil
-}
-
-// migrate runs an automatic migration of instance to target over HTTP
-// and returns its record and how long it took, from the command to the
-// record's success.
-func (s *system) migrate(ctx context.Context, instance, target string) (*wire.InstanceMigration, time.Duration, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for _, path := range []string{"/v1/instances/" + instance, "/v1/nodes/" + target} {
-		for { // the views catch up with the seeded inventory
-			var v struct {
-				Name string `json:"name"`
-			}
-			err := s.api.Get(ctx, path, &v)
-			if err == nil && v.Name != "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, 0, fmt.Errorf("%s is not in the views: %v", path, err)
-			}
-			time.Sleep(200 * time.Millisecond) // polling the views, with a deadline
-		}
-	}
-	t0 := time.Now()
-	a, err := s.api.Migrate(ctx, instance, "automatic", client.MigrateOptions{Target: target, Reason: "bench live"})
-	if err != nil {
-		return nil, 0, err
-	}
-	deadline = time.Now().Add(20 * time.Minute)
-	for {
-		m, err := s.api.Migration(ctx, a.Migration)
-		if err == nil {
-			switch m.State {
-			case "successful":
-				return m, time.Since(t0), nil
-			case "failed", "aborted":
-				return nil, 0, fmt.Errorf("migration %s ended %s: %s %s", m.ID, m.State, m.Message, m.Error)
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, 0, fmt.Errorf("migration %s did not end in time (%v)", a.Migration, err)
-		}
-		time.Sleep(100 * time.Millisecond) // polling the record, with a deadline
-	}
 }
 
 // qemuDrivers makes a QEMU driver per node; disk, if set, is where each

@@ -13,6 +13,7 @@ import (
 	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
+	"github.com/drovehq/drove/test/bench/system"
 )
 
 // sharedCluster: node-1 and node-2, vm-1 (rbd, running) on node-1; the
@@ -57,13 +58,13 @@ func benchShared() (*wire.InstanceMigration, time.Duration, error) {
 	if err := drivers["node-1"].Start(ctx, "vm-1", events.Size{MemoryMiB: memMiB, VCPUs: 1}); err != nil {
 		return nil, 0, err
 	}
-	sys, err := startSystem(ctx, tmp, sharedCluster(), func(_ context.Context, node string) (executor.Driver, error) {
+	sys, err := system.Start(ctx, tmp, sharedCluster(), func(_ context.Context, node string) (executor.Driver, error) {
 		return drivers[node], nil
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	defer sys.stop()
+	defer sys.Stop()
 	fmt.Println("shared: automatic live migration of vm-1 (rbd) from node-1 to node-2 ...")
-	return sys.migrate(ctx, "vm-1", "node-2")
+	return sys.Migrate(ctx, "vm-1", "node-2")
 }

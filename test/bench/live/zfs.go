@@ -15,6 +15,7 @@ import (
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/gateway/wire"
+	"github.com/drovehq/drove/test/bench/system"
 	"github.com/drovehq/drove/test/zfsenv"
 )
 
@@ -74,20 +75,20 @@ func benchZFS(sizeMiB int, writeMBps float64) (*wire.InstanceMigration, time.Dur
 	if err := rt.Start(ctx, zfs.Instance{Name: "local-1", Node: src, Mountpoint: mp}); err != nil {
 		return nil, 0, 0, err
 	}
-	sys, err := startSystem(ctx, tmp, cluster, func(ctx context.Context, node string) (executor.Driver, error) {
+	sys, err := system.Start(ctx, tmp, cluster, func(ctx context.Context, node string) (executor.Driver, error) {
 		return demo.Driver(ctx, node)
 	})
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	defer sys.stop()
+	defer sys.Stop()
 	fmt.Printf("zfs: automatic live migration of local-1 (zfs-local) from %s to %s, its guest writing %.0f MB/s ...\n", src, dst, writeMBps)
 	w0, err := pausedWrites(ctx, drivers[src], filepath.Join(mp, "disk.raw"))
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("the guest's disk on %s before the move: %w", src, err)
 	}
 	began := time.Now()
-	m, total, err := sys.migrate(ctx, "local-1", dst)
+	m, total, err := sys.Migrate(ctx, "local-1", dst)
 	if err != nil {
 		return nil, 0, 0, err
 	}

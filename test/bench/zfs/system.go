@@ -5,25 +5,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
-	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/zfs"
-	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/test/bench/cli"
+	"github.com/drovehq/drove/test/bench/system"
 	"github.com/drovehq/drove/test/zfsenv"
 )
 
@@ -69,23 +66,6 @@ func runSystem(sizeMiB int, writeMiBps float64, out string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
-		_ = os.Chmod(d, 0o755) // Postgres runs as postgres when we are root
-	}
-	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
-	if err != nil {
-		return err
-	}
-	defer broker.Stop()
-	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = pg.Stop() }()
-	if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
-		return err
-	}
-
 	cluster := benchCluster()
 	demo := &allinone.ZFSDemo{Pools: map[string]string{}, StateDir: filepath.Join(tmp, "state"),
 		ContentBytes: int64(sizeMiB) << 20, Logger: quiet, Workload: benchWorkload(writeMiBps)}
@@ -117,27 +97,19 @@ func runSystem(sizeMiB int, writeMiBps float64, out string) error {
 		return err
 	}
 
-	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Addrs()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
-		Seed: func() *planner.Cluster { return cluster }, Driver: demo.Driver})
+	sys, err := system.Start(ctx, tmp, cluster, demo.Driver)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = sys.Stop(sctx)
-	}()
-	srv := httptest.NewServer(sys.Handler)
-	defer srv.Close()
-	api := client.New(srv.URL, "bench")
-	m, err := migrateThroughAPI(ctx, api, "local-1", dst)
+	defer sys.Stop()
+	m, _, err := sys.Migrate(ctx, "local-1", dst)
 	if err != nil {
 		return err
 	}
 	mu.Lock()
 	reps := append([]zfs.MoveReport(nil), reports...)
 	mu.Unlock()
-	return report(ctx, broker.Addrs(), m, reps, bare, sizeMiB, writeMiBps, out)
+	return report(ctx, sys.Brokers, m, reps, bare, sizeMiB, writeMiBps, out)
 }
 
 // benchCluster is two nodes and one zfs-local instance, local-1.
@@ -198,54 +170,10 @@ func sendSize(snap string) (int64, error) {
 	return strconv.ParseInt(strings.TrimSpace(out), 10, 64)
 }
 
-// migrateThroughAPI runs an automatic migration of instance to target
-// over HTTP and waits for its end.
-func migrateThroughAPI(ctx context.Context, api *client.Client, instance, target string) (*wire.InstanceMigration, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for { // the views catch up with the seeded inventory
-		var in struct {
-			Name string `json:"name"`
-		}
-		err := api.Get(ctx, "/v1/instances/"+instance, &in)
-		if err == nil && in.Name == instance {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s is not in the views: %v", instance, err)
-		}
-		time.Sleep(200 * time.Millisecond) // polling the views, with a deadline
-	}
-	a, err := api.Migrate(ctx, instance, "automatic", client.MigrateOptions{Target: target, Reason: "bench"})
-	if err != nil {
-		return nil, err
-	}
-	fmt.Printf("system: automatic migration %s of %s to %s ...\n", a.Migration, instance, target)
-	deadline = time.Now().Add(20 * time.Minute)
-	for {
-		m, err := api.Migration(ctx, a.Migration)
-		if err == nil {
-			switch m.State {
-			case "successful":
-				return m, nil
-			case "failed", "aborted":
-				return nil, fmt.Errorf("migration %s ended %s: %s %s", m.ID, m.State, m.Message, m.Error)
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("migration %s did not end in time (%v)", a.Migration, err)
-		}
-		time.Sleep(250 * time.Millisecond) // polling the record, with a deadline
-	}
-}
-
-var downtimeRE = regexp.MustCompile(`after (\d+) ms down`)
-
 // report works out the figures, prints them and writes them to out.
 func report(ctx context.Context, brokers []string, m *wire.InstanceMigration, reps []zfs.MoveReport, bare float64, sizeMiB int, writeMiBps float64, out string) error {
 	r := migrationResult{SizeMiB: sizeMiB, WriteMiBps: writeMiBps, Syncs: m.Syncs, BareMiBps: bare / (1 << 20)}
-	if dm := downtimeRE.FindStringSubmatch(m.Message); dm != nil {
-		r.DowntimeMS, _ = strconv.ParseInt(dm[1], 10, 64)
-	}
+	r.DowntimeMS = max(system.Downtime(m), 0)
 	var first *zfs.SyncReport
 	for _, rep := range reps {
 		if !strings.HasPrefix(rep.Key, m.ID+"#") {

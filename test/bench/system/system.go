@@ -1,0 +1,130 @@
+// Package system is what the benchmarks that drive Drove's whole system
+// over HTTP (live, zfs) share: starting it over an embedded broker and
+// Postgres (deploy/allinone's services, the gateway behind a local HTTP
+// server) and running an automatic per-instance migration through it as
+// a user would.
+package system
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/deploy/embedded"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/executor"
+	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/wire"
+	"github.com/drovehq/drove/planner"
+)
+
+// System is the whole system, running until Stop.
+type System struct {
+	API     *client.Client
+	Brokers []string // the embedded broker's, to read the log directly
+	stop    func()
+}
+
+// Start starts the whole system in tmp, seeded with seed, each node's
+// executor with driver.
+func Start(ctx context.Context, tmp string, seed *planner.Cluster, driver func(context.Context, string) (executor.Driver, error)) (*System, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755) // Postgres runs as postgres when we are root
+	}
+	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
+	if err != nil {
+		broker.Stop()
+		return nil, err
+	}
+	stopInfra := func() { _ = pg.Stop(); broker.Stop() }
+	if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
+		stopInfra()
+		return nil, err
+	}
+	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Addrs()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
+		Seed: func() *planner.Cluster { return seed }, Driver: driver})
+	if err != nil {
+		stopInfra()
+		return nil, err
+	}
+	srv := httptest.NewServer(sys.Handler)
+	return &System{API: client.New(srv.URL, "bench"), Brokers: broker.Addrs(), stop: func() {
+		srv.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = sys.Stop(sctx)
+		stopInfra()
+	}}, nil
+}
+
+// Stop stops the system and its broker and Postgres.
+func (s *System) Stop() { s.stop() }
+
+// Migrate runs an automatic migration of instance to target over HTTP,
+// once the views know both, and returns its record and how long it took,
+// from the command to the record's success.
+func (s *System) Migrate(ctx context.Context, instance, target string) (*wire.InstanceMigration, time.Duration, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, path := range []string{"/v1/instances/" + instance, "/v1/nodes/" + target} {
+		for { // the views catch up with the seeded inventory
+			var v struct {
+				Name string `json:"name"`
+			}
+			err := s.API.Get(ctx, path, &v)
+			if err == nil && v.Name != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, 0, fmt.Errorf("%s is not in the views: %v", path, err)
+			}
+			time.Sleep(200 * time.Millisecond) // polling the views, with a deadline
+		}
+	}
+	t0 := time.Now()
+	a, err := s.API.Migrate(ctx, instance, "automatic", client.MigrateOptions{Target: target, Reason: "bench"})
+	if err != nil {
+		return nil, 0, err
+	}
+	fmt.Printf("system: automatic migration %s of %s to %s ...\n", a.Migration, instance, target)
+	deadline = time.Now().Add(20 * time.Minute)
+	for {
+		m, err := s.API.Migration(ctx, a.Migration)
+		if err == nil {
+			switch m.State {
+			case "successful":
+				return m, time.Since(t0), nil
+			case "failed", "aborted":
+				return nil, 0, fmt.Errorf("migration %s ended %s: %s %s", m.ID, m.State, m.Message, m.Error)
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, 0, fmt.Errorf("migration %s did not end in time (%v)", a.Migration, err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the record, with a deadline
+	}
+}
+
+var downtimeRE = regexp.MustCompile(`after (\d+) ms down`)
+
+// Downtime is the downtime in milliseconds that a migration's record
+// says it had ("... after N ms down"), -1 when it says none.
+func Downtime(m *wire.InstanceMigration) int64 {
+	if dm := downtimeRE.FindStringSubmatch(m.Message); dm != nil {
+		n, _ := strconv.ParseInt(dm[1], 10, 64)
+		return n
+	}
+	return -1
+}
