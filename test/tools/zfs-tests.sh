@@ -1,28 +1,43 @@
 #!/usr/bin/env bash
 # Runs the tests on zfs-fuse: the ZFS driver's (executor/zfs) and the
 # end-to-end tests on ZFS (test/e2e, TestZfs*; make test's main run skips
-# them). If the zfs-fuse daemon deadlocked during a run (test/zfsenv's
-# watchdog restarts it and prints its marker), that run goes once more:
-# the deadlock is in the stand-in daemon that several simulated nodes
-# share, see test/zfsenv/watchdog.go. Any other failure fails at once.
+# them), the two packages side by side (each waits on zfs-fuse and on its
+# moves' rate caps more than it computes, so together they take little
+# longer than the longer one). If the zfs-fuse daemon deadlocked during a
+# run (test/zfsenv's watchdog restarts it and prints its marker), that
+# package runs once more: the deadlock is in the stand-in daemon that
+# several simulated nodes share, see test/zfsenv/watchdog.go. Any other
+# failure fails. The output of each is printed whole when it has ended,
+# so the two do not interleave.
 set -uo pipefail
 GO=${GO:-go}
 marker="ZFSENV: zfs-fuse deadlocked"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
 
-# run PACKAGE [go test flags...]
+# run NAME PACKAGE [go test flags...]
 run() {
+  local name=$1 log="$dir/$1.log"
+  shift
   for attempt in 1 2; do
-    "$GO" test -race -count=1 "$@" 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
+    "$GO" test -race -count=1 "$@" >"$log" 2>&1
+    rc=$?
+    cat "$log" >>"$dir/$name.all"
     [ "$rc" -eq 0 ] && return 0
     if [ "$attempt" -eq 2 ] || ! grep -q "$marker" "$log"; then
       return "$rc"
     fi
-    echo "zfs-tests: zfs-fuse deadlocked during the run; running $1 once more"
+    echo "zfs-tests: zfs-fuse deadlocked during the run; running $1 once more" >>"$dir/$name.all"
   done
 }
 
-run ./executor/zfs/ -timeout 20m || exit $?
-run ./test/e2e/ -run '^TestZfs' -timeout 30m || exit $?
+run driver ./executor/zfs/ -timeout 20m &
+driver=$!
+run e2e ./test/e2e/ -run '^TestZfs' -timeout 30m &
+e2e=$!
+wait "$driver"
+a=$?
+wait "$e2e"
+b=$?
+cat "$dir/driver.all" "$dir/e2e.all"
+[ "$a" -eq 0 ] && [ "$b" -eq 0 ]
