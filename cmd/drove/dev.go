@@ -113,6 +113,9 @@ func (f devFlags) dev(ctx context.Context, stdout, stderr io.Writer) error {
 		Partitions:    f.partitions,
 		// The planner's snapshot lives with the log it was taken of.
 		PlannerSnapshotDir: filepath.Join(abs, "planner"),
+		// The signed heads live outside the log, so `drove verify-log
+		// --heads` sees a log cut at its end (docs/audit.md).
+		NotaryHeads: filepath.Join(abs, "notary-heads.jsonl"),
 	}
 	if cfg.NotaryKey, err = devNotaryKey(abs); err != nil {
 		return err
@@ -143,9 +146,12 @@ Kafka brokers %v, Postgres %s.
 Try:
   go run ./cmd/drove evacuate %s --mode all      # empty a node, with live progress
   go run ./cmd/drove plans                       # every request and its status
+  go run ./cmd/drove verify-log --key %s --heads %s
+                                                 # the log as the notary signed it
 
 (or build it once: make build, then bin/drove ...). Ctrl-C stops everything.
-`, len(sys.Nodes), f.addr, f.addr, cfg.Kafka.Brokers, cfg.DatabaseURL, sys.Nodes[0])
+`, len(sys.Nodes), f.addr, f.addr, cfg.Kafka.Brokers, cfg.DatabaseURL, sys.Nodes[0],
+		filepath.Join(filepath.Dir(cfg.NotaryHeads), "notary.key"), cfg.NotaryHeads)
 	if zdev != nil {
 		zdev.describe(stdout)
 	}

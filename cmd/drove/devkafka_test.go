@@ -52,6 +52,11 @@ func TestDevOnApacheKafkaKeepsItsLogAcrossRestarts(t *testing.T) {
 	if declared == 0 || redeclared != declared {
 		t.Fatalf("instances declared in the log: %d before the restart, %d after; want the same, not 0", declared, redeclared)
 	}
+	// The notary's signed heads are kept in --dir, outside the log, for
+	// drove verify-log --heads.
+	if _, err := os.Stat(filepath.Join(dir, "notary-heads.jsonl")); err != nil {
+		t.Fatalf("drove dev kept no heads file: %v", err)
+	}
 }
 
 // runDevOnce runs drove dev --kafka apache on dir until the API lists

@@ -33,7 +33,7 @@ func PointInTime(cfg projector.Config, pool *pgxpool.Pool) func(context.Context,
 // hash chains.
 func (s *System) StartNotary(_ context.Context) error {
 	cfg := notary.Config{Kafka: s.cfg.kafka("drove-notary", ""),
-		Key: s.cfg.NotaryKey, Interval: s.cfg.NotaryInterval, Logger: s.log.With("part", "notary")}
+		Key: s.cfg.NotaryKey, Interval: s.cfg.NotaryInterval, Heads: s.cfg.NotaryHeads, Logger: s.log.With("part", "notary")}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -90,6 +90,9 @@ type Config struct {
 	// NotaryInterval is how often it writes them; 0 is its default.
 	NotaryKey      ed25519.PrivateKey
 	NotaryInterval time.Duration
+	// NotaryHeads is the file the notary appends each signed head to, for
+	// `drove verify-log --heads` (notary.Config.Heads); empty: none.
+	NotaryHeads string
 }
 
 // DemoCluster is the demo: 3 groups of 8 nodes, about 200 instances of
