@@ -89,23 +89,7 @@ func (e *env) topic(name string) []kafka.Record {
 func TestMigrateValidationAppendsNothing(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
-	e.instanceRow("fresh", "acct-1", nil)
-	e.instanceRow("begun", "acct-1", nil)
-	e.record(events.MigrationStateChanged{Migration: "m-begun", Instance: "begun", Account: "ops", Role: events.RoleOperator,
-		Target: "node-a2", State: events.MigrationPaused, Phase: events.PhaseBegin})
-	e.instanceRow("syncing", "acct-1", nil)
-	e.record(events.MigrationStateChanged{Migration: "m-sync", Instance: "syncing", Account: "ops", Role: events.RoleOperator,
-		Target: "node-a2", State: events.MigrationRunning, Phase: events.PhaseSync, Syncs: 1})
-	e.instanceRow("pausing", "acct-1", nil)
-	e.record(events.MigrationStateChanged{Migration: "m-pause", Instance: "pausing", Account: "ops", Role: events.RoleOperator,
-		Target: "node-a2", State: events.MigrationPaused, Phase: events.PhaseSync, Syncs: 1, PhaseRunning: true,
-		Message: "pausing: stopping sync 2"})
-	e.instanceRow("switched", "acct-1", nil)
-	e.record(events.MigrationStateChanged{Migration: "m-sw", Instance: "switched", Account: "ops", Role: events.RoleOperator,
-		Target: "node-a2", State: events.MigrationSuccessful, Phase: events.PhaseSwitch, Syncs: 2, Switched: true})
-	e.instanceRow("done", "acct-1", nil)
-	e.record(events.MigrationStateChanged{Migration: "m-done", Instance: "done", Account: "ops", Role: events.RoleOperator,
-		Target: "node-a2", State: events.MigrationAborted, Phase: "abort"})
+	seedMigrationStates(e)
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 
 	cases := []struct {
@@ -159,6 +143,34 @@ func TestMigrateValidationAppendsNothing(t *testing.T) {
 		}
 	}
 
+	checkBeginAcceptedOnce(t, e)
+}
+
+// seedMigrationStates records an instance in each state a migration command
+// is judged against: none yet, begun, syncing, pausing, switched and ended.
+func seedMigrationStates(e *env) {
+	e.instanceRow("fresh", "acct-1", nil)
+	e.instanceRow("begun", "acct-1", nil)
+	e.record(events.MigrationStateChanged{Migration: "m-begun", Instance: "begun", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationPaused, Phase: events.PhaseBegin})
+	e.instanceRow("syncing", "acct-1", nil)
+	e.record(events.MigrationStateChanged{Migration: "m-sync", Instance: "syncing", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationRunning, Phase: events.PhaseSync, Syncs: 1})
+	e.instanceRow("pausing", "acct-1", nil)
+	e.record(events.MigrationStateChanged{Migration: "m-pause", Instance: "pausing", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationPaused, Phase: events.PhaseSync, Syncs: 1, PhaseRunning: true,
+		Message: "pausing: stopping sync 2"})
+	e.instanceRow("switched", "acct-1", nil)
+	e.record(events.MigrationStateChanged{Migration: "m-sw", Instance: "switched", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationSuccessful, Phase: events.PhaseSwitch, Syncs: 2, Switched: true})
+	e.instanceRow("done", "acct-1", nil)
+	e.record(events.MigrationStateChanged{Migration: "m-done", Instance: "done", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationAborted, Phase: "abort"})
+}
+
+// checkBeginAcceptedOnce begins a migration of "fresh" and checks a second
+// begin is refused, then that "pausing" syncs once its pause has ended.
+func checkBeginAcceptedOnce(t *testing.T, e *env) {
 	// The same instance, accepted: one event each, and a quick second
 	// begin is refused before the views show the first.
 	status, body := e.do(http.MethodPost, "/v1/instances/fresh/migrate?action=begin", `{"target": "node-a2"}`)

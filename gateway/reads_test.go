@@ -50,6 +50,16 @@ func TestReads(t *testing.T) {
 	e.seed()
 	e.seedRequests()
 
+	checkNodeReads(t, e)
+	checkInstanceReads(t, e)
+	checkRequestReads(t, e)
+	checkJobReads(t, e)
+	checkMigrationReads(t, e)
+	checkReadErrors(t, e)
+}
+
+// checkNodeReads lists nodes, filtered by group and drain, and reads one.
+func checkNodeReads(t *testing.T, e *env) {
 	var nodes listOf[wire.Node]
 	e.get("/v1/nodes", &nodes)
 	if got := names3(nodes.Items, func(n wire.Node) string { return n.Name }); got != "node-a1,node-a2,node-b1" || nodes.Next != "" {
@@ -68,7 +78,10 @@ func TestReads(t *testing.T) {
 	if n.Group != "g1" || n.PrimaryInstances != 1 || n.SecondaryInstances != 1 || n.TotalCPUs != 32 {
 		t.Fatalf("node-a1 %+v", n)
 	}
+}
 
+// checkInstanceReads lists instances by node, group and owner, reads one, and lists groups.
+func checkInstanceReads(t *testing.T, e *env) {
 	var insts listOf[wire.Instance]
 	e.get("/v1/instances?node=node-a1", &insts)
 	if got := names3(insts.Items, func(i wire.Instance) string { return i.Name }); got != "i1,i2" {
@@ -88,7 +101,10 @@ func TestReads(t *testing.T) {
 	if got := names3(groups.Items, func(g wire.Group) string { return fmt.Sprintf("%s:%d", g.Name, g.Nodes) }); got != "g1:2,g2:1,g3:0" {
 		t.Fatalf("groups %s", got)
 	}
+}
 
+// checkRequestReads lists requests by kind and status and reads r1 in detail with its plan.
+func checkRequestReads(t *testing.T, e *env) {
 	var reqs listOf[wire.Request]
 	e.get("/v1/requests", &reqs)
 	if got := names3(reqs.Items, func(r wire.Request) string { return r.ID + ":" + r.Status }); got != "r1:finished,r2:planning,r3:awaiting-approval" {
@@ -120,6 +136,10 @@ func TestReads(t *testing.T) {
 	if p.ScoreAfter != 1.5 || !strings.Contains(string(p.Jobs), `"index":1`) {
 		t.Fatalf("plan %+v", p)
 	}
+}
+
+// checkJobReads lists r1's jobs and jobs by status and request.
+func checkJobReads(t *testing.T, e *env) {
 	var jobs listOf[wire.Job]
 	e.get("/v1/requests/r1/jobs", &jobs)
 	if len(jobs.Items) != 2 || jobs.Items[1].CancelReason != "dependency failed" {
@@ -133,7 +153,11 @@ func TestReads(t *testing.T) {
 	if got := names3(jobs.Items, func(j wire.Job) string { return fmt.Sprintf("%s/%d", j.Request, j.Index) }); got != "r1/0" {
 		t.Fatalf("r1's successful jobs %s", got)
 	}
+}
 
+// checkMigrationReads lists migrations by instance, state and node and reads one by its id,
+// plain and escaped.
+func checkMigrationReads(t *testing.T, e *env) {
 	var migs listOf[wire.Move]
 	e.get("/v1/migrations?instance=i1&state=successful&node=node-a2", &migs)
 	if len(migs.Items) != 1 || migs.Items[0].ID != "r1/0/0" || migs.Items[0].Account != "acct-1" {
@@ -153,7 +177,11 @@ func TestReads(t *testing.T) {
 	if m.ID != "r1/0/0" {
 		t.Fatalf("escaped migration id read %q", m.ID)
 	}
+}
 
+// checkReadErrors checks that unknown things are 404s and bad filters 400s naming the
+// parameter.
+func checkReadErrors(t *testing.T, e *env) {
 	for _, path := range []string{
 		"/v1/requests/nope", "/v1/requests/nope/plan", "/v1/requests/r2/plan", "/v1/requests/nope/jobs",
 		"/v1/migrations/r1/0/9", "/v1/nodes/nope", "/v1/instances/nope", "/v1/nowhere",

@@ -160,6 +160,23 @@ func TestScenarioEveryEffect(t *testing.T) {
 	if history := historyEvents(evs); n != history {
 		t.Errorf("event_log has %d rows, want %d", n, historyEvents(evs))
 	}
+	checkInventoryViews(t, e)
+	checkRequestViews(t, e)
+	checkMoveViews(t, e)
+	checkInstanceMigrationViews(t, e)
+
+	rep := e.replayEqual()
+	if rep.Events != len(evs) || rep.LiveBehind || rep.ReplaySchema == "" || rep.FoldDuration <= 0 {
+		t.Errorf("report %+v", rep)
+	}
+	var dropped bool
+	e.get(`SELECT to_regnamespace('`+rep.ReplaySchema+`') IS NULL`, &dropped)
+	check(t, "replay schema dropped", dropped, true)
+}
+
+// checkInventoryViews checks the scenario's group, node, node action and
+// instance rows.
+func checkInventoryViews(t *testing.T, e *env) {
 	var s1, s2, s3 string
 	var b1, b2 bool
 	var i1, i2 int64
@@ -175,7 +192,13 @@ func TestScenarioEveryEffect(t *testing.T) {
 	e.get(`SELECT primary_node, secondary_node, group_name, last_request, disk_mib, user_migration FROM instances WHERE name = 'vm1'`,
 		&s1, &s2, &s3, new(string), &i1, &b2)
 	check(t, "instance vm1", []any{s1, s2, s3, i1, b2}, []any{"n2", "n1", "g1", int64(300), true})
+}
 
+// checkRequestViews checks the scenario's requests, plan, jobs and opcodes.
+func checkRequestViews(t *testing.T, e *env) {
+	var s1, s2, s3 string
+	var b1 bool
+	var n int
 	var status, kind, actor, why, mode string
 	var plans int
 	var dry bool
@@ -205,7 +228,14 @@ func TestScenarioEveryEffect(t *testing.T) {
 	check(t, "opcode", []any{s1, s2, s3, kind, status, b1}, []any{"n1", "OP_INSTANCE_MIGRATE", "n1", "n2", "success", true})
 	e.get(`SELECT cancel_requested_at IS NOT NULL FROM opcodes WHERE request = 'req-3'`, &b1)
 	check(t, "cancelled opcode", b1, true)
+}
 
+// checkMoveViews checks the evacuation's move, its statuses and the
+// event_log rows of its progress and of the audit.
+func checkMoveViews(t *testing.T, e *env) {
+	var s1, s2, s3 string
+	var i1, i2 int64
+	var n int
 	var state, phase, endState, msg string
 	var syncs int
 	e.get(`SELECT state, instance, source_node, target_node, phase, progress_end_state, message, syncs, last_sync_bytes, total_bytes
@@ -221,7 +251,14 @@ func TestScenarioEveryEffect(t *testing.T) {
 	check(t, "event_log progress", []any{s1, s2}, []any{req, "vm1"})
 	e.get(`SELECT count(*) FROM event_log WHERE type = 'audit.recorded'`, &n)
 	check(t, "audit", n, 1)
+}
 
+// checkInstanceMigrationViews checks the per-instance migration's record,
+// phases and downtimes, and the settings.
+func checkInstanceMigrationViews(t *testing.T, e *env) {
+	var s1, s2, s3, state, phase, kind string
+	var i1, i2 int64
+	var n, syncs int
 	var queued, switched, running bool
 	var started, finished bool
 	e.get(`SELECT state, phase, syncs, last_sync_bytes, source_node, target_node, account, prior_run_state,
@@ -244,14 +281,6 @@ func TestScenarioEveryEffect(t *testing.T) {
 	check(t, "settings", []any{mbps, n}, []any{100.0, 2})
 	e.get(`SELECT count(*) FROM event_log WHERE instance = 'vm1' AND type LIKE 'migration.%'`, &n)
 	check(t, "migration events logged by instance", n, 13)
-
-	rep := e.replayEqual()
-	if rep.Events != len(evs) || rep.LiveBehind || rep.ReplaySchema == "" || rep.FoldDuration <= 0 {
-		t.Errorf("report %+v", rep)
-	}
-	var dropped bool
-	e.get(`SELECT to_regnamespace('`+rep.ReplaySchema+`') IS NULL`, &dropped)
-	check(t, "replay schema dropped", dropped, true)
 }
 
 func check(t *testing.T, what string, got, want any) {

@@ -73,35 +73,7 @@ func TestBrokerRestartLosesNothing(t *testing.T) {
 	all := make(chan struct{})
 	readErr := make(chan error, 1)
 	rctx, stopReading := context.WithCancel(ctx)
-	go func() {
-		retry := retry.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}
-		for rctx.Err() == nil {
-			var b Batch
-			err := retry.Do(rctx, IsRetryable, func(int) error {
-				var err error
-				b, err = r.Next(rctx)
-				return err
-			}, nil)
-			if rctx.Err() != nil {
-				readErr <- nil
-				return
-			}
-			recs, derr := b.Decode()
-			if err = errors.Join(err, derr); err != nil {
-				readErr <- err
-				return
-			}
-			mu.Lock()
-			for _, rec := range recs {
-				seen[rec.Event.ID] = true // readers deduplicate on event id
-			}
-			if len(seen) == n {
-				close(all)
-			}
-			mu.Unlock()
-		}
-		readErr <- nil
-	}()
+	go func() { readErr <- readRetrying(rctx, r, n, &mu, seen, all) }()
 
 	third := make(chan struct{})
 	produced := make(chan error, 1)
@@ -150,4 +122,35 @@ func TestBrokerRestartLosesNothing(t *testing.T) {
 			t.Errorf("event %d (%s) appended but never read", i, id)
 		}
 	}
+}
+
+// readRetrying follows r, riding out the broker's restart with Backoff as
+// the executor does, and marks each event it reads in seen, closing all once
+// n are seen. It returns nil once ctx ends, or the first error it cannot ride out.
+func readRetrying(ctx context.Context, r *Reader, n int, mu *sync.Mutex, seen map[string]bool, all chan struct{}) error {
+	retry := retry.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}
+	for ctx.Err() == nil {
+		var b Batch
+		err := retry.Do(ctx, IsRetryable, func(int) error {
+			var err error
+			b, err = r.Next(ctx)
+			return err
+		}, nil)
+		if ctx.Err() != nil {
+			return nil
+		}
+		recs, derr := b.Decode()
+		if err = errors.Join(err, derr); err != nil {
+			return err
+		}
+		mu.Lock()
+		for _, rec := range recs {
+			seen[rec.Event.ID] = true // readers deduplicate on event id
+		}
+		if len(seen) == n {
+			close(all)
+		}
+		mu.Unlock()
+	}
+	return nil
 }

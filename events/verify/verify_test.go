@@ -24,16 +24,30 @@ func released(job int) func(events.Payload) bool {
 // Each invariant is tested with a log that breaks it next to one that
 // holds (the good logs, and the tolerated variants in TestHolds).
 func TestViolations(t *testing.T) {
+	for _, c := range append(requestViolations(), migrationViolations()...) {
+		t.Run(c.name, func(t *testing.T) {
+			expect(t, Check(build(t, c.steps), c.opts), c.fail, c.want)
+		})
+	}
+}
+
+// violation is a log that breaks the invariants in fail, with the message
+// Check must give.
+type violation struct {
+	name  string
+	steps []step
+	opts  Options
+	fail  []Invariant
+	want  string
+}
+
+// requestViolations break the good evacuation: its placements, opcodes,
+// jobs, capacity and result.
+func requestViolations() []violation {
 	good := goodEvac()
 	op0 := migrate("i1", "n1", "n2")
 	pl := evac{statuses: []events.JobStatus{events.JobSuccess}}.plan()
-	cases := []struct {
-		name  string
-		steps []step
-		opts  Options
-		fail  []Invariant
-		want  string
-	}{
+	return []violation{
 		{"instance placed from where it no longer is", append(good,
 			s(events.InstancePlaced{Instance: "i1", Group: "g1", PrimaryNode: "n3", PreviousGroup: "g1", PreviousPrimary: "n1", Request: "forged"})),
 			Options{}, []Invariant{Placement}, "instance i1 placed on n3 from n1, but it was on n2"},
@@ -49,6 +63,9 @@ func TestViolations(t *testing.T) {
 		{"opcode ended on another node", replaced(good, find(good, endedOp(0)),
 			events.OpcodeEnded{Request: "r1", Job: 0, Node: "n2", Status: events.JobSuccess}),
 			Options{}, []Invariant{Once}, "dispatched to n1 but ended on n2"},
+		{"opcode dispatched twice to two nodes", with(good, find(good, isType[events.OpcodeDispatched])+1,
+			s(events.OpcodeDispatched{Request: "r1", Job: 0, Node: "n3", Opcode: op0})),
+			Options{}, []Invariant{Once}, "dispatched twice: to n1, then to n3"},
 		{"job released before its dependency ended", func() []step {
 			i, j := find(good, jobEnded(0)), find(good, released(1))
 			out := replaced(good, i, good[j].p)
@@ -84,6 +101,12 @@ func TestViolations(t *testing.T) {
 		{"result leaves out an instance of the plan", replaced(good, last[events.RequestFinished](good),
 			events.RequestFinished{Request: "r1", Moved: pl.Moved[:1]}),
 			Options{}, []Invariant{Requests}, "request r1's plan has instance i2, its result does not"},
+	}
+}
+
+// migrationViolations break a live migration's record and phases.
+func migrationViolations() []violation {
+	return []violation{
 		{"migration record counts a sync that never ran", func() []step {
 			m := append(cluster(4*mem), migration()...)
 			i := last[events.MigrationStateChanged](m)
@@ -128,14 +151,6 @@ func TestViolations(t *testing.T) {
 			e.Status = events.JobError
 			return with(m, i+1, s(e))
 		}(), Options{}, []Invariant{Once}, "phase 0 (begin) of migration m1 ended twice (success, then error)"},
-		{"opcode dispatched twice to two nodes", with(good, find(good, isType[events.OpcodeDispatched])+1,
-			s(events.OpcodeDispatched{Request: "r1", Job: 0, Node: "n3", Opcode: op0})),
-			Options{}, []Invariant{Once}, "dispatched twice: to n1, then to n3"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			expect(t, Check(build(t, c.steps), c.opts), c.fail, c.want)
-		})
 	}
 }
 

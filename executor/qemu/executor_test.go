@@ -46,7 +46,32 @@ func TestLiveMigrationThroughTwoExecutors(t *testing.T) {
 	start(t, a, inst)
 	guestWrote(t, a, inst)
 
-	for _, n := range []*node{a, b} {
+	runExecutors(t, ctx, kcfg, a, b)
+
+	if err := prod.Append(ctx, events.TopicOpcodes, ev(events.OpcodeDispatched{Request: "req-q", Job: 0, Index: 0, Node: a.name,
+		Opcode: events.Opcode{OpID: events.OpInstanceMigrate, Instance: inst, Mode: events.ModeMigrateLive,
+			TargetNode: b.name, From: a.name, To: b.name},
+		Facts: testenv.Facts(t, ctx, kcfg, inst, a.name, b.name)})); err != nil {
+		t.Fatal(err)
+	}
+
+	ended := waitOpcodeEnded(t, ctx, kcfg, a.name)
+	if ended.Status != events.JobSuccess {
+		t.Fatalf("opcode ended %s: %s", ended.Status, ended.Error)
+	}
+	if st := b.state(t, inst); st.Status != events.StatusUp {
+		t.Errorf("target: %+v, want up", st)
+	}
+	if st := a.state(t, inst); st.Running {
+		t.Errorf("source: %+v, want down", st)
+	}
+
+	checkProgressLog(t, ctx, kcfg, inst, a.name, b.name)
+}
+
+// runExecutors runs an executor for each node until the test ends.
+func runExecutors(t *testing.T, ctx context.Context, kcfg kafka.Config, nodes ...*node) {
+	for _, n := range nodes {
 		// QEMU's own migration stream does not go through package
 		// transfer (see DESIGN.md, threat model): plain, explicitly.
 		ex, err := executor.New(executor.Config{Node: n.name, Kafka: kcfg, ProgressInterval: 50 * time.Millisecond, PlainTransfer: true,
@@ -64,14 +89,10 @@ func TestLiveMigrationThroughTwoExecutors(t *testing.T) {
 			}
 		})
 	}
+}
 
-	if err := prod.Append(ctx, events.TopicOpcodes, ev(events.OpcodeDispatched{Request: "req-q", Job: 0, Index: 0, Node: a.name,
-		Opcode: events.Opcode{OpID: events.OpInstanceMigrate, Instance: inst, Mode: events.ModeMigrateLive,
-			TargetNode: b.name, From: a.name, To: b.name},
-		Facts: testenv.Facts(t, ctx, kcfg, inst, a.name, b.name)})); err != nil {
-		t.Fatal(err)
-	}
-
+// waitOpcodeEnded polls the log until an opcode ends on node.
+func waitOpcodeEnded(t *testing.T, ctx context.Context, kcfg kafka.Config, node string) *events.OpcodeEnded {
 	var ended *events.OpcodeEnded
 	for ended == nil {
 		recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
@@ -79,7 +100,7 @@ func TestLiveMigrationThroughTwoExecutors(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range recs {
-			if e, err := events.As[events.OpcodeEnded](r.Event); err == nil && e.Node == a.name {
+			if e, err := events.As[events.OpcodeEnded](r.Event); err == nil && e.Node == node {
 				ended = &e
 			}
 		}
@@ -91,16 +112,13 @@ func TestLiveMigrationThroughTwoExecutors(t *testing.T) {
 			}
 		}
 	}
-	if ended.Status != events.JobSuccess {
-		t.Fatalf("opcode ended %s: %s", ended.Status, ended.Error)
-	}
-	if st := b.state(t, inst); st.Status != events.StatusUp {
-		t.Errorf("target: %+v, want up", st)
-	}
-	if st := a.state(t, inst); st.Running {
-		t.Errorf("source: %+v, want down", st)
-	}
+	return ended
+}
 
+// checkProgressLog checks the progress topic: inst ended down on src and up
+// on dst, its End is successful and gives the downtime, and its progress
+// carried the guest's memory at some rate.
+func checkProgressLog(t *testing.T, ctx context.Context, kcfg kafka.Config, inst, src, dst string) {
 	recs, err := kafka.ReadAll(ctx, kcfg, events.TopicProgress)
 	if err != nil {
 		t.Fatal(err)
@@ -119,8 +137,8 @@ func TestLiveMigrationThroughTwoExecutors(t *testing.T) {
 			maxBytes, maxRate = max(maxBytes, p.Current), max(maxRate, p.BytesPerSecond)
 		}
 	}
-	if final[a.name] != events.StatusDown || final[b.name] != events.StatusUp {
-		t.Errorf("final statuses %v, want %s down and %s up", final, a.name, b.name)
+	if final[src] != events.StatusDown || final[dst] != events.StatusUp {
+		t.Errorf("final statuses %v, want %s down and %s up", final, src, dst)
 	}
 	if end.State != events.EndSuccessful || !strings.Contains(end.Message, "downtime") {
 		t.Errorf("end %+v, want successful with the downtime", end)

@@ -182,26 +182,9 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 	}
 	svc := h.start(snapshotting)
 
-	// r1 finishes, r2 is rejected, r3 runs with its opcodes held.
-	evacuate(h, "r1", false, "n1")
-	h.closed("r1")
-	evacuate(h, "r2", false, "n9")
-	h.closed("r2")
-	// m1 is paused after its begin, m2 aborted, m3 and m4 refused.
-	h.migrate("m1", "z1", events.ActionBegin)
-	h.endPhase("m1", events.PhaseBegin)
-	h.record("m1", events.MigrationPaused)
-	h.migrate("m2", "z2", events.ActionBegin)
-	h.endPhase("m2", events.PhaseBegin)
-	h.record("m2", events.MigrationPaused)
-	h.migrate("m2", "z2", events.ActionAbort)
-	h.endPhase("m2", "abort")
-	h.record("m2", events.MigrationAborted)
-	h.migrate("m3", "z1", events.ActionBegin)
-	h.migrate("m4", "ghost", events.ActionBegin)
-	h.record("m4", events.MigrationFailed)
-	h.record("m3", events.MigrationFailed)
+	runSnapshotWorkload(h)
 
+	// r3 runs with its opcodes held.
 	x.mu.Lock()
 	x.hold = true
 	x.mu.Unlock()
@@ -223,22 +206,7 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 	evacuate(h, "r4", false, "n4")
 	// The two rebuilds below must read the same log: let the executor end
 	// what it read after the release (it ends the held ones at once).
-	endedTopic, _ := events.TopicOf(events.TypeOpcodeEnded)
-	h.waitFor("every opcode dispatched to have ended", func() bool {
-		ended := map[opKey]bool{}
-		for _, e := range h.read(endedTopic) {
-			if e.Type == events.TypeOpcodeEnded {
-				o := must[events.OpcodeEnded](t, e)
-				ended[opKey{o.Request, o.Job, o.Index}] = true
-			}
-		}
-		for k := range dispatchCounts(t, h.read(events.TopicOpcodes)) {
-			if !ended[k] {
-				return false
-			}
-		}
-		return true
-	})
+	waitEveryOpcodeEnded(t, h)
 
 	full, fr := h.rebuild("")
 	snap, sr := h.rebuild(dir)
@@ -258,6 +226,70 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 		t.Errorf("the state holds migrations %v; want m1 and m5 only (the others ended)", got)
 	}
 
+	checkSpoiledSnapshotsIgnored(t, h, dir, full, fr)
+
+	// A restart from the snapshot resumes: r3 finishes, r4 and m5 are
+	// decided.
+	again := h.start(snapshotting)
+	if r := again.svc.Restart(); !r.Snapshot || r.Events >= fr.Events {
+		t.Errorf("restart %+v; want it from the snapshot", r)
+	}
+	if e := h.closed("r3"); e.Type != events.TypeRequestFinished {
+		t.Errorf("r3 closed with %s", e.Type)
+	}
+	h.closed("r4")
+	h.endPhase("m5", events.PhaseBegin)
+	h.record("m5", events.MigrationPaused)
+}
+
+// runSnapshotWorkload closes and opens requests and migrations: r1
+// finishes, r2 is rejected; m1 is paused after its begin, m2 aborted, m3
+// and m4 refused.
+func runSnapshotWorkload(h *harness) {
+	// r1 finishes, r2 is rejected, r3 runs with its opcodes held.
+	evacuate(h, "r1", false, "n1")
+	h.closed("r1")
+	evacuate(h, "r2", false, "n9")
+	h.closed("r2")
+	// m1 is paused after its begin, m2 aborted, m3 and m4 refused.
+	h.migrate("m1", "z1", events.ActionBegin)
+	h.endPhase("m1", events.PhaseBegin)
+	h.record("m1", events.MigrationPaused)
+	h.migrate("m2", "z2", events.ActionBegin)
+	h.endPhase("m2", events.PhaseBegin)
+	h.record("m2", events.MigrationPaused)
+	h.migrate("m2", "z2", events.ActionAbort)
+	h.endPhase("m2", "abort")
+	h.record("m2", events.MigrationAborted)
+	h.migrate("m3", "z1", events.ActionBegin)
+	h.migrate("m4", "ghost", events.ActionBegin)
+	h.record("m4", events.MigrationFailed)
+	h.record("m3", events.MigrationFailed)
+}
+
+// waitEveryOpcodeEnded waits until every opcode dispatched has ended.
+func waitEveryOpcodeEnded(t *testing.T, h *harness) {
+	endedTopic, _ := events.TopicOf(events.TypeOpcodeEnded)
+	h.waitFor("every opcode dispatched to have ended", func() bool {
+		ended := map[opKey]bool{}
+		for _, e := range h.read(endedTopic) {
+			if e.Type == events.TypeOpcodeEnded {
+				o := must[events.OpcodeEnded](t, e)
+				ended[opKey{o.Request, o.Job, o.Index}] = true
+			}
+		}
+		for k := range dispatchCounts(t, h.read(events.TopicOpcodes)) {
+			if !ended[k] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// checkSpoiledSnapshotsIgnored spoils the snapshot in dir each way and
+// checks each is ignored for a full replay equal to full, read in fr.
+func checkSpoiledSnapshotsIgnored(t *testing.T, h *harness, dir string, full *state, fr Restart) {
 	// A snapshot that is unreadable, damaged, of another format or log, or
 	// at positions the log does not have, is ignored: the state comes from
 	// the whole log, and the reason is given.
@@ -290,19 +322,6 @@ func TestSnapshotPlusTailEqualsFullReplay(t *testing.T) {
 			t.Errorf("%s snapshot: the state differs at %s", name, d)
 		}
 	}
-
-	// A restart from the snapshot resumes: r3 finishes, r4 and m5 are
-	// decided.
-	again := h.start(snapshotting)
-	if r := again.svc.Restart(); !r.Snapshot || r.Events >= fr.Events {
-		t.Errorf("restart %+v; want it from the snapshot", r)
-	}
-	if e := h.closed("r3"); e.Type != events.TypeRequestFinished {
-		t.Errorf("r3 closed with %s", e.Type)
-	}
-	h.closed("r4")
-	h.endPhase("m5", events.PhaseBegin)
-	h.record("m5", events.MigrationPaused)
 }
 
 // readSnapshot returns the snapshot file's bytes.

@@ -63,6 +63,23 @@ func TestEvacuateTwoNodes(t *testing.T) {
 			return slices.Equal(got, m.Nodes) && in.Group == m.Group
 		})
 	}
+	checkNodesEmptied(t, e, nodes, stay)
+	jobs := e.jobs(a.Request)
+	withDeps := checkReleasedAfterDeps(t, jobs)
+	// The queue keeps the running limits at release (the plan chains no
+	// node's sends): at each release, at most 2 jobs send from a node and
+	// 5 run in all.
+	sends := checkLimitsAtRelease(t, jobs)
+	if withDeps == 0 && !slices.ContainsFunc(nodes, func(n string) bool { return sends[n] > 2 }) {
+		t.Errorf("no job depends on another and no node sends more than 2: the order and limit checks checked nothing")
+	}
+	e.replayEqual()
+}
+
+// checkNodesEmptied checks the evacuated nodes hold only the instances that
+// stay and are drained.
+func checkNodesEmptied(t *testing.T, e *env, nodes []string, stay map[string]bool) {
+	ctx := context.Background()
 	for _, n := range nodes {
 		for _, in := range e.instances(n) {
 			if !stay[in.Name] {
@@ -76,12 +93,15 @@ func TestEvacuateTwoNodes(t *testing.T) {
 			t.Errorf("node %s is not drained (%v)", n, err)
 		}
 	}
-	jobs := e.jobs(a.Request)
+}
+
+// checkReleasedAfterDeps checks every job succeeded and was released after
+// the jobs it depends on ended; it returns how many dependencies it checked.
+func checkReleasedAfterDeps(t *testing.T, jobs []job) (withDeps int) {
 	byIndex := map[int]job{}
 	for _, j := range jobs {
 		byIndex[j.Index] = j
 	}
-	withDeps := 0
 	for _, j := range jobs {
 		if j.State != "success" {
 			t.Errorf("job %d (%s) ended %s %s", j.Index, j.Instance, j.State, j.Error)
@@ -94,10 +114,13 @@ func TestEvacuateTwoNodes(t *testing.T) {
 			}
 		}
 	}
-	// The queue keeps the running limits at release (the plan chains no
-	// node's sends): at each release, at most 2 jobs send from a node and
-	// 5 run in all.
-	sends := map[string]int{}
+	return withDeps
+}
+
+// checkLimitsAtRelease checks the running limits at each job's release and
+// returns how many jobs each node sent.
+func checkLimitsAtRelease(t *testing.T, jobs []job) (sends map[string]int) {
+	sends = map[string]int{}
 	for _, j := range jobs {
 		if j.ReleasedAt == nil {
 			continue
@@ -124,10 +147,7 @@ func TestEvacuateTwoNodes(t *testing.T) {
 			sends[n]++
 		}
 	}
-	if withDeps == 0 && !slices.ContainsFunc(nodes, func(n string) bool { return sends[n] > 2 }) {
-		t.Errorf("no job depends on another and no node sends more than 2: the order and limit checks checked nothing")
-	}
-	e.replayEqual()
+	return sends
 }
 
 // A fatal fault in one instance's move: that instance stays where it was

@@ -289,16 +289,7 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 
 	// The per-instance overrides, set by the operator through the API.
-	yes, no := true, false
-	for name, allowed := range map[string]*bool{overrideInst: &yes, deniedInst: &no} {
-		if err := e.api.SetUserMigration(context.Background(), name, allowed); err != nil {
-			t.Fatal(err)
-		}
-		e.waitFor("the override of "+name+" in the views", time.Minute, func() bool {
-			um := e.ownedInstance(name).UserMigration
-			return um != nil && *um == *allowed
-		})
-	}
+	setOverrides(t, e, map[string]bool{overrideInst: true, deniedInst: false})
 
 	// User migrations allowed globally.
 	e.settings(map[string]any{"allow_user_migrations": true})
@@ -310,17 +301,7 @@ func TestPermissionMatrix(t *testing.T) {
 	m.refusedAll(ownerA, deniedInst, http.StatusForbidden, "disallowed for this instance")
 	// A migration of acct-b's, for the listings below: begun by its
 	// owner, aborted by the operator.
-	st, raw, ae := m.call(ownerB, bInst, "begin")
-	var began wire.MigrateAnswer
-	if st != http.StatusAccepted || ae != nil || json.Unmarshal(raw, &began) != nil || began.Migration == "" {
-		t.Fatalf("acct-b begin of its own %s = %d %s %v", bInst, st, raw, ae)
-	}
-	bID := began.Migration
-	e.awaitState(bID, time.Minute, "paused")
-	m.expect(anon, bInst, "abort", http.StatusUnauthorized, "")
-	m.expect(ownerA, bInst, "abort", http.StatusForbidden, "not yours")
-	m.expect(op, bInst, "abort", http.StatusAccepted, "")
-	e.awaitState(bID, time.Minute, "aborted")
+	bID := beginAndAbort(t, m, ownerB, bInst, anon, ownerA, op)
 
 	// User migrations denied globally: only the instance that allows them
 	// may be migrated by its owner.
@@ -335,6 +316,50 @@ func TestPermissionMatrix(t *testing.T) {
 	// Listings: a tenant sees only their own instances' migrations (the
 	// operator's migration of acct-a's instance included); the operator
 	// sees all.
+	checkListings(t, m, op, ownerA, ownerB, anon, opsIDs, aIDs, bID)
+
+	// Every refusal appended one AuditRecorded, and nothing else did.
+	audited := checkRefusalsAudited(t, e, m.denials)
+	t.Logf("%d refusals audited; %s in all", audited, time.Since(t0).Round(time.Millisecond))
+}
+
+// setOverrides sets each instance's user migration override through the
+// API and waits for the views to show it.
+func setOverrides(t *testing.T, e *env, overrides map[string]bool) {
+	for name, allowed := range overrides {
+		if err := e.api.SetUserMigration(context.Background(), name, &allowed); err != nil {
+			t.Fatal(err)
+		}
+		e.waitFor("the override of "+name+" in the views", time.Minute, func() bool {
+			um := e.ownedInstance(name).UserMigration
+			return um != nil && *um == allowed
+		})
+	}
+}
+
+// beginAndAbort begins a migration of inst as its owner, checks that no
+// caller without a token nor another owner may abort it and that the
+// operator may, and returns its id.
+func beginAndAbort(t *testing.T, m *matrix, owner perm, inst string, anon, other, op perm) string {
+	e := m.e
+	st, raw, ae := m.call(owner, inst, "begin")
+	var began wire.MigrateAnswer
+	if st != http.StatusAccepted || ae != nil || json.Unmarshal(raw, &began) != nil || began.Migration == "" {
+		t.Fatalf("%s begin of its own %s = %d %s %v", owner.account, inst, st, raw, ae)
+	}
+	id := began.Migration
+	e.awaitState(id, time.Minute, "paused")
+	m.expect(anon, inst, "abort", http.StatusUnauthorized, "")
+	m.expect(other, inst, "abort", http.StatusForbidden, "not yours")
+	m.expect(op, inst, "abort", http.StatusAccepted, "")
+	e.awaitState(id, time.Minute, "aborted")
+	return id
+}
+
+// checkListings checks a tenant lists only their own instances' migrations
+// (the operator's migration of acct-a's instance included), the operator
+// lists all, and a tenant may not read another's.
+func checkListings(t *testing.T, m *matrix, op, ownerA, ownerB, anon perm, opsIDs, aIDs []string, bID string) {
 	listIDs := func(who perm) []string {
 		t.Helper()
 		ms, err := who.api.Migrations(context.Background(), client.MigrationFilter{})
@@ -376,8 +401,11 @@ func TestPermissionMatrix(t *testing.T) {
 		}
 		m.denials = append(m.denials, denial{action: "GET " + c.path, subject: c.who.subject})
 	}
+}
 
-	// Every refusal appended one AuditRecorded, and nothing else did.
+// checkRefusalsAudited checks drove.audit holds one AuditRecorded for each
+// expected refusal and nothing else; it returns how many.
+func checkRefusalsAudited(t *testing.T, e *env, denials []denial) int {
 	recs, err := kafka.ReadAll(context.Background(), e.kcfg, events.TopicAudit)
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +423,7 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 	cmp := func(a, b denial) int { return strings.Compare(a.action+"\x00"+a.subject, b.action+"\x00"+b.subject) }
 	slices.SortFunc(got, cmp)
-	want := slices.SortedFunc(slices.Values(m.denials), cmp)
+	want := slices.SortedFunc(slices.Values(denials), cmp)
 	if !slices.Equal(got, want) {
 		t.Errorf("drove.audit has %d refusals, want %d", len(got), len(want))
 		for _, d := range want {
@@ -409,7 +437,7 @@ func TestPermissionMatrix(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d refusals audited; %s in all", len(want), time.Since(t0).Round(time.Millisecond))
+	return len(want)
 }
 
 // ownedInstance reads one instance with its owner and override.

@@ -111,6 +111,28 @@ func TestSecretsStaySecret(t *testing.T) {
 	get("/healthz", "")
 	get("/v1/requests", forged)
 
+	log := everyEventJSON(t, e)
+	// The outputs hold what happened — the move, the refusal of the
+	// owner — so the grep below looks where a leak would be.
+	for where, text := range map[string]string{"events": log, "logs": logs.String()} {
+		for _, want := range []string{a.Request, node} {
+			if !strings.Contains(text, want) {
+				t.Fatalf("the %s do not mention %q: nothing to grep", where, want)
+			}
+		}
+	}
+	if !strings.Contains(log, "acct-nobody") {
+		t.Fatal("the owner's refusal is not in the log")
+	}
+
+	secrets := map[string]string{"operator token": opsToken, "owner token": ownerToken, "forged token": forged}
+	addKeyLines(t, secrets, pki, node)
+	outputs := map[string]string{"logs": logs.String(), "API answers": said.String(), "events": log}
+	checkNoSecrets(t, outputs, secrets)
+}
+
+// everyEventJSON returns every event of every topic, as JSON.
+func everyEventJSON(t *testing.T, e *env) string {
 	var log bytes.Buffer
 	for _, topic := range events.Topics() {
 		recs, err := readAll(e, topic)
@@ -125,20 +147,12 @@ func TestSecretsStaySecret(t *testing.T) {
 			log.Write(b)
 		}
 	}
-	// The outputs hold what happened — the move, the refusal of the
-	// owner — so the grep below looks where a leak would be.
-	for where, text := range map[string]string{"events": log.String(), "logs": logs.String()} {
-		for _, want := range []string{a.Request, node} {
-			if !strings.Contains(text, want) {
-				t.Fatalf("the %s do not mention %q: nothing to grep", where, want)
-			}
-		}
-	}
-	if !strings.Contains(log.String(), "acct-nobody") {
-		t.Fatal("the owner's refusal is not in the log")
-	}
+	return log.String()
+}
 
-	secrets := map[string]string{"operator token": opsToken, "owner token": ownerToken, "forged token": forged}
+// addKeyLines adds to secrets the lines of the transfer secret, the CA key
+// and node's key that pki holds.
+func addKeyLines(t *testing.T, secrets map[string]string, pki, node string) {
 	for name, file := range map[string]string{
 		"transfer secret": filepath.Join(pki, "ca", nodeid.Secret),
 		"CA key":          filepath.Join(pki, "ca", nodeid.CAKey),
@@ -155,7 +169,10 @@ func TestSecretsStaySecret(t *testing.T) {
 			}
 		}
 	}
-	outputs := map[string]string{"logs": logs.String(), "API answers": said.String(), "events": log.String()}
+}
+
+// checkNoSecrets fails for every secret any output shows.
+func checkNoSecrets(t *testing.T, outputs, secrets map[string]string) {
 	for where, text := range outputs {
 		for name, s := range secrets {
 			if strings.Contains(text, s) {

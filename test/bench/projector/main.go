@@ -198,64 +198,22 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	s := &summary{Host: cli.ThisHost(), LoadStart: cli.LoadAvg(), Broker: "in-process (kfake)"}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	tmp, err := os.MkdirTemp("", "drove-bench-projector-")
+	env, err := startServices(ctx, cfg, quiet)
+	defer env.stop()
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	// As root, Postgres runs as the postgres user, who must reach its dir.
-	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
-		_ = os.Chmod(d, 0o755)
+	if len(cfg.brokers) > 0 {
+		s.Broker = strings.Join(env.brokers, ",")
 	}
-	brokers := cfg.brokers
-	if len(brokers) == 0 {
-		broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
-		if err != nil {
-			return nil, err
-		}
-		defer broker.Stop()
-		brokers = broker.Addrs()
-	} else {
-		s.Broker = strings.Join(brokers, ",")
-	}
-	pgURL, pgData := cfg.postgres, cfg.postgresData
-	if pgURL == "" {
-		pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = pg.Stop() }()
-		if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
-			return nil, err
-		}
-		pgURL, pgData = pg.URL("drove"), pg.DataDir
-	}
-	pgCPU := func() float64 { return postgresCPU(pgData) }
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
+	pgCPU := func() float64 { return postgresCPU(env.pgData) }
+	pool := env.pool
 
-	kcfg := kafka.Config{Brokers: brokers, TransactionalID: "bench-loader", FetchMaxWait: 100 * time.Millisecond}
-	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+	if err := appendLog(ctx, cfg, env.brokers, s, stdout); err != nil {
 		return nil, err
 	}
-	w := eventlog.Build(cfg.events)
-	s.Events, s.Types = w.Count, w.Types
-	var mix []string
-	for _, t := range keys(w.Types) {
-		mix = append(mix, fmt.Sprintf("%s=%d", t, w.Types[t]))
-	}
-	fmt.Fprintf(stdout, "appending %d events: %s\n", w.Count, strings.Join(mix, " "))
-	began := time.Now()
-	if s.Transactions, err = eventlog.Append(ctx, kcfg, w.Txs, cfg.txnEvents); err != nil {
-		return nil, err
-	}
-	s.AppendSeconds = time.Since(began).Seconds()
-	fmt.Fprintf(stdout, "appended in %d transactions in %.1fs\n", s.Transactions, s.AppendSeconds)
 
-	pcfg := projector.Config{Kafka: kafka.Config{Brokers: brokers, FetchMaxWait: 100 * time.Millisecond},
+	pcfg := projector.Config{Kafka: kafka.Config{Brokers: env.brokers, FetchMaxWait: 100 * time.Millisecond},
 		BatchSize: cfg.batch, LagInterval: time.Second, Logger: quiet}
 	s.BatchSize = cfg.batch
 	if s.BatchSize == 0 {
@@ -265,19 +223,9 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 		return nil, err
 	}
 	if !cfg.skipLive {
-		if s.Live, err = liveCatchUp(ctx, pcfg, pool, pgCPU, s.Events); err != nil {
+		if err := liveAndCopy(ctx, cfg, pcfg, pool, pgCPU, s, stdout); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(stdout, "live projector caught up from zero in %.2fs = %.0f events/s (CPU: bench %.1fs, postgres %.1fs)\n",
-			s.Live.CatchUpSeconds, s.Live.EventsPerSec, s.Live.BenchCPUSeconds, s.Live.PostgresCPUSeconds)
-		if err := settle(ctx, pool); err != nil {
-			return nil, err
-		}
-		if s.Copy, err = copyLimit(ctx, pool, pgCPU, cfg.copyRuns); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(stdout, "COPY of the %d event_log rows: %.0f rows/s into a bare table (runs %.0f), %.0f into event_log's shape (runs %.0f)\n",
-			s.Copy.Rows, s.Copy.RowsPerSec, s.Copy.Runs, s.Copy.ShapeRowsPerSec, s.Copy.ShapeRuns)
 	} else {
 		pcfg.ReplayWait = -1
 	}
@@ -305,7 +253,117 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	fmt.Fprintf(stdout, "projector replay: %d events folded in %.2fs = %.0f events/s (equal to live: %v; CPU: bench %.1fs, postgres %.1fs; load %s -> %s, %d CPUs)\n",
 		r.Events, r.FoldSeconds, r.EventsPerSec, r.Equal, r.BenchCPUSeconds, r.PostgresCPUSeconds,
 		s.LoadStart, s.LoadEnd, s.CPUs)
-	s.ReplayEPS = r.EventsPerSec
+	s.fillRatios()
+	printTable(stdout, s)
+	return s, nil
+}
+
+// benchEnv is what the bench runs against: a broker and a Postgres, either
+// given by flags or started here in a temporary directory.
+type benchEnv struct {
+	brokers []string
+	pgData  string
+	pool    *pgxpool.Pool
+	stops   []func() // run last first
+}
+
+// stop undoes whatever startServices got to, even when it failed half-way.
+func (e *benchEnv) stop() {
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		e.stops[i]()
+	}
+}
+
+// startServices starts the broker and Postgres the flags do not name and
+// connects to the database; the caller must call stop whatever the error.
+func startServices(ctx context.Context, cfg config, quiet *slog.Logger) (*benchEnv, error) {
+	e := &benchEnv{}
+	tmp, err := os.MkdirTemp("", "drove-bench-projector-")
+	if err != nil {
+		return e, err
+	}
+	e.stops = append(e.stops, func() { os.RemoveAll(tmp) })
+	// As root, Postgres runs as the postgres user, who must reach its dir.
+	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	e.brokers = cfg.brokers
+	if len(e.brokers) == 0 {
+		broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
+		if err != nil {
+			return e, err
+		}
+		e.stops = append(e.stops, broker.Stop)
+		e.brokers = broker.Addrs()
+	}
+	pgURL, pgData := cfg.postgres, cfg.postgresData
+	if pgURL == "" {
+		pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
+		if err != nil {
+			return e, err
+		}
+		e.stops = append(e.stops, func() { _ = pg.Stop() })
+		if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
+			return e, err
+		}
+		pgURL, pgData = pg.URL("drove"), pg.DataDir
+	}
+	e.pgData = pgData
+	if e.pool, err = pgxpool.New(ctx, pgURL); err != nil {
+		return e, err
+	}
+	e.stops = append(e.stops, e.pool.Close)
+	return e, nil
+}
+
+// appendLog builds the synthetic event log and appends it to the broker in
+// transactions, timing the append.
+func appendLog(ctx context.Context, cfg config, brokers []string, s *summary, stdout io.Writer) error {
+	kcfg := kafka.Config{Brokers: brokers, TransactionalID: "bench-loader", FetchMaxWait: 100 * time.Millisecond}
+	if err := kafka.EnsureTopics(ctx, kcfg, 3, events.Topics()...); err != nil {
+		return err
+	}
+	w := eventlog.Build(cfg.events)
+	s.Events, s.Types = w.Count, w.Types
+	var mix []string
+	for _, t := range keys(w.Types) {
+		mix = append(mix, fmt.Sprintf("%s=%d", t, w.Types[t]))
+	}
+	fmt.Fprintf(stdout, "appending %d events: %s\n", w.Count, strings.Join(mix, " "))
+	began := time.Now()
+	var err error
+	if s.Transactions, err = eventlog.Append(ctx, kcfg, w.Txs, cfg.txnEvents); err != nil {
+		return err
+	}
+	s.AppendSeconds = time.Since(began).Seconds()
+	fmt.Fprintf(stdout, "appended in %d transactions in %.1fs\n", s.Transactions, s.AppendSeconds)
+	return nil
+}
+
+// liveAndCopy times a live projector catching up from zero, then Postgres's
+// COPY of the same rows, the ceiling the projector is measured against.
+func liveAndCopy(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpool.Pool, pgCPU func() float64, s *summary, stdout io.Writer) error {
+	var err error
+	if s.Live, err = liveCatchUp(ctx, pcfg, pool, pgCPU, s.Events); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "live projector caught up from zero in %.2fs = %.0f events/s (CPU: bench %.1fs, postgres %.1fs)\n",
+		s.Live.CatchUpSeconds, s.Live.EventsPerSec, s.Live.BenchCPUSeconds, s.Live.PostgresCPUSeconds)
+	if err := settle(ctx, pool); err != nil {
+		return err
+	}
+	if s.Copy, err = copyLimit(ctx, pool, pgCPU, cfg.copyRuns); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "COPY of the %d event_log rows: %.0f rows/s into a bare table (runs %.0f), %.0f into event_log's shape (runs %.0f)\n",
+		s.Copy.Rows, s.Copy.RowsPerSec, s.Copy.Runs, s.Copy.ShapeRowsPerSec, s.Copy.ShapeRuns)
+	return nil
+}
+
+// fillRatios copies the headline figures to the summary's top level and
+// compares the projector's rates with COPY's.
+func (s *summary) fillRatios() {
+	s.ReplayEPS = s.Replay.EventsPerSec
 	if s.Live != nil {
 		s.LiveEPS = s.Live.EventsPerSec
 		s.BenchCPUPer100k, s.PostgresCPUPer100k = s.Live.BenchCPUPer100k, s.Live.PostgresCPUPer100k
@@ -318,8 +376,6 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 		s.LiveRatioToSameShapeCopy = s.LiveEPS / s.CopySameShapeRowsPerSec
 		s.ReplayRatioToSameShapeCopy = s.ReplayEPS / s.CopySameShapeRowsPerSec
 	}
-	printTable(stdout, s)
-	return s, nil
 }
 
 // liveCatchUp runs a projector on the empty live schema and times it until
