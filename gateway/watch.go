@@ -8,11 +8,16 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/progress"
 	"github.com/drovehq/drove/gateway/wire"
 )
 
 func (g *Gateway) watchRequest(c *gin.Context) error {
 	id := c.Param("id")
+	add, err := jobRows(c)
+	if err != nil {
+		return err
+	}
 	if _, err := g.db.request(c, id); errors.Is(err, ErrNotFound) {
 		if _, ok := g.recent.get(id); !ok {
 			return notFound("id", "unknown request "+strconv.Quote(id))
@@ -25,7 +30,27 @@ func (g *Gateway) watchRequest(c *gin.Context) error {
 		return r.Type == events.TypeRequestFinished || r.Type == events.TypeRequestRejected
 	}
 	match := func(r logRow) bool { return r.RequestID == id || r.CorrelationID == id }
-	return g.watch(c, "history_request", id, match, ends)
+	return g.watch(c, "history_request", id, match, ends, add)
+}
+
+// jobRows is what ?rows=jobs adds to a request's stream: each event line
+// carries the job rows it changed, as gateway/progress folds the lines
+// this stream sent (so the console draws rows and folds nothing). Nil
+// when not asked: the stream is then the events alone.
+func jobRows(c *gin.Context) (func(*wire.WatchLine), error) {
+	switch r := c.Query("rows"); r {
+	case "":
+		return nil, nil
+	case "jobs":
+	default:
+		return nil, badRequest("rows", "rows: unknown value "+strconv.Quote(r)+" (want jobs)")
+	}
+	var p progress.Progress
+	return func(l *wire.WatchLine) {
+		if p.Apply(*l) {
+			l.Jobs = p.Changed()
+		}
+	}, nil
 }
 
 func (g *Gateway) watchInstance(c *gin.Context) error {
@@ -43,14 +68,14 @@ func (g *Gateway) watchInstance(c *gin.Context) error {
 		return notFound("name", "unknown instance "+strconv.Quote(name))
 	}
 	match := func(r logRow) bool { return r.Instance == name }
-	return g.watch(c, "history_instance", name, match, func(logRow) bool { return false })
+	return g.watch(c, "history_instance", name, match, func(logRow) bool { return false }, nil)
 }
 
 // watch streams NDJSON: the history (query history with key, by seq, a page
 // at a time, after ?after= when given), then, unless ?follow=false, live rows from the shared tailer until ends says a
 // row was the last, the client leaves, the watcher falls behind, or the
-// gateway shuts down.
-func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(logRow) bool) error {
+// gateway shuts down. add, when not nil, adds to each line before it goes.
+func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(logRow) bool, add func(*wire.WatchLine)) error {
 	follow := true
 	switch f := c.Query("follow"); f {
 	case "", "true":
@@ -86,7 +111,11 @@ func (g *Gateway) watch(c *gin.Context, history, key string, match, ends func(lo
 	s, done := g.startStream(c, nil)
 	defer done()
 	line := func(r logRow) wire.WatchLine {
-		return wire.WatchLine{Seq: r.Seq, Time: r.Time.UTC(), Type: r.Type, Request: r.request(), Instance: r.Instance, Payload: r.Payload}
+		l := wire.WatchLine{Seq: r.Seq, Time: r.Time.UTC(), Type: r.Type, Request: r.request(), Instance: r.Instance, Payload: r.Payload}
+		if add != nil {
+			add(&l)
+		}
+		return l
 	}
 	sent := map[int64]bool{}
 	for ; len(rows) > 0; rows, err = hist.next(c) {

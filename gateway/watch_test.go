@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/gateway/wire"
@@ -342,4 +343,63 @@ func TestWatchersAreBounded(t *testing.T) {
 		status, _ := e.do(http.MethodGet, "/v1/instances/i3/watch?follow=false", "")
 		return status == http.StatusOK
 	})
+}
+
+// TestWatchRequestJobRows: with ?rows=jobs a request's event lines carry
+// the job rows they changed, folded by gateway/progress, in the history
+// and live; without it the stream is the events alone; another value is
+// a 400.
+func TestWatchRequestJobRows(t *testing.T) {
+	e := newEnv(t, func(c *gateway.Config) { c.KeepAlive = 50 * time.Millisecond })
+	e.seed()
+	e.exec(`INSERT INTO requests (id, kind, nodes, mode, requested_at, planned_at) VALUES ('r7', 'evacuation', '{node-a1}', 'all', now(), now())`)
+	op := events.Opcode{OpID: events.OpInstanceMigrate, Instance: "i1", TargetNode: "node-a2"}
+	e.logEvent(events.TypePlanComputed, "r7", "", events.PlanComputed{Request: "r7",
+		Jobs: []events.Job{{Index: 0, Opcodes: []events.Opcode{op}}, {Index: 1, Opcodes: []events.Opcode{{OpID: events.OpInstanceMigrate, Instance: "i2"}}}}})
+	e.logEvent(events.TypeOpcodeDispatched, "r7", "i1", events.OpcodeDispatched{Request: "r7", Job: 0, Index: 0, Node: "node-a1", Opcode: op})
+
+	status, body := e.do(http.MethodGet, "/v1/requests/r7/watch?follow=false&rows=jobs", "")
+	var hist []wire.WatchLine
+	for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		var w wire.WatchLine
+		if err := json.Unmarshal([]byte(l), &w); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		hist = append(hist, w)
+	}
+	if status != http.StatusOK || len(hist) != 2 || len(hist[0].Jobs) != 2 || len(hist[1].Jobs) != 1 {
+		t.Fatalf("history with rows: %d %s", status, body)
+	}
+	if r := hist[1].Jobs[0]; r.Index != 0 || r.State != "running" || r.Op != 1 || r.OpName != "migrate → node-a2" || r.Instance != "i1" {
+		t.Fatalf("row after the dispatch: %+v", r)
+	}
+	_, body = e.do(http.MethodGet, "/v1/requests/r7/watch?follow=false", "")
+	for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		var w map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &w); err != nil || w["jobs"] != nil {
+			t.Fatalf("a line without ?rows=jobs: %s (%v)", l, err)
+		}
+	}
+	if status, body := e.do(http.MethodGet, "/v1/requests/r7/watch?rows=all", ""); status != http.StatusBadRequest || !strings.Contains(string(body), "rows") {
+		t.Fatalf("rows=all: %d %s", status, body)
+	}
+
+	live := e.watch("/v1/requests/r7/watch?rows=jobs")
+	for range 2 {
+		live.event() // the history
+	}
+	e.logEvent(events.TypeProgress, "r7", "i1", events.Progress{Request: "r7", Job: 0, Index: 0, Current: 30, Total: 120, BytesPerSecond: 10})
+	w := live.event()
+	if len(w.Jobs) != 1 {
+		t.Fatalf("live line %+v", w)
+	}
+	if r := w.Jobs[0]; r.Percent != 25 || r.BytesDone != 30 || r.BytesTotal != 120 || r.RemainingSeconds != 9 {
+		t.Fatalf("row after the progress: %+v", r)
+	}
+	e.logEvent(events.TypeRequestFinished, "r7", "", events.RequestFinished{Request: "r7",
+		Moved: []events.Moved{{Instance: "i1", Group: "g", Nodes: []string{"node-a2"}}}, Failed: []events.Failed{{Instance: "i2", Reason: "no room"}}})
+	w = live.event()
+	if w.Type != events.TypeRequestFinished || len(w.Jobs) != 2 || w.Jobs[0].State != "success" || w.Jobs[1].State != "error" || w.Jobs[1].Message != "no room" {
+		t.Fatalf("the last line: %+v", w)
+	}
 }

@@ -85,6 +85,53 @@ type WatchLine struct {
 	Request  string          `json:"request"`
 	Instance string          `json:"instance"`
 	Payload  json.RawMessage `json:"payload"`
+	// the job rows this event changed, as the gateway's fold of the
+	// request's stream made them (gateway/progress); only on a request's
+	// stream asked with ?rows=jobs
+	Jobs []JobRow `json:"jobs,omitempty"`
+}
+
+// JobRow is one job of a request as its watch stream folds it: what
+// `drove watch` and the console draw as one row.
+type JobRow struct {
+	Index    int    `json:"index"`
+	Instance string `json:"instance"`
+	// waiting (planned), queued (released), running, success, error or
+	// canceled
+	State string `json:"state" enum:"waiting,queued,running,success,error,canceled"`
+	// opcodes of the job
+	Ops int `json:"ops"`
+	// opcode underway, 1-based; 0 before the first
+	Op int `json:"op"`
+	// the opcode underway as a person reads it, e.g. migrate → node-b2
+	OpName string `json:"op_name"`
+	// phase the opcode underway reported last
+	Phase string `json:"phase"`
+	// bytes of the opcode underway sent so far
+	Current int64 `json:"current"`
+	// bytes the opcode underway sends in all (0: not known, or none)
+	Total int64 `json:"total"`
+	// the executor's own estimate of the opcode's time left
+	ETASeconds float64 `json:"eta_seconds"`
+	// the opcode underway's rate, as its executor reported it
+	BytesPerSecond int64 `json:"bytes_per_second"`
+	// the last report, or why the job failed or was cancelled
+	Message string `json:"message"`
+	// bytes the job's finished opcodes moved (opcodes that move no data,
+	// such as a failover, add nothing)
+	DoneBytes int64 `json:"done_bytes"`
+	// what the job has moved: its finished opcodes' bytes and the opcode
+	// underway's so far
+	BytesDone int64 `json:"bytes_done"`
+	// what the job is known to move: its finished opcodes' bytes and all
+	// of the opcode underway's
+	BytesTotal int64 `json:"bytes_total"`
+	// how far the job is: from bytes where its opcodes report bytes, else
+	// from the count of opcodes done; 100 only when it succeeded
+	Percent float64 `json:"percent"`
+	// the job's time left: the executor's estimate, else from bytes and
+	// rate; 0 when not running or not known
+	RemainingSeconds float64 `json:"remaining_seconds"`
 }
 
 // ControlLine is a stream line that is not an event: a keepalive, the

@@ -288,6 +288,15 @@ func evacuateFromThePage(t *testing.T, e *env, b *browser, node string) string {
 	if req.Status != "finished" {
 		t.Errorf("the page says finished, the API %s", req.Status)
 	}
+	// The rows are the gateway's fold (gateway/progress): one per job, each
+	// with its instance, a finished one at 100%.
+	if got := eval[float64](b, `document.querySelectorAll("tr.job-row").length`); int(got) != len(req.Jobs) {
+		t.Errorf("the page shows %v job rows, the request has %d jobs", got, len(req.Jobs))
+	}
+	if got := eval[string](b, `[...document.querySelectorAll("tr.job-row")].filter(r => r.cells[1].textContent === "" ||
+		(r.dataset.state === "success" && r.cells[4].textContent !== "100.0%")).map(r => r.dataset.job).join(",")`); got != "" {
+		t.Errorf("job rows without their instance, or done and not at 100%%: %s", got)
+	}
 	if got := eval[string](b, `document.getElementById("req-pct").textContent`); got != "100.0%" {
 		t.Errorf("the total row shows %s at the end", got)
 	}

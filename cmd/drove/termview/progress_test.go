@@ -7,6 +7,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/progress"
 	"github.com/drovehq/drove/gateway/wire"
 )
 
@@ -25,16 +26,16 @@ func TestJobPercentComesFromBytes(t *testing.T) {
 	p.Apply(ev(t, events.JobReleased{Request: "r", Job: events.Job{Index: 0, Opcodes: ops}}))
 	p.Apply(ev(t, events.OpcodeDispatched{Request: "r", Job: 0, Index: 0, Node: "n1", Opcode: ops[0]}))
 	j := p.Jobs[0]
-	if strings.Contains(j.Line(), "op 1/0") || !strings.Contains(j.Line(), "op 1/2") {
-		t.Fatalf("first line: %q", j.Line())
+	if strings.Contains(Line(j), "op 1/0") || !strings.Contains(Line(j), "op 1/2") {
+		t.Fatalf("first line: %q", Line(j))
 	}
 	p.Apply(ev(t, events.OpcodeDispatched{Request: "r", Job: 0, Index: 1, Node: "n1", Opcode: ops[1]}))
 	p.Apply(ev(t, events.Progress{Request: "r", Job: 0, Index: 1, Phase: "sync", State: events.ProgressRunning,
 		Current: 25 << 20, Total: 100 << 20, BytesPerSecond: 5 << 20}))
-	if got := j.Percent(); got != 25 {
+	if got := j.Percent; got != 25 {
 		t.Fatalf("percent = %v, want 25 (bytes), not 75 (opcodes)", got)
 	}
-	if eta := j.Remaining(); eta != 15*time.Second {
+	if eta := progress.Remaining(j); eta != 15*time.Second {
 		t.Fatalf("ETA = %v, want 15s from the bytes left and the rate", eta)
 	}
 	table := strings.Join(p.Table(10), "\n")
@@ -77,19 +78,5 @@ func TestMigrationViewTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
-	}
-}
-
-// TestFinishSettlesJobs: the request's end can reach the watcher before
-// its jobs' ends; the outcome settles them.
-func TestFinishSettlesJobs(t *testing.T) {
-	p := &Progress{Request: "r"}
-	ops := []events.Opcode{{OpID: events.OpInstanceMigrate, Instance: "a"}}
-	p.Apply(ev(t, events.PlanComputed{Request: "r", Jobs: []events.Job{{Index: 0, Opcodes: ops}, {Index: 1, Opcodes: []events.Opcode{{OpID: events.OpInstanceMigrate, Instance: "b"}}}}}))
-	p.Apply(ev(t, events.OpcodeDispatched{Request: "r", Job: 0, Index: 0, Node: "n1", Opcode: ops[0]}))
-	p.Apply(ev(t, events.RequestFinished{Request: "r", Moved: []events.Moved{{Instance: "a", Group: "g", Nodes: []string{"n2"}}},
-		Failed: []events.Failed{{Instance: "b", Reason: "job cancelled: request cancelled"}}}))
-	if p.Jobs[0].State != "success" || p.Jobs[1].State != "canceled" {
-		t.Fatalf("states %s, %s; want success, canceled", p.Jobs[0].State, p.Jobs[1].State)
 	}
 }

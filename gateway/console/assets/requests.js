@@ -17,92 +17,17 @@ async function requests() {
   });
 }
 
-// progress folds a request's watch stream as `drove watch` does
-// (cmd/drove/termview/progress.go): one row per job; percentages from bytes.
-function newProgress() { return { jobs: new Map(), finished: false }; }
+// The gateway folds a request's watch stream into one row per job
+// (gateway/progress, the fold `drove watch` draws too) and, asked with
+// ?rows=jobs, sends on each event line the rows it changed: the console
+// keeps each job's latest row and draws it.
+function newProgress() { return { jobs: new Map() }; }
 
-function jobOf(p, i) {
-  if (!p.jobs.has(i)) p.jobs.set(i, { index: i, instance: "", state: "waiting", ops: 0, op: 0, opName: "", phase: "", cur: 0, total: 0, done: 0, rate: 0, eta: 0, message: "" });
-  return p.jobs.get(i);
-}
+function jobOf(p, i) { return p.jobs.get(i) || { index: i, state: "waiting" }; }
 
-function applyEvent(p, ev) {
-  const v = ev.payload || {};
-  const idx = typeof v.job === "number" ? v.job : (v.job && v.job.index) || 0;
-  switch (ev.type) {
-    case "plan.computed":
-      for (const j of v.jobs || []) {
-        const r = jobOf(p, j.index);
-        r.ops = (j.opcodes || []).length;
-        if (j.opcodes && j.opcodes.length) r.instance = j.opcodes[0].instance;
-      }
-      break;
-    case "job.released": {
-      const r = jobOf(p, idx);
-      if (r.state === "waiting") r.state = "queued";
-      break;
-    }
-    case "opcode.dispatched": {
-      const r = jobOf(p, idx);
-      if (r.op > 0 && v.index + 1 > r.op) r.done += r.total;
-      r.state = "running"; r.op = v.index + 1; r.ops = Math.max(r.ops, r.op);
-      const op = v.opcode || {};
-      r.opName = String(op.op_id || "").replace("OP_INSTANCE_", "").toLowerCase().replace(/_/g, "-") + (op.target_node || op.remote_node || op.to ? " → " + (op.to || op.target_node || op.remote_node) : "");
-      r.cur = r.total = r.rate = r.eta = 0; r.phase = "";
-      if (!r.instance) r.instance = op.instance || "";
-      break;
-    }
-    case "move.progress": {
-      const r = jobOf(p, idx);
-      if (r.op > 0 && v.index + 1 !== r.op) break;
-      r.phase = v.phase || ""; r.cur = v.current || 0; r.total = v.total || 0;
-      r.rate = v.bytes_per_second || 0; r.eta = v.eta_seconds || 0;
-      break;
-    }
-    case "job.ended": {
-      const r = jobOf(p, idx);
-      r.state = v.status; r.message = v.error || "";
-      if (v.status === "success") { r.done += r.total; r.cur = r.total = r.rate = r.eta = 0; }
-      break;
-    }
-    case "job.cancelled": {
-      const r = jobOf(p, idx);
-      r.state = "canceled"; r.message = v.reason || "";
-      break;
-    }
-    case "request.finished":
-    case "request.rejected":
-      p.finished = true;
-      // The outcome is final, and the stream stops here: a job whose own
-      // end was not seen takes it from the outcome.
-      for (const m of v.moved || []) for (const r of p.jobs.values()) if (r.instance === m.instance && r.state !== "success") { r.state = "success"; r.done += r.total; r.cur = r.total = r.rate = r.eta = 0; }
-      for (const f of v.failed || []) for (const r of p.jobs.values()) {
-        if (r.instance !== f.instance || ["success", "error", "canceled"].includes(r.state)) continue;
-        r.state = /^job cancel/.test(f.reason || "") ? "canceled" : "error";
-        r.message = f.reason || "";
-        r.rate = r.eta = 0;
-      }
-      break;
-    default:
-      return false;
-  }
-  return true;
-}
-
-function jobBytes(r) { return [r.done + Math.min(r.cur, r.total), r.done + r.total]; }
-
-function jobPct(r) {
-  if (r.state === "success") return 100;
-  if (r.state === "waiting" || r.state === "queued") return 0;
-  const [d, t] = jobBytes(r);
-  if (t > 0) return Math.min(99.9, 100 * d / t);
-  return r.ops > 0 && r.op > 0 ? 100 * (r.op - 1) / r.ops : 0;
-}
-
-function jobEta(r) {
-  if (r.state !== "running") return 0;
-  if (r.eta > 0) return r.eta;
-  return r.rate > 0 && r.total > r.cur ? (r.total - r.cur) / r.rate : 0;
+function takeRows(p, ev) {
+  for (const r of ev.jobs || []) p.jobs.set(r.index, r);
+  return (ev.jobs || []).length > 0;
 }
 
 async function request() {
@@ -118,7 +43,7 @@ async function request() {
   const watch = async () => {
     watching = true;
     try {
-      await stream("/v1/requests/" + encodeURIComponent(id) + "/watch", ev => { if (applyEvent(p, ev)) redraw(); }, ctl.signal);
+      await stream("/v1/requests/" + encodeURIComponent(id) + "/watch?rows=jobs", ev => { if (takeRows(p, ev)) redraw(); }, ctl.signal);
     } catch (e) {
       if (e.name !== "AbortError") failed(e);
     }
@@ -193,11 +118,6 @@ async function act(btn, verb, id) {
 }
 
 function drawPlan(plan, p) {
-  for (const j of plan.jobs || []) {
-    const r = jobOf(p, j.index);
-    r.ops = (j.opcodes || []).length;
-    if (j.opcodes && j.opcodes.length) r.instance = j.opcodes[0].instance;
-  }
   const moved = table(["Instance", "Group", "Nodes"], (plan.moved || []).map(m =>
     h("tr", { "data-moved": m.instance }, h("td", {}, link("/console/instances/" + encodeURIComponent(m.instance), m.instance)), h("td", {}, m.group), h("td", {}, (m.nodes || []).join(", ")))), { id: "plan-moved" });
   const failedT = table(["Instance", "Why not"], (plan.failed || []).map(f =>
@@ -271,21 +191,19 @@ function drawProgress(p, plan, d) {
   let sumPct = 0, done = 0, total = 0, rate = 0, eta = 0, ended = 0, running = 0, toStart = 0;
   const jobs = [...p.jobs.values()].sort((a, b) => a.index - b.index);
   for (const r of jobs) {
-    const [bd, bt] = jobBytes(r);
-    const jp = jobPct(r);
-    sumPct += jp; done += bd; total += bt;
-    if (r.state === "running") { running++; rate += r.rate; eta = Math.max(eta, jobEta(r)); }
+    sumPct += r.percent; done += r.bytes_done; total += r.bytes_total;
+    if (r.state === "running") { running++; rate += r.bytes_per_second; eta = Math.max(eta, r.remaining_seconds); }
     if (r.state === "waiting" || r.state === "queued") toStart++;
     if (["success", "error", "canceled"].includes(r.state)) ended++;
     const g = document.getElementById("gjob-" + r.index);
     if (g) g.setAttribute("class", "g-" + r.state);
     rows.push(h("tr", { class: "job-row", "data-job": r.index, "data-state": r.state },
       h("td", { class: "num" }, r.index), h("td", {}, r.instance), h("td", {}, state(r.state)),
-      h("td", {}, bar(jp)), h("td", { class: "num" }, pct(jp)),
-      h("td", { class: "num" }, bt > 0 ? bytes(bd) + " / " + bytes(bt) : ""),
-      h("td", { class: "num" }, r.rate > 0 && r.state === "running" ? bytes(r.rate) + "/s" : ""),
-      h("td", { class: "num" }, dur(jobEta(r))),
-      h("td", { class: "wrap" }, r.state === "error" || r.state === "canceled" ? r.message : (r.op ? "op " + r.op + "/" + r.ops + " " + r.opName + (r.phase ? " [" + r.phase + "]" : "") : ""))));
+      h("td", {}, bar(r.percent)), h("td", { class: "num" }, pct(r.percent)),
+      h("td", { class: "num" }, r.bytes_total > 0 ? bytes(r.bytes_done) + " / " + bytes(r.bytes_total) : ""),
+      h("td", { class: "num" }, r.bytes_per_second > 0 && r.state === "running" ? bytes(r.bytes_per_second) + "/s" : ""),
+      h("td", { class: "num" }, dur(r.remaining_seconds)),
+      h("td", { class: "wrap" }, r.state === "error" || r.state === "canceled" ? r.message : (r.op ? "op " + r.op + "/" + r.ops + " " + r.op_name + (r.phase ? " [" + r.phase + "]" : "") : ""))));
   }
   const whole = d.status === "finished" ? 100 : (jobs.length ? sumPct / jobs.length : 0);
   rows.push(h("tr", { class: "total", id: "req-total" },
