@@ -125,3 +125,48 @@ func TestBrokerKeepsStateAcrossRestarts(t *testing.T) {
 		t.Fatalf("after restart the topic has %d partitions, want 5", n)
 	}
 }
+
+// Kill returns only once the postmaster's backends are gone too, so the
+// server starts again at once on the same data, through crash recovery
+// (test/chaos's restart found a backend still holding the shared memory).
+func TestPostgresKilledStartsAgainAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	s, err := StartPostgres(ctx, Postgres{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // backends beside the postmaster
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+	}
+	kids := childrenOf(s.cmd.Process.Pid)
+	if len(kids) < 3 {
+		t.Fatalf("the server has %d processes beside the postmaster; want its 3 backends at least", len(kids))
+	}
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		if p, ok := readProc(k); ok && !p.zombie {
+			t.Fatalf("process %d of the server alive after Kill", k)
+		}
+	}
+	again, err := StartPostgres(ctx, Postgres{Dir: dir, Port: s.Port})
+	if err != nil {
+		t.Fatalf("restart after Kill: %v", err)
+	}
+	defer again.Stop()
+	conn, err := pgx.Connect(ctx, again.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

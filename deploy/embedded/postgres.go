@@ -289,11 +289,84 @@ func (s *PostgresServer) Kill() error {
 		return nil
 	default:
 	}
-	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	// Each backend leads a session of its own (Postgres calls setsid in
+	// every child), so a signal to the postmaster's group misses them, and
+	// a backend outliving the postmaster keeps the shared memory in use: a
+	// server started on the data then refuses to start (test/chaos saw
+	// it). So the postmaster is stopped first (it forks no backend more),
+	// its children are killed, then it.
+	pid := s.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	kids := childrenOf(pid)
+	for _, k := range kids {
+		_ = syscall.Kill(k, syscall.SIGKILL)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill postgres in %s: %w", s.Dir, err)
 	}
 	<-s.exited
+	if err := awaitGone(kids, 30*time.Second); err != nil {
+		return fmt.Errorf("kill postgres in %s: %w", s.Dir, err)
+	}
 	return nil
+}
+
+// procStat is what /proc/PID/stat says of a process that matters here.
+type procStat struct {
+	pid, ppid int
+	zombie    bool // exited, not yet reaped: it holds no memory
+}
+
+// readProc reads /proc/PID/stat; false when the process is gone.
+func readProc(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses, so
+	// the fields are read after its last ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return procStat{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return procStat{pid: pid, ppid: ppid, zombie: f[0] == "Z" || f[0] == "X"}, true
+}
+
+// childrenOf lists the processes whose parent is pid, from /proc.
+func childrenOf(pid int) []int {
+	dirs, _ := os.ReadDir("/proc")
+	var out []int
+	for _, d := range dirs {
+		n, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := readProc(n); ok && p.ppid == pid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// awaitGone waits until none of pids is alive (a zombie counts as gone).
+func awaitGone(pids []int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		left := 0
+		for _, pid := range pids {
+			if p, ok := readProc(pid); ok && !p.zombie {
+				left++
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of its processes still alive %s after SIGKILL", left, within)
+		}
+		time.Sleep(20 * time.Millisecond) // polling /proc under the deadline
+	}
 }
 
 // Stop asks for a fast shutdown and kills the server if it has not exited
