@@ -535,3 +535,90 @@ func TestMigrationWatch(t *testing.T) {
 		t.Fatal("the stream did not end after the switch's end event")
 	}
 }
+
+// TestMigrationWatchSteps: with ?rows=steps each line of a migration's
+// stream carries the step it changed, folded by gateway/progress, live
+// and in the history; without it the lines are RFD 34's alone; another
+// value is a 400.
+func TestMigrationWatchSteps(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	e.instanceRow("w1", "acct-1", nil)
+	e.record(events.MigrationStateChanged{Migration: "m-w", Instance: "w1", Account: "ops", Role: events.RoleOperator,
+		Target: "node-a2", State: events.MigrationRunning, Phase: events.PhaseSync})
+	prog := func(idx int, phase string, cur, total int64) {
+		e.logEvent(events.TypeProgress, "m-w", "w1", events.Progress{Request: "m-w", Index: idx, Instance: "w1", Node: "node-a1",
+			Phase: phase, State: events.ProgressRunning, Current: cur, Total: total, BytesPerSecond: 100, ETASeconds: 2})
+	}
+	end := func(idx int, phase string) {
+		e.logEvent(events.TypeEnd, "m-w", "w1", events.End{Request: "m-w", Index: idx, Instance: "w1", Node: "node-a1",
+			Phase: phase, State: events.EndSuccessful})
+	}
+	prog(0, "begin", 0, 1)
+	end(0, "begin")
+	prog(1, "sync", 50, 100)
+
+	live := e.watch("/v1/instances/w1/migrate/watch?rows=steps")
+	step := func() wire.MigrationStep {
+		t.Helper()
+		for {
+			l := live.next()
+			var m wire.MigrationLine
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			if m.Type == "keepalive" {
+				continue
+			}
+			if len(m.Steps) != 1 || m.Steps[0].Index != m.Index {
+				t.Fatalf("line %s: want the one step it changed", l)
+			}
+			return m.Steps[0]
+		}
+	}
+	if s := step(); s.Label != "making a reservation" || s.State != "running" || s.Percent != 0 {
+		t.Fatalf("the begin's first step %+v", s)
+	}
+	if s := step(); s.State != "successful" || s.Percent != 100 || s.Current != 1 || s.Ended == nil {
+		t.Fatalf("the begin's end %+v", s)
+	}
+	if s := step(); s.Label != "synchronizing filesystems" || s.Percent != 50 || s.Current != 50 || s.Total != 100 ||
+		s.Rate != 100 || s.ETA != 2000 || s.Ended != nil {
+		t.Fatalf("the sync's step %+v", s)
+	}
+	prog(1, "sync", 100, 100) // live: all sent, not yet ended
+	if s := step(); s.Percent != 99.9 || s.State != "running" {
+		t.Fatalf("the sync with all sent %+v", s)
+	}
+	end(1, "sync")
+	if s := step(); s.State != "successful" || s.Percent != 100 || s.ETA != 0 || s.Ended == nil {
+		t.Fatalf("the sync's end %+v", s)
+	}
+	prog(2, "switch", 0, 1)
+	end(2, "switch")
+	step()
+	if s := step(); s.Label != "switching instance" || s.State != "successful" {
+		t.Fatalf("the switch's end %+v", s)
+	}
+
+	// The whole stream again, checked against the OpenAPI document.
+	status, body := e.do(http.MethodGet, "/v1/instances/w1/migrate/watch?rows=steps", "")
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	if status != http.StatusOK || len(lines) != 7 {
+		t.Fatalf("the history with steps: %d %s", status, body)
+	}
+	var last wire.MigrationLine
+	if err := json.Unmarshal([]byte(lines[6]), &last); err != nil || len(last.Steps) != 1 || last.Steps[0].Phase != "switch" || last.Steps[0].Percent != 100 {
+		t.Fatalf("the last line %s (%v)", lines[6], err)
+	}
+	_, body = e.do(http.MethodGet, "/v1/instances/w1/migrate/watch", "")
+	for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		var w map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &w); err != nil || w["steps"] != nil {
+			t.Fatalf("a line without ?rows=steps: %s (%v)", l, err)
+		}
+	}
+	if status, body := e.do(http.MethodGet, "/v1/instances/w1/migrate/watch?rows=jobs", ""); status != http.StatusBadRequest || !strings.Contains(string(body), "rows") {
+		t.Fatalf("rows=jobs: %d %s", status, body)
+	}
+}

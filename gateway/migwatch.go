@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/progress"
 	"github.com/drovehq/drove/gateway/wire"
 )
 
@@ -94,6 +95,10 @@ func finalEnd(e events.End) bool {
 
 func (g *Gateway) watchMigration(c *gin.Context) error {
 	name := c.Param("name")
+	steps, err := migrationSteps(c)
+	if err != nil {
+		return err
+	}
 	if _, err := g.instanceFor(c, callerOf(c), name); err != nil {
 		return err
 	}
@@ -124,7 +129,7 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 	// or once the phase that ran has ended and the record says nothing
 	// runs now (paused, scheduled, or ended): then it waits settleWait for
 	// a last end event the coordinator may still write (a pause's).
-	ws := &migStream{g: g, c: c, s: s, id: id, watchState: watchState{state: m.State}, recheck: time.NewTicker(time.Second)}
+	ws := &migStream{g: g, c: c, s: s, id: id, watchState: watchState{state: m.State, steps: steps}, recheck: time.NewTicker(time.Second)}
 	defer ws.recheck.Stop()
 	sent := map[int64]bool{}
 	for ; len(rows) > 0; rows, err = hist.next(c) {
@@ -141,6 +146,21 @@ func (g *Gateway) watchMigration(c *gin.Context) error {
 	}
 	g.follow(c, s, sub, sent, min(g.cfg.KeepAlive, 60*time.Second), ws)
 	return nil
+}
+
+// migrationSteps is what ?rows=steps asks of a migration's stream: each
+// line carries the step it changed, as gateway/progress folds the lines
+// this stream sent (so the console draws steps and folds nothing). Nil
+// when not asked: the lines are then RFD 34's alone.
+func migrationSteps(c *gin.Context) (*progress.Migration, error) {
+	switch r := c.Query("rows"); r {
+	case "":
+		return nil, nil
+	case "steps":
+		return &progress.Migration{}, nil
+	default:
+		return nil, badRequest("rows", "rows: unknown value "+strconv.Quote(r)+" (want steps)")
+	}
 }
 
 // watchedMigration is the migration a watch follows: the one named by
@@ -212,7 +232,7 @@ func (ws *migStream) row(r logRow) bool {
 			ws.state = string(rec.State)
 		}
 	} else {
-		l, final, err := ws.pc.line(r, ws.id)
+		l, final, err := ws.line(r)
 		if err != nil {
 			return false
 		}
@@ -260,9 +280,20 @@ const settleWait = time.Second
 // watchState is what a migration watch stream knows of its migration.
 type watchState struct {
 	pc     percenter
-	state  string // the record's latest state
-	closed bool   // the last progress or end line was an end
-	final  bool   // ... and it ended the migration or paused it
+	steps  *progress.Migration // the fold for ?rows=steps; nil when not asked
+	state  string              // the record's latest state
+	closed bool                // the last progress or end line was an end
+	final  bool                // ... and it ended the migration or paused it
+}
+
+// line is row r as a line of the stream, with the step it changed when
+// the watcher asked for steps.
+func (ws *migStream) line(r logRow) (wire.MigrationLine, bool, error) {
+	l, final, err := ws.pc.line(r, ws.id)
+	if err == nil && ws.steps != nil {
+		l.Steps = []wire.MigrationStep{*ws.steps.Apply(l)}
+	}
+	return l, final, err
 }
 
 // idle says the record has nothing running: the stream may end once the
@@ -275,7 +306,7 @@ func (ws watchState) idle() bool {
 // watcher is gone.
 func (ws *migStream) history(rows []logRow, sent map[int64]bool) bool {
 	for _, r := range rows {
-		l, final, err := ws.pc.line(r, ws.id)
+		l, final, err := ws.line(r)
 		if err != nil {
 			ws.g.log.Warn("migration watch: undecodable row", "seq", r.Seq, "err", err)
 			continue

@@ -15,6 +15,7 @@ import (
 	"github.com/drovehq/drove/cmd/drove/termview"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/gateway/client"
+	"github.com/drovehq/drove/gateway/progress"
 	"github.com/drovehq/drove/gateway/wire"
 )
 
@@ -280,9 +281,6 @@ func listMigrations(ctx context.Context, api *client.Client, cf clientFlags, std
 	return exitOK
 }
 
-// stepLabel names a phase as RFD 34's CLI does.
-func stepLabel(phase string) string { return termview.StepLabel(phase) }
-
 // watchMigration follows the migration and draws its steps: on a
 // terminal a table redrawn in place, in a pipe a line per step change.
 // Ctrl-C stops watching only.
@@ -320,9 +318,11 @@ func migrationTable(stdout io.Writer) func(wire.MigrationLine) {
 	w, h := termSize(stdout)
 	screen := &termview.Screen{Out: stdout, Width: w, Height: h}
 	view := &termview.MigrationView{}
+	header := false
 	return func(ev wire.MigrationLine) {
-		if view.Migration == "" {
+		if !header {
 			fmt.Fprintf(stdout, "Migration progress (%s):\n", ev.Migration)
+			header = true
 		}
 		view.Apply(ev)
 		screen.Draw(view.Table(ev.Time))
@@ -346,7 +346,7 @@ func migrationLines(stdout io.Writer) func(wire.MigrationLine) {
 		}
 		st := steps[ev.Index]
 		if st == nil {
-			st = &step{label: stepLabel(ev.Phase), started: ev.Time, bucket: -1}
+			st = &step{label: progress.StepLabel(ev.Phase), started: ev.Time, bucket: -1}
 			if ev.Started != nil {
 				st.started = *ev.Started
 			}

@@ -162,4 +162,32 @@ type MigrationLine struct {
 	Duration  int64      `json:"duration_ms,omitempty"`
 	ETA       int64      `json:"eta_ms,omitempty"`
 	Rate      int64      `json:"transfer_bytes_second,omitempty"`
+	// the step this line changed, as the gateway's fold of the stream
+	// made it (gateway/progress); only on a stream asked with ?rows=steps
+	Steps []MigrationStep `json:"steps,omitempty"`
+}
+
+// MigrationStep is one phase of a migration as its watch stream folds it:
+// what `drove migrate --watch` and the console draw as one row.
+type MigrationStep struct {
+	Index int    `json:"index"`
+	Phase string `json:"phase"`
+	// the phase as a person reads it, e.g. synchronizing filesystems
+	Label string `json:"label"`
+	// running, or the phase's end state: successful, failed, paused, ...
+	State string `json:"state"`
+	// bytes (or, for a phase that sends none, steps) done so far
+	Current int64 `json:"current_progress"`
+	// bytes (or steps) in all; 0 before the phase reported a total
+	Total int64 `json:"total_progress"`
+	// how far the step is, from bytes; 100 only when it succeeded
+	Percent float64 `json:"percent"`
+	// the executor's rate and estimate of the time left; 0 once ended
+	Rate int64 `json:"transfer_bytes_second"`
+	ETA  int64 `json:"eta_ms"`
+	// when the phase started, and ended (absent while it runs)
+	Started time.Time  `json:"started_timestamp"`
+	Ended   *time.Time `json:"ended_timestamp,omitempty"`
+	// the last report, or why the phase failed
+	Message string `json:"message"`
 }

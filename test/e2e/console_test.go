@@ -329,6 +329,15 @@ func migrateFromThePage(t *testing.T, e *env, b *browser) string {
 	if got := eval[int](b, `document.querySelectorAll("tr.step[data-phase=sync]").length`); got != m.Syncs {
 		t.Errorf("the page shows %d sync steps; the API counts %d", got, m.Syncs)
 	}
+	// The steps are the gateway's fold (?rows=steps), drawn: each with
+	// its label (not the bare phase), checked, at 100%.
+	if n := eval[int](b, `document.querySelectorAll("tr.step").length`); n < 2 {
+		t.Errorf("the page shows %d steps; a migration has a reservation and a switch at least", n)
+	}
+	if bad := eval[[]string](b, `[...document.querySelectorAll("tr.step")].filter(r => { const c = r.cells;
+		return c[0].textContent !== "✓" || c[3].textContent !== "100%" || !c[1].textContent || c[1].textContent === r.dataset.phase }).map(r => r.outerHTML)`); len(bad) > 0 {
+		t.Errorf("steps not drawn as folded (label, ✓, 100%%): %v", bad)
+	}
 	checkReportedStatuses(t, e, b, m)
 	b.noBannerError("migration")
 	b.shoot("migration-done.png")

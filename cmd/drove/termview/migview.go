@@ -5,109 +5,23 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/progress"
 	"github.com/drovehq/drove/gateway/wire"
 )
 
-// MigrationView folds a migration watch stream into RFD 34's steps, for
-// the live table of `drove migrate --watch`: one row per step with a check
-// mark when done, a progress bar, bytes, rate, ETA and duration.
+// MigrationView draws a migration watch stream, folded into RFD 34's
+// steps by gateway/progress, as the live table of `drove migrate
+// --watch`: one row per step with a check mark when done, a progress bar,
+// bytes, rate, ETA and duration.
 type MigrationView struct {
-	Migration string
-	Instance  string
-	Steps     []*Step
-	// Ended says the last step ended (the stream ends after a final
-	// phase or a pause).
-	Ended bool
-}
-
-// Step is one phase of the migration as the watcher sees it.
-type Step struct {
-	Index   int
-	Phase   string
-	State   string // running, or the phase's end state: successful, failed, paused, ...
-	Current int64
-	Total   int64
-	Rate    int64
-	ETA     time.Duration
-	Started time.Time
-	Ended   time.Time
-	Message string
-}
-
-// StepLabel names a phase as RFD 34's CLI does.
-func StepLabel(phase string) string {
-	switch phase {
-	case "begin":
-		return "making a reservation"
-	case "sync":
-		return "synchronizing filesystems"
-	case "switch":
-		return "switching instance"
-	case "abort":
-		return "aborting"
-	case "rollback":
-		return "rolling back"
-	case "finalize":
-		return "removing the source copy"
-	case "pause":
-		return "pausing"
-	}
-	return phase
+	fold progress.Migration
 }
 
 // Apply folds one event in.
-func (v *MigrationView) Apply(ev wire.MigrationLine) {
-	v.Migration = ev.Migration
-	var st *Step
-	for _, s := range v.Steps {
-		if s.Index == ev.Index {
-			st = s
-		}
-	}
-	if st == nil {
-		st = &Step{Index: ev.Index, Phase: ev.Phase, State: "running", Started: ev.Time}
-		if ev.Started != nil {
-			st.Started = *ev.Started
-		}
-		v.Steps = append(v.Steps, st)
-	}
-	if ev.Total != nil && *ev.Total > 0 {
-		st.Current, st.Total = 0, *ev.Total
-		if ev.Current != nil {
-			st.Current = *ev.Current
-		}
-	}
-	st.Rate, st.ETA = ev.Rate, time.Duration(ev.ETA)*time.Millisecond
-	if ev.Message != "" {
-		st.Message = ev.Message
-	}
-	if ev.Type == "end" {
-		st.State, st.Ended, st.ETA = ev.State, ev.Time, 0
-		if ev.Error != "" {
-			st.Message = ev.Error
-		}
-		if st.State == "successful" && st.Total > 0 {
-			st.Current = st.Total
-		}
-		v.Ended = true
-		return
-	}
-	v.Ended = false
-}
+func (v *MigrationView) Apply(ev wire.MigrationLine) { v.fold.Apply(ev) }
 
-// Percent is how far the step is, from bytes; 100 when it succeeded.
-func (s *Step) Percent() float64 {
-	switch {
-	case s.State == "successful":
-		return 100
-	case s.Total > 0:
-		return min(99.9, 100*float64(min(s.Current, s.Total))/float64(s.Total))
-	}
-	return 0
-}
-
-// Mark is the step's check box: ✓ done, ✗ failed, ☐ under way.
-func (s *Step) Mark() string {
+// stepMark is a step's check box: ✓ done, ✗ failed, ☐ under way.
+func stepMark(s *wire.MigrationStep) string {
 	switch s.State {
 	case "running":
 		return "☐"
@@ -123,13 +37,13 @@ func (v *MigrationView) Table(now time.Time) []string {
 	var rows [][]string
 	var moved int64
 	var first time.Time
-	for _, s := range v.Steps {
+	for _, s := range v.fold.Steps {
 		if first.IsZero() || s.Started.Before(first) {
 			first = s.Started
 		}
-		end := s.Ended
-		if end.IsZero() {
-			end = now
+		end := now
+		if s.Ended != nil {
+			end = *s.Ended
 		}
 		bytes := ""
 		if s.Total > 1 { // begin and the like count 0 to 1, not bytes
@@ -140,18 +54,24 @@ func (v *MigrationView) Table(now time.Time) []string {
 		if s.Message != "" && s.State != "running" && s.State != "successful" {
 			note += ": " + s.Message
 		}
-		rows = append(rows, []string{s.Mark(), StepLabel(s.Phase), Bar(s.Percent(), 20), fmt.Sprintf("%.0f%%", s.Percent()),
-			bytes, Rate(s.Rate), Duration(s.ETA), Duration(end.Sub(s.Started)), note})
+		rows = append(rows, []string{stepMark(s), s.Label, Bar(s.Percent, 20), fmt.Sprintf("%.0f%%", s.Percent),
+			bytes, Rate(s.Rate), Duration(time.Duration(s.ETA) * time.Millisecond), Duration(end.Sub(s.Started)), note})
 	}
+	steps := v.fold.Steps
 	state := "running"
-	if n := len(v.Steps); n > 0 && v.Ended {
-		state = v.Steps[n-1].State
+	if n := len(steps); n > 0 && v.fold.Ended {
+		state = steps[n-1].State
 	}
 	took := time.Duration(0)
 	if !first.IsZero() {
 		took = now.Sub(first)
-		if v.Ended {
-			took = v.Steps[len(v.Steps)-1].Ended.Sub(first)
+		if last := steps[len(steps)-1]; v.fold.Ended {
+			// An end line for an earlier step while the last still runs
+			// leaves the time taken unknown (drawn empty).
+			took = -1
+			if last.Ended != nil {
+				took = last.Ended.Sub(first)
+			}
 		}
 	}
 	total := []string{"", "total", "", "", "", "", "", Duration(took), state}

@@ -18,13 +18,11 @@ async function migrations() {
   });
 }
 
-const stepLabels = { begin: "making a reservation", sync: "synchronizing filesystems", switch: "switching instance", abort: "aborting", rollback: "rolling back", finalize: "removing the source copy", pause: "pausing" };
-
 async function migration() {
   const id = arg;
   setMain("Migration " + id, h("div", { id: "mig-head" }), h("div", { id: "mig-actions", class: "actions" }),
     h("h2", {}, "Steps"), h("div", { id: "mig-steps" }, h("p", { class: "muted" }, "No step has reported yet.")));
-  const steps = new Map();
+  const steps = new Map(); // index -> the step as the gateway folds it (?rows=steps)
   let m = null, watching = false, lastTime = null, seen = 0;
   const reported = {}; // node -> its last move status (oVirt's), from the migration's history
   const ctl = new AbortController();
@@ -44,15 +42,10 @@ async function migration() {
     drawMigrationHead(m, reported);
     if (!watching) {
       watching = true;
-      stream("/v1/instances/" + encodeURIComponent(m.instance) + "/migrate/watch?migration=" + encodeURIComponent(id), ev => {
-        if (ev.type !== "progress" && ev.type !== "end") return;
+      stream("/v1/instances/" + encodeURIComponent(m.instance) + "/migrate/watch?rows=steps&migration=" + encodeURIComponent(id), ev => {
+        if (!ev.steps) return;
         lastTime = ev.time;
-        let st = steps.get(ev.index);
-        if (!st) { st = { index: ev.index, phase: ev.phase, state: "running", started: ev.started_timestamp || ev.time, ended: null, cur: 0, total: 0, rate: 0, eta: 0, message: "" }; steps.set(ev.index, st); }
-        if (ev.total_progress > 0) { st.cur = ev.current_progress || 0; st.total = ev.total_progress; }
-        st.rate = ev.transfer_bytes_second || 0; st.eta = (ev.eta_ms || 0) / 1000;
-        if (ev.message) st.message = ev.message;
-        if (ev.type === "end") { st.state = ev.state; st.ended = ev.time; st.eta = 0; if (ev.error) st.message = ev.error; if (ev.state === "successful") st.cur = st.total; }
+        for (const st of ev.steps) steps.set(st.index, st);
         redraw();
       }, ctl.signal).catch(e => { if (e.name !== "AbortError") failed(e); });
     }
@@ -135,16 +128,16 @@ function drawSteps(steps, m, lastTime) {
   const now = lastTime && m && !m.finished_timestamp ? Math.max(Date.now(), Date.parse(lastTime)) : Date.now();
   let sent = 0;
   const rows = [...steps.values()].sort((a, b) => a.index - b.index).map(st => {
-    const p = st.state === "successful" ? 100 : (st.total > 0 ? Math.min(99.9, 100 * st.cur / st.total) : 0);
-    if (st.total > 1) sent += Math.min(st.cur, st.total);
-    const took = ((st.ended ? Date.parse(st.ended) : now) - Date.parse(st.started)) / 1000;
+    const cur = Math.min(st.current_progress, st.total_progress);
+    if (st.total_progress > 1) sent += cur; // begin and the like count 0 to 1, not bytes
+    const took = ((st.ended_timestamp ? Date.parse(st.ended_timestamp) : now) - Date.parse(st.started_timestamp)) / 1000;
     const mark = st.state === "running" ? "☐" : (st.state === "successful" || st.state === "paused" ? "✓" : "✗");
     return h("tr", { class: "step", "data-phase": st.phase, "data-state": st.state },
-      h("td", { class: "check" }, mark), h("td", {}, stepLabels[st.phase] || st.phase),
-      h("td", {}, bar(p)), h("td", { class: "num" }, Math.round(p) + "%"),
-      h("td", { class: "num" }, st.total > 1 ? bytes(Math.min(st.cur, st.total)) + " / " + bytes(st.total) : ""),
-      h("td", { class: "num" }, st.rate > 0 && st.state === "running" ? bytes(st.rate) + "/s" : ""),
-      h("td", { class: "num" }, dur(st.eta)), h("td", { class: "num" }, dur(took)),
+      h("td", { class: "check" }, mark), h("td", {}, st.label),
+      h("td", {}, bar(st.percent)), h("td", { class: "num" }, Math.round(st.percent) + "%"),
+      h("td", { class: "num" }, st.total_progress > 1 ? bytes(cur) + " / " + bytes(st.total_progress) : ""),
+      h("td", { class: "num" }, st.transfer_bytes_second > 0 && st.state === "running" ? bytes(st.transfer_bytes_second) + "/s" : ""),
+      h("td", { class: "num" }, dur(st.eta_ms / 1000)), h("td", { class: "num" }, dur(took)),
       h("td", { class: "wrap" }, st.state + (st.message && st.state !== "running" && st.state !== "successful" ? ": " + st.message : "")));
   });
   rows.push(h("tr", { class: "total" }, h("td", {}, ""), h("td", {}, "total"), h("td", {}, ""), h("td", {}, ""),
