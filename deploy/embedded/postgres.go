@@ -280,9 +280,9 @@ func (s *PostgresServer) EnsureDatabase(ctx context.Context, name string) error 
 }
 
 // Kill ends the server as a crash would: SIGKILL to the postmaster and
-// every backend at once (its process group), so that the next start runs
-// crash recovery. Killing the postmaster alone would leave backends
-// holding its shared memory, and the next start would be refused.
+// every backend, so that the next start runs crash recovery. It returns
+// once they are all gone: a backend left holding the shared memory would
+// make the next start refused.
 func (s *PostgresServer) Kill() error {
 	select {
 	case <-s.exited:
