@@ -367,8 +367,42 @@ func (m *move) verifyAheadOf(ctx context.Context, last int) error {
 	}
 	m.rep.AheadTime = time.Since(began)
 	m.verifiedAt(ctx, last)
-	_, err := m.send(ctx, false)
-	return err
+	return m.catchUp(ctx, m.lastIncremental())
+}
+
+// maxCatchUps bounds the sends after the checksum ahead.
+const maxCatchUps = 4
+
+// catchUp sends what the instance wrote during the checksum ahead, and
+// sends again while each send shrinks, until one is back within 10% of
+// level (the last incremental before the checksum) or under the rule's
+// MaxBytes.
+// On a busy machine the checksum takes seconds and the first catch-up is
+// large; switching right after it would make the final delta, and so
+// the downtime, what the instance wrote during that large send.
+func (m *move) catchUp(ctx context.Context, level int64) error {
+	prev := int64(-1)
+	for range maxCatchUps {
+		if _, err := m.send(ctx, false); err != nil {
+			return err
+		}
+		n := m.rep.Syncs[len(m.rep.Syncs)-1].Bytes
+		if n <= level+level/10 || n < m.d.cfg.Resync.MaxBytes || prev >= 0 && float64(n) > 0.9*float64(prev) {
+			return nil
+		}
+		prev = n
+	}
+	return nil
+}
+
+// lastIncremental is the size of the last incremental sent, 0 if none.
+func (m *move) lastIncremental() int64 {
+	for i := len(m.rep.Syncs) - 1; i >= 0; i-- {
+		if m.rep.Syncs[i].Incremental {
+			return m.rep.Syncs[i].Bytes
+		}
+	}
+	return 0
 }
 
 // verifiedAt makes snapshot n the verified one, from which the streams
