@@ -64,6 +64,7 @@ func JoinElection(cfg Config, e Election) (*Elector, error) {
 		kgo.RebalanceTimeout(e.Timeout),
 		kgo.HeartbeatInterval(max(e.Timeout/6, 1)),
 		kgo.DisableAutoCommit(),
+		noFetchSessions,
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			if slices.Contains(a[cfg.wire(e.Topic)], 0) {
 				el.set(true, "")
