@@ -215,6 +215,7 @@ cancellations), queries of the views, watch streams, /healthz and /metrics.`, st
 	// transactional id, or they would fence each other.
 	host, _ := os.Hostname()
 	kcfg.TransactionalID = fmt.Sprintf("drove-gateway-%s-%d", host, os.Getpid())
+	kcfg.SoleOwner = true
 	reg := newRegistry()
 	// The pool and the producer reconnect by themselves; what stops the
 	// server (topics not there yet, the listener) is restarted.

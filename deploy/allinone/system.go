@@ -202,7 +202,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	s.Nodes = nodes
 
-	if s.producer, err = kafka.NewProducer(cfg.kafka("drove-gateway", "drove-gateway")); err != nil {
+	gk := cfg.kafka("drove-gateway", "drove-gateway")
+	gk.SoleOwner = true // the one gateway of this system
+	if s.producer, err = kafka.NewProducer(gk); err != nil {
 		pool.Close()
 		return nil, err
 	}

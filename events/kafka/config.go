@@ -32,6 +32,13 @@ type Config struct {
 	// stable per producer role and instance (e.g. "planner-0") and never
 	// shared by two live producers. Required by NewProducer only.
 	TransactionalID string
+	// SoleOwner says TransactionalID is this process's alone (a gateway's
+	// carries its host and pid). A fence can then only come from a client
+	// this producer abandoned (replaceClient) whose request reached the
+	// broker late, after the next client's: the producer starts a new
+	// client and tries the append once more instead of failing with
+	// ErrFenced for good.
+	SoleOwner bool
 	// TransactionTimeout is how long the broker lets an open transaction
 	// live before aborting it, e.g. after a producer crash. Default 30s.
 	TransactionTimeout time.Duration

@@ -251,6 +251,31 @@ func TestSecondProducerFencesTheFirst(t *testing.T) {
 	}
 }
 
+// A producer whose transactional id is its own (Config.SoleOwner) can be
+// fenced only by a client it abandoned; it starts a new client and the
+// append goes through. (Here another producer plays the late client.)
+func TestSoleOwnerStartsAfreshWhenFenced(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	cfg := newCluster(t, 1, topic)
+	cfg.SoleOwner = true
+	p := newProducer(t, cfg)
+	if err := p.Append(ctx, topic, event("r1")); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	late := newProducer(t, cfg)
+	if err := late.Fence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Append(ctx, topic, event("r2")); err != nil {
+		t.Fatalf("Append after the fence = %v, want it through on a new client", err)
+	}
+	got, err := ReadAll(ctx, cfg, topic)
+	if err != nil || len(got) != 2 || got[1].Event.Key != "r2" {
+		t.Fatalf("ReadAll = %v, %v; want r1 and r2", got, err)
+	}
+}
+
 // An append waits for the broker's producer id within its own context:
 // franz-go's BeginTransaction asks for the id with none, so an executor
 // told to stop while the broker gave no id could not (1,499 of 1,500 in an

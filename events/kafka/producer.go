@@ -29,7 +29,8 @@ type Producer struct {
 	cfg  Config
 	opts []kgo.Opt
 
-	mu sync.Mutex // one transaction at a time
+	mu     sync.Mutex // one transaction at a time
+	fenced error      // the fence, once met (guarded by mu): see AppendBatch
 
 	clMu sync.Mutex  // guards cl, which an append may replace
 	cl   *kgo.Client // the transactional client
@@ -146,7 +147,28 @@ func (p *Producer) AppendBatch(ctx context.Context, msgs ...Message) error {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.fenced != nil {
+		return fmt.Errorf("kafka: fenced earlier: %w", p.fenced)
+	}
+	err := p.transact(ctx, recs)
+	if p.cfg.SoleOwner && errors.Is(err, ErrFenced) && !errors.Is(err, ErrDenied) && ctx.Err() == nil {
+		p.cfg.Logger.Warn("kafka producer: fenced by one of its own abandoned clients; starting a new one",
+			"transactional_id", p.cfg.TransactionalID, "err", err)
+		p.replaceClient()
+		err = p.transact(ctx, recs)
+	}
+	if errors.Is(err, ErrFenced) {
+		// A fenced producer stays fenced: its client may be left inside
+		// the transaction the failed abort could not end, and would answer
+		// later appends with errors that hide the fence.
+		p.fenced = err
+	}
+	return err
+}
 
+// transact writes recs in one transaction and commits it. The caller
+// holds mu.
+func (p *Producer) transact(ctx context.Context, recs []*kgo.Record) error {
 	// BeginTransaction loads a producer id the broker has not given yet
 	// with no context, so a broker that does not answer would hold the
 	// append past its caller's end (a stopping executor's heartbeat). The
