@@ -28,7 +28,8 @@ type Executor struct {
 	reader atomic.Pointer[kafka.Reader]
 
 	mu        sync.Mutex
-	base      context.Context // Run's context; tasks derive theirs from it
+	base      context.Context         // Run's context; tasks derive theirs from it
+	halt      context.CancelCauseFunc // ends base, and so Run (fenced.go)
 	ended     map[opKey]bool
 	cancelled map[opKey]string // reason, for opcodes told to stop
 	tasks     map[opKey]*task  // queued or running
@@ -120,7 +121,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		e.wg.Wait()
 	}()
 	e.mu.Lock()
-	e.base = base
+	e.base, e.halt = base, stop
 	e.mu.Unlock()
 
 	if err := e.startStep(ctx, "ensuring the topics", func() error {
@@ -131,7 +132,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if a := e.cfg.Announce; a != nil {
 		env := events.New(*a, events.WithProducer(e.actor),
 			events.WithReason(events.Reason{Actor: e.actor, Why: "executor started on node " + e.cfg.Node}))
-		if err := e.prod.Append(ctx, events.TopicInventory, env); err != nil {
+		if err := e.append(ctx, events.TopicInventory, env); err != nil {
 			return fmt.Errorf("executor: announce node: %w", err)
 		}
 	}

@@ -2,11 +2,14 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/events/retry"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/sim"
 )
@@ -314,4 +317,66 @@ func TestConcurrencyBoundsRunningOpcodes(t *testing.T) {
 	if !slices.Equal(order, want) {
 		t.Fatalf("order %q, want %q", order, want)
 	}
+}
+
+// A producer fenced under the executor (here a second producer takes the
+// node's transactional id; under a partition the broker's epoch bump after
+// an expired transaction does the same) ends Run with an error no
+// supervisor takes for permanent, leaves the running opcode owed rather
+// than ended, and a fresh start finishes it. The driver holds the move
+// until the fence is in place and reports nothing, and heartbeats are
+// off: the end events are the first append after the fence, so the
+// producer meets the fence itself rather than a transaction cut by it.
+func TestFencedProducerEndsRunToStartAfresh(t *testing.T) {
+	w := newWorld(t, instance("vm1", events.StorageZFSReplicated, "n1", "n2", 512, 512))
+	d := &silent{Driver: newSim(t), release: make(chan struct{})}
+	first := w.start("n1", d, func(c *executor.Config) { c.Heartbeat = -1 })
+	w.dispatch("req-1", 0, 0, "n1", migrate("vm1", "n1", "n2"))
+	w.waitFor(events.TopicOpcodes, "req-1 to start", func(evs []events.Envelope) bool {
+		return len(payloads[events.OpcodeStarted](ofRequest(evs, "req-1"))) == 1
+	})
+
+	kc := w.kcfg
+	kc.TransactionalID = events.ExecutorGroup("n1")
+	usurper, err := kafka.NewProducer(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := usurper.Fence(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	usurper.Close()
+	close(d.release)
+	select {
+	case err := <-first.done:
+		first.once.Do(func() {}) // Run has returned: nothing left to shut down
+		if !errors.Is(err, executor.ErrProducerFenced) || errors.Is(err, retry.ErrPermanent) {
+			t.Fatalf("Run returned %v; want ErrProducerFenced, not permanent", err)
+		}
+	case <-w.ctx.Done():
+		t.Fatal("Run did not end after its producer was fenced")
+	}
+	if ended := payloads[events.OpcodeEnded](ofRequest(w.read(events.TopicOpcodes), "req-1")); len(ended) != 0 {
+		t.Fatalf("the fenced executor ended the opcode: %+v", ended)
+	}
+
+	w.start("n1", newSim(t))
+	if got := w.waitEnded("req-1", 0, 0); got.Status != events.JobSuccess {
+		t.Fatalf("owed opcode ended %+v after the fresh start", got)
+	}
+}
+
+// silent holds every move until release is closed and reports nothing.
+type silent struct {
+	*sim.Driver
+	release chan struct{}
+}
+
+func (g *silent) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (executor.Result, error) {
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return executor.Result{}, ctx.Err()
+	}
+	return g.Driver.Run(ctx, op, func(executor.Progress) {})
 }

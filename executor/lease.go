@@ -95,7 +95,7 @@ func (e *Executor) keepLease(ctx context.Context) {
 			events.WithReason(events.Reason{Actor: e.actor, Why: "lease of node " + e.cfg.Node}))
 		actx, cancel := context.WithTimeout(ctx, fence)
 		defer cancel()
-		if err := e.prod.Append(actx, events.TopicHeartbeats, env); err != nil {
+		if err := e.append(actx, events.TopicHeartbeats, env); err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("heartbeat not appended", "err", err)
 			}

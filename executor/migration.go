@@ -332,7 +332,7 @@ func (e *Executor) reportPhaseStatus(t *migTask) func(node string, status events
 			Node: node, Status: status}, fmt.Sprintf("%s reports %s during the %s", node, status, t.what()))
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), progressAppendTimeout)
 		defer cancel()
-		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+		if err := e.append(ctx, events.TopicProgress, env); err != nil {
 			e.log.Warn("move status not appended", "migration", t.d.Migration, "node", node, "status", status, "err", err)
 		}
 	}
@@ -346,7 +346,7 @@ func (e *Executor) sendPhaseProgress(ctx context.Context, t *migTask) func(event
 		env := e.phaseEffect(t, ev, "progress of the "+t.what())
 		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
 		defer cancel()
-		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+		if err := e.append(ctx, events.TopicProgress, env); err != nil {
 			e.log.Warn("progress event not appended", "migration", t.d.Migration, "err", err)
 			return
 		}

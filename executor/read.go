@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -84,6 +85,9 @@ func (e *Executor) read(ctx, base context.Context) error {
 		}
 		b, err := e.next(base, r)
 		if base.Err() != nil {
+			if c := context.Cause(base); errors.Is(c, ErrProducerFenced) {
+				return c
+			}
 			return nil
 		}
 		if err != nil {

@@ -219,7 +219,7 @@ func (e *Executor) appendHard(ctx context.Context, msgs []kafka.Message) error {
 	err := pol.Do(ctx, func(err error) bool {
 		// another executor took over this node, or we are closing
 		return !errors.Is(err, kafka.ErrFenced) && !errors.Is(err, kafka.ErrClosed)
-	}, func(int) error { return e.prod.AppendBatch(ctx, msgs...) },
+	}, func(int) error { return e.appendBatch(ctx, msgs...) },
 		func(_ int, err error, wait time.Duration) {
 			e.log.Warn("append failed; retrying", "err", err, "backoff", wait)
 		})
@@ -306,7 +306,7 @@ func (e *Executor) reportStatus(t *task) func(node string, status events.NodeMov
 			Node: node, Status: status}, fmt.Sprintf("%s reports %s during %s", node, status, t.what()))
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), progressAppendTimeout)
 		defer cancel()
-		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+		if err := e.append(ctx, events.TopicProgress, env); err != nil {
 			e.log.Warn("move status not appended", "opcode", t.key, "node", node, "status", status, "err", err)
 		}
 	}
@@ -320,7 +320,7 @@ func (e *Executor) sendProgress(ctx context.Context, t *task) func(events.Progre
 		env := e.effect(t, ev, "progress of "+t.what())
 		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
 		defer cancel()
-		if err := e.prod.Append(ctx, events.TopicProgress, env); err != nil {
+		if err := e.append(ctx, events.TopicProgress, env); err != nil {
 			e.log.Warn("progress event not appended", "opcode", t.key, "err", err)
 			return
 		}
