@@ -123,7 +123,7 @@ func (b *migrationBook) check(m *migRun, opts Options, inv *inventory, ops *opco
 	}
 	if len(runs) > 0 {
 		last := runs[len(runs)-1]
-		if last.end == nil || !m.answered[last.endRef.ID] {
+		if last.end == nil || !m.answered[last.endRef.ID] && !endedTooLate(rec, last) {
 			if !opts.AllowOpen {
 				what := "is still running"
 				if last.end != nil {
@@ -136,6 +136,15 @@ func (b *migrationBook) check(m *migRun, opts Options, inv *inventory, ops *opco
 	}
 	b.compare(m, rec, d, len(runs))
 	b.placed(m, rec, d, inv)
+}
+
+// endedTooLate reports a phase that ended without effect after its
+// migration had already failed or been aborted: its node was cut off from
+// the log, the planner gave the migration up, and the end was appended on
+// reconnection. There is nothing left to answer.
+func endedTooLate(rec *events.MigrationStateChanged, r *phaseRun) bool {
+	return r.end != nil && r.end.Status != events.JobSuccess &&
+		(rec.State == events.MigrationFailed || rec.State == events.MigrationAborted)
 }
 
 func (b *migrationBook) compare(m *migRun, rec *events.MigrationStateChanged, d derived, phases int) {

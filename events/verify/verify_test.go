@@ -170,6 +170,15 @@ func TestHolds(t *testing.T) {
 				t.Fatalf("counts %+v", c)
 			}
 		}},
+		{"a phase's end appended after its migration failed", func() []step {
+			m := append(cluster(4*mem), migration()[:6]...) // begin ended, sync dispatched
+			return append(m,
+				s(events.MigrationStateChanged{Migration: "m1", Instance: "i3", Account: "ops", Role: events.RoleOperator,
+					Source: "n2", Target: "n3", Automatic: true, State: events.MigrationFailed, Phase: events.PhaseSync,
+					PriorRunState: events.RunRunning, Message: "failed: source node n2 lost"}),
+				s(events.MigrationPhaseEnded{Migration: "m1", Instance: "i3", Node: "n2", Seq: 1, Phase: events.PhaseSync,
+					Status: events.JobCanceled, Error: "fenced"}))
+		}(), Options{}, func(t *testing.T, r *Report) {}},
 		{"a per-instance migration", append(cluster(4*mem), migration()...), Options{}, func(t *testing.T, r *Report) {
 			if r.Counts.Migrations != 1 || r.Counts.Phases != 3 || r.Counts.Placements != 1 {
 				t.Fatalf("counts %+v", r.Counts)
