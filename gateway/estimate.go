@@ -79,13 +79,16 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 		syncs++
 		delta = D * t
 	}
-	down := assumedStopStartSeconds + delta/B
+	down, downHow, err := g.downtime(ctx, in.Primary, delta/B)
+	if err != nil {
+		return wire.Estimate{}, err
+	}
 	total += down
 	bytes += delta
-	how = append(how, fmt.Sprintf("%d sync(s) by the re-sync rule, then a final delta of %.0f bytes; %d s assumed to begin, %d s to stop and start",
-		syncs, delta, assumedBeginSeconds, assumedStopStartSeconds))
+	how = append(how, fmt.Sprintf("%d sync(s) by the re-sync rule, then a final delta of %.0f bytes; %d s assumed to begin",
+		syncs, delta, assumedBeginSeconds), downHow)
 	return wire.Estimate{
-		TotalSeconds: math.Round(total), DowntimeSeconds: math.Round(down), Bytes: int64(bytes),
+		TotalSeconds: math.Round(total), DowntimeSeconds: math.Round(down*1000) / 1000, Bytes: int64(bytes),
 		How: strings.Join(how, "; "), DataBytes: data, LinkBytesPerS: link, DirtyBytesPerS: dirty,
 		Syncs: syncs, SendMbpsLimit: s.SendMbpsLimit,
 	}, nil
@@ -112,6 +115,38 @@ func (g *Gateway) linkRate(ctx context.Context, node string) (int64, string, err
 		return median(own), fmt.Sprintf("link: median of the last %d rates measured sending from %s", len(own), node), nil
 	}
 	return median(any), fmt.Sprintf("link: median of the last %d rates measured on any node (none from %s)", len(any), node), nil
+}
+
+type switchDowntime struct {
+	Node       string `db:"node"`
+	DowntimeMS int64  `db:"downtime_ms"`
+}
+
+// downtime predicts the switch's downtime: the median of the downtimes
+// measured on recent switches from node (stop, final delta, checksum and
+// start, as the driver timed them), else from any node; with none
+// measured, the final delta's transfer (deltaSeconds) and an assumed stop
+// and start.
+func (g *Gateway) downtime(ctx context.Context, node string, deltaSeconds float64) (float64, string, error) {
+	ds, err := many[switchDowntime](ctx, g.db, "switch_downtimes", node, rateSamples)
+	if err != nil {
+		return 0, "", err
+	}
+	var own, any []int64
+	for _, d := range ds {
+		any = append(any, d.DowntimeMS)
+		if d.Node == node {
+			own = append(own, d.DowntimeMS)
+		}
+	}
+	switch {
+	case len(own) > 0:
+		return float64(median(own)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured from %s", len(own), node), nil
+	case len(any) > 0:
+		return float64(median(any)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured on any node (none from %s)", len(any), node), nil
+	}
+	return assumedStopStartSeconds + deltaSeconds, fmt.Sprintf("downtime: no switch measured yet: the final delta's transfer and %d s assumed to stop and start",
+		assumedStopStartSeconds), nil
 }
 
 // dirtyRate is how fast the instance wrote during its past syncs: the

@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/drovehq/drove/events"
@@ -50,5 +52,38 @@ INSERT INTO jobs (request, idx, instance) VALUES ('r9', 0, 'z1'), ('r9', 1, 'z2'
 	if est == nil || est.LowerBoundSeconds != 30 || est.FinishSeconds != 30 || est.LowerBound.Node != "node-a2" ||
 		est.Bytes != 3000*mib || est.JobsAhead != 2 || est.ExpectedFinishAt == "" {
 		t.Fatalf("estimate %+v; want both moves ahead, 30 s, bound 30 s on node-a2's link", est)
+	}
+}
+
+// An instance's estimate predicts the switch's downtime from the switches
+// measured from its node (the median), and says so; with none measured
+// anywhere it says what it assumed.
+func TestEstimateDowntimeFromMeasuredSwitches(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	estimate := func() (float64, string) {
+		var est struct {
+			Downtime float64 `json:"downtime_seconds"`
+			How      string  `json:"how"`
+		}
+		code, body := e.do("POST", "/v1/instances/i1/migrate?action=estimate", "")
+		if code != 200 || json.Unmarshal(body, &est) != nil {
+			t.Fatalf("estimate: %d %s", code, body)
+		}
+		return est.Downtime, est.How
+	}
+	if _, how := estimate(); !strings.Contains(how, "no switch measured yet") {
+		t.Fatalf("estimate without history says %q", how)
+	}
+	e.exec(`
+INSERT INTO migration_phases (migration, seq, instance, phase, node, status, downtime_ms, ended_at) VALUES
+  ('m1', 2, 'x1', 'switch', 'node-a1', 'success', 300, now()),
+  ('m2', 2, 'x2', 'switch', 'node-a1', 'success', 400, now()),
+  ('m3', 2, 'x3', 'switch', 'node-a1', 'success', 900, now()),
+  ('m4', 2, 'x4', 'switch', 'node-a2', 'success', 5000, now()),
+  ('m5', 2, 'x5', 'switch', 'node-a1', 'error', 7000, now());`)
+	down, how := estimate()
+	if down != 0.4 || !strings.Contains(how, "median of the last 3 switches measured from node-a1") {
+		t.Fatalf("estimate: downtime %g s, %q; want 0.4 s from node-a1's three switches", down, how)
 	}
 }
