@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -178,6 +179,15 @@ func DestroyPool(name string) error {
 	os.Remove(ownerFile(name))
 	_ = os.Remove("/" + name)
 	return err
+}
+
+// Release destroys a pool at the end of a benchmark and adds to *err if
+// the pool stays: one left imported keeps zfs-fuse busy and skews what is
+// measured next. Deferred with the benchmark's named error.
+func Release(pool string, err *error) {
+	if derr := DestroyPool(pool); derr != nil {
+		*err = errors.Join(*err, fmt.Errorf("pool %s left behind: %w", pool, derr))
+	}
 }
 
 // Destroy destroys a dataset, and fails t if it cannot.

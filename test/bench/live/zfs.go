@@ -24,7 +24,7 @@ import (
 // disk at writeMBps. It returns the record, the move's time and the
 // rate the guest wrote at during the move (its chunks counted before it
 // on the source, after it on the target).
-func benchZFS(sizeMiB int, writeMBps float64) (*wire.InstanceMigration, time.Duration, float64, error) {
+func benchZFS(sizeMiB int, writeMBps float64) (_ *wire.InstanceMigration, _ time.Duration, _ float64, err error) {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "drove-bench-live-zfs-")
 	if err != nil {
@@ -38,7 +38,16 @@ func benchZFS(sizeMiB int, writeMBps float64) (*wire.InstanceMigration, time.Dur
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	defer cleanup()
+	var pools []string
+	// The VMs go first: they hold their pool's files open, and a busy
+	// pool stayed imported, its zfs-fuse daemon spinning, after the
+	// bench had ended. A pool that stays is the bench's failure.
+	defer func() {
+		cleanup()
+		for _, p := range pools {
+			zfsenv.Release(p, &err)
+		}
+	}()
 	size := func(string) events.Size { return events.Size{MemoryMiB: memMiB, VCPUs: 1} }
 	demo := &allinone.ZFSDemo{Pools: map[string]string{}, StateDir: filepath.Join(tmp, "state"),
 		ContentBytes: int64(sizeMiB) << 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -55,7 +64,7 @@ func benchZFS(sizeMiB int, writeMBps float64) (*wire.InstanceMigration, time.Dur
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		defer zfsenv.DestroyPool(pool)
+		pools = append(pools, pool)
 		demo.Pools[n.Name] = pool
 	}
 	fmt.Printf("zfs: writing %d MiB into local-1's dataset ...\n", sizeMiB)

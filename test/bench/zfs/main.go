@@ -55,19 +55,19 @@ func main() {
 	}
 }
 
-func run(sizeMiB int, writeMiBps float64) error {
+func run(sizeMiB int, writeMiBps float64) (err error) {
 	ctx := context.Background()
 	poolSize := sizeMiB*4 + 512
 	a, err := zfsenv.CreatePool("bench_a", poolSize)
 	if err != nil {
 		return err
 	}
-	defer zfsenv.DestroyPool(a)
+	defer zfsenv.Release(a, &err)
 	b, err := zfsenv.CreatePool("bench_b", poolSize)
 	if err != nil {
 		return err
 	}
-	defer zfsenv.DestroyPool(b)
+	defer zfsenv.Release(b, &err)
 	ds := a + "/vm"
 	if err := sh("zfs create " + ds); err != nil {
 		return err

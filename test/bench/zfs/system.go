@@ -58,7 +58,7 @@ type migrationResult struct {
 	LoadAverage      string  `json:"load_average"`
 }
 
-func runSystem(sizeMiB int, writeMiBps float64, out string) error {
+func runSystem(sizeMiB int, writeMiBps float64, out string) (err error) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	tmp, err := os.MkdirTemp("", "drove-bench-zfs-")
@@ -83,7 +83,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out string) error {
 		if err != nil {
 			return err
 		}
-		defer zfsenv.DestroyPool(pool)
+		defer zfsenv.Release(pool, &err)
 		demo.Pools[n.Name] = pool
 	}
 	defer func() { _, _ = demo.StopWorkloads(context.Background()) }()
