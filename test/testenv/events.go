@@ -11,8 +11,7 @@ import (
 
 // Events gives the test a Kafka cluster (see Kafka) holding every Drove
 // topic, with three partitions each, and a kafka.Config for it that suits
-// tests: consumers see an append within 50 ms (FetchMaxWait), and the
-// partitions of a consumer the test stops move on after a 10 s session.
+// tests (see KafkaCluster.Config).
 func Events(t testing.TB, ctx context.Context) (*KafkaCluster, kafka.Config) {
 	t.Helper()
 	k := Kafka(t)
