@@ -104,17 +104,28 @@ func (g *Gateway) linkRate(ctx context.Context, node string) (int64, string, err
 	if len(rs) == 0 {
 		return defaultLinkBytesPerSecond, fmt.Sprintf("link: no send measured yet, assumed %d MiB/s", defaultLinkBytesPerSecond>>20), nil
 	}
-	var own, any []int64
-	for _, r := range rs {
-		any = append(any, r.BytesPerSecond)
-		if r.Node == node {
-			own = append(own, r.BytesPerSecond)
+	xs, own := nodeFirst(rs, node, func(r linkRate) (string, int64) { return r.Node, r.BytesPerSecond })
+	if own {
+		return median(xs), fmt.Sprintf("link: median of the last %d rates measured sending from %s", len(xs), node), nil
+	}
+	return median(xs), fmt.Sprintf("link: median of the last %d rates measured on any node (none from %s)", len(xs), node), nil
+}
+
+// nodeFirst is the values of the samples node measured when there are any
+// (own), else of them all.
+func nodeFirst[T any](samples []T, node string, of func(T) (string, int64)) (xs []int64, own bool) {
+	var all []int64
+	for _, s := range samples {
+		n, x := of(s)
+		all = append(all, x)
+		if n == node {
+			xs = append(xs, x)
 		}
 	}
-	if len(own) > 0 {
-		return median(own), fmt.Sprintf("link: median of the last %d rates measured sending from %s", len(own), node), nil
+	if len(xs) > 0 {
+		return xs, true
 	}
-	return median(any), fmt.Sprintf("link: median of the last %d rates measured on any node (none from %s)", len(any), node), nil
+	return all, false
 }
 
 type switchDowntime struct {
@@ -132,18 +143,12 @@ func (g *Gateway) downtime(ctx context.Context, node string, deltaSeconds float6
 	if err != nil {
 		return 0, "", err
 	}
-	var own, any []int64
-	for _, d := range ds {
-		any = append(any, d.DowntimeMS)
-		if d.Node == node {
-			own = append(own, d.DowntimeMS)
-		}
-	}
+	xs, own := nodeFirst(ds, node, func(d switchDowntime) (string, int64) { return d.Node, d.DowntimeMS })
 	switch {
-	case len(own) > 0:
-		return float64(median(own)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured from %s", len(own), node), nil
-	case len(any) > 0:
-		return float64(median(any)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured on any node (none from %s)", len(any), node), nil
+	case own:
+		return float64(median(xs)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured from %s", len(xs), node), nil
+	case len(xs) > 0:
+		return float64(median(xs)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured on any node (none from %s)", len(xs), node), nil
 	}
 	return assumedStopStartSeconds + deltaSeconds, fmt.Sprintf("downtime: no switch measured yet: the final delta's transfer and %d s assumed to stop and start",
 		assumedStopStartSeconds), nil
