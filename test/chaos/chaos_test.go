@@ -24,6 +24,7 @@ import (
 	"github.com/drovehq/drove/planner/clustergen"
 	"github.com/drovehq/drove/planner/service"
 	"github.com/drovehq/drove/test/proc"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 const (
@@ -135,10 +136,7 @@ func acceptedID(a *wire.Accepted, err error) (string, error) {
 // cluster (2 groups of 3 nodes) and starts every service as a process.
 func startSystem(t *testing.T) *system {
 	dir := t.TempDir()
-	s := &system{t: t, dir: dir, bin: filepath.Join(dir, "drove")}
-	if out, err := exec.Command("go", "build", "-o", s.bin, "github.com/drovehq/drove/cmd/drove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	s := &system{t: t, dir: dir, bin: testenv.Drove(t)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			s.keepLogs()

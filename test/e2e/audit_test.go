@@ -22,6 +22,7 @@ import (
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/projector/notary"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // The auditor's questions (issue 15), through the drove binary against the
@@ -93,15 +94,6 @@ func drove(t *testing.T, bin string, env []string, args ...string) (string, int)
 		t.Logf("drove %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
 	}
 	return string(out), cmd.ProcessState.ExitCode()
-}
-
-func buildDrove(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "drove")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/drovehq/drove/cmd/drove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // historyOf runs drove history KIND ID --json and decodes its lines.
@@ -180,7 +172,7 @@ func TestAuditTrail(t *testing.T) {
 		c.NotaryKey, c.NotaryInterval = key, 200*time.Millisecond
 	}, tokOperator)
 	ctx := context.Background()
-	bin := buildDrove(t)
+	bin := testenv.Drove(t)
 	opsEnv := []string{"DROVE_GATEWAY=" + e.api.Base, "DROVE_TOKEN=" + tokOperator}
 
 	// An evacuation, the live view sampled while it runs.

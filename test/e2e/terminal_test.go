@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/executor/sim"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // TestMigrateWatchInATerminal drives `drove migrate` in a real terminal
@@ -139,11 +139,7 @@ func terminal(t *testing.T) (bin string, tm tmuxTerm) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is missing: run test/tools/deps.sh (make test-deps)")
 	}
-	bin = filepath.Join(t.TempDir(), "drove")
-	build := exec.Command("go", "build", "-o", bin, "github.com/drovehq/drove/cmd/drove")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin = testenv.Drove(t)
 	socket := fmt.Sprintf("drove-e2e-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
 	tm.tmux = func(args ...string) string {
 		t.Helper()

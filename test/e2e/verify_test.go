@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,10 +27,7 @@ func TestVerifyAfterEveryKindOfMove(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "drove")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/drovehq/drove/cmd/drove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.Drove(t)
 
 	evac, err := e.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{"node-g2-003"}, Mode: "all", Reason: "e2e: verify"})
 	if err != nil {

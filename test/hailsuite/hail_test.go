@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/xml"
 	"fmt"
+	"github.com/drovehq/drove/test/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,10 +32,7 @@ func TestGanetiHailShellTests(t *testing.T) {
 	hspace := lookTool(t, "DROVE_HSPACE", "hspace", "Debian's ganeti-htools")
 
 	dir := t.TempDir()
-	drove := filepath.Join(dir, "drove")
-	if out, err := exec.Command("go", "build", "-o", drove, "github.com/drovehq/drove/cmd/drove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	drove := testenv.Drove(t)
 	// Ganeti's checks call ./test/hs/hail from the top of a source tree
 	// and read $TESTDATA_DIR as ./test/data/htools (cli-tests-defs.sh).
 	hs := filepath.Join(dir, "test", "hs")

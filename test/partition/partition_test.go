@@ -22,6 +22,7 @@ import (
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/service"
 	"github.com/drovehq/drove/test/proc"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // Timings: short, so the test is bounded, yet long enough for three real
@@ -251,10 +252,7 @@ func terminal(state string) bool {
 // the gateway on the host, and one executor per node in its namespace.
 func start(t *testing.T) *system {
 	dir := t.TempDir()
-	s := &system{t: t, dir: dir, bin: filepath.Join(dir, "drove")}
-	if out, err := exec.Command("go", "build", "-o", s.bin, "github.com/drovehq/drove/cmd/drove").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	s := &system{t: t, dir: dir, bin: testenv.Drove(t)}
 	s.net = newNetw(t)
 	s.net.addHosts(11, nodes...)
 	t.Cleanup(func() {

@@ -174,10 +174,11 @@ func Main(m *testing.M) {
 }
 
 // Shutdown stops the shared PostgreSQL server and Kafka broker if testenv
-// started them and forgets them, so a later call starts new ones. [Main] calls it;
+// started them, removes the drove binary it built ([Drove]), and forgets
+// them, so a later call starts new ones. [Main] calls it;
 // a TestMain that needs more than Main can call it itself after m.Run.
 func Shutdown() error {
-	return errors.Join(stopPostgres(), stopBroker())
+	return errors.Join(stopPostgres(), stopBroker(), removeDrove())
 }
 
 func stopPostgres() error {

@@ -23,7 +23,12 @@ set -uo pipefail
 GO=${GO:-go}
 here=$(cd "$(dirname "$0")" && pwd)
 slog=$(mktemp)
-trap 'rm -f "$slog"' EXIT
+bin=$(mktemp -d)
+trap 'rm -rf "$slog" "$bin"' EXIT
+# One drove binary for every test that runs Drove as programs
+# (testenv.Drove): each package building its own linked it seven times.
+"$GO" build -o "$bin/drove" ./cmd/drove || exit 1
+export DROVE_BIN=$bin/drove
 
 mod=github.com/drovehq/drove
 slow="$mod/test/e2e $mod/planner/service $mod/test/partition $mod/test/chaos $mod/deploy/apachekafka $mod/events/kafka $mod/cmd/drove $mod/gateway"
