@@ -26,6 +26,13 @@ type Config struct {
 	// Partitions is the partition count EnsureTopics gives topics it
 	// creates. Default 3.
 	Partitions int
+	// TopicsEnsured says whoever runs this executor has already ensured
+	// the topics and checked their settings (deploy/allinone does, once,
+	// before it starts any executor), so Run does not again: a check
+	// describes every topic's configuration, and 24 executors starting at
+	// once made it a tenth of the broker's work. A stand-alone executor
+	// leaves it false.
+	TopicsEnsured bool
 	// Concurrency bounds the opcodes this node runs at once. Default 4.
 	Concurrency int
 	// Retry says how transient faults are retried.

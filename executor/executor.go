@@ -124,10 +124,12 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.base, e.halt = base, stop
 	e.mu.Unlock()
 
-	if err := e.startStep(ctx, "ensuring the topics", func() error {
-		return kafka.EnsureTopics(ctx, e.cfg.Kafka, e.cfg.Partitions, events.Topics()...)
-	}); err != nil {
-		return fmt.Errorf("executor: ensure topics: %w", err)
+	if !e.cfg.TopicsEnsured {
+		if err := e.startStep(ctx, "ensuring the topics", func() error {
+			return kafka.EnsureTopics(ctx, e.cfg.Kafka, e.cfg.Partitions, events.Topics()...)
+		}); err != nil {
+			return fmt.Errorf("executor: ensure topics: %w", err)
+		}
 	}
 	if a := e.cfg.Announce; a != nil {
 		env := events.New(*a, events.WithProducer(e.actor),

@@ -367,7 +367,7 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 		return err
 	}
 	cfg := executor.Config{Node: node, Kafka: s.cfg.kafka("drove-executor-"+node, ""),
-		Partitions: s.cfg.Partitions, Concurrency: s.cfg.ExecutorConcurrency,
+		Partitions: s.cfg.Partitions, TopicsEnsured: true, Concurrency: s.cfg.ExecutorConcurrency,
 		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
 	e, err := executor.New(cfg, d)
 	if err != nil {

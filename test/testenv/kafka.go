@@ -56,13 +56,14 @@ func (k *KafkaCluster) Topic(name string) string { return k.TopicPrefix + name }
 
 // Config is a kafka.Config for the cluster, in the test's Namespace,
 // whose appends return once readers can see them (a test appends, then
-// reads). The broker answers a waiting fetch as soon as an append lands
-// there; FetchMaxWait only bounds how often an idle consumer asks again.
+// reads). Its FetchMaxWait is Drove's default: the broker answers a
+// waiting fetch as soon as an append (or a transaction's commit marker)
+// lands, so the wait only bounds how often an idle consumer asks again.
 // At 50 ms the idle polling of one running system (24 executors and the
 // services) took 0.40 of a core under the race detector, at 500 ms 0.12,
 // and the broker's share fell with it.
 func (k *KafkaCluster) Config() kafka.Config {
-	return kafka.Config{Brokers: k.Brokers, Namespace: k.TopicPrefix, FetchMaxWait: 500 * time.Millisecond, AwaitVisible: true}
+	return kafka.Config{Brokers: k.Brokers, Namespace: k.TopicPrefix, AwaitVisible: true}
 }
 
 // KafkaEnv is the environment that makes a `drove` process use cfg's
