@@ -26,7 +26,6 @@ import (
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/planner/service"
 	"github.com/drovehq/drove/projector/notary"
-	"github.com/drovehq/drove/test/testenv"
 )
 
 // composeFile is deploy/compose.yaml as far as this test reads it.
@@ -177,7 +176,7 @@ func startComposeKafka(t *testing.T, c composeFile, pki string) *apachekafka.Clu
 		Dir: filepath.Join(t.TempDir(), "kafka"), Hosts: []string{"localhost"},
 		Listener: apachekafka.Listener{Name: "SECURE", Protocol: "SASL_SSL"},
 		Settings: brokerProperties(t, c.Services["kafka"].Environment, pki),
-		JVM:      testenv.BrokerJVM, Client: admin,
+		Client:   admin,
 	})
 	if err != nil {
 		t.Fatal(err)

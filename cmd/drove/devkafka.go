@@ -59,23 +59,11 @@ func (f devFlags) startDevBroker(ctx context.Context, abs string) (*devBroker, e
 		about: fmt.Sprintf("Kafka: embedded (franz-go kfake) at %s (deploy/embedded, data in %s)", strings.Join(b.Addrs(), ","), dir)}, nil
 }
 
-// devApacheSettings make a laptop's broker start quickly: the internal
-// topics are created at their first use, every partition at once, and
-// Kafka's 50 each take seconds on one node for nothing a demo needs.
-var devApacheSettings = map[string]string{
-	"offsets.topic.num.partitions":         "3",
-	"transaction.state.log.num.partitions": "3",
-}
-
-// devApacheJVM compiles with C1 only: the broker answers seconds sooner
-// on a laptop, and a demo's few events per second need no more.
-var devApacheJVM = append(append([]string{}, apachekafka.DefaultJVM...), "-XX:TieredStopAtLevel=1")
-
 // startApacheDev starts one Apache Kafka broker (and controller) on dir;
 // cluster.json there keeps its id and port, so a restart is the same
 // broker with the same log.
 func startApacheDev(ctx context.Context, dir string) (*devBroker, error) {
-	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: dir, Nodes: 1, Settings: devApacheSettings, JVM: devApacheJVM})
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: dir, Nodes: 1})
 	if errors.Is(err, apachekafka.ErrNotInstalled) {
 		return nil, fmt.Errorf("--kafka apache needs Java 17+ and Apache Kafka's jars; run `make test-deps` (or `make run-kafka`, which does): %w", err)
 	}

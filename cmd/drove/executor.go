@@ -48,6 +48,8 @@ Drivers:
   zfs      instance datasets under --zfs-parent, sent between nodes with
            incremental zfs send; --runtime qemu boots each instance's VM from
            the disk.raw in its dataset and hands a running VM over live,
+           --runtime process runs --command in each instance's dataset (its
+           working directory) and moves it with the data,
            --runtime none moves storage only
   qemu     QEMU VMs over QMP on shared storage: live migration (opcodes and
            per-instance phases), post-copy
@@ -60,9 +62,9 @@ Drivers:
 	node := fs.String("node", "", "this node's name (required)")
 	fs.StringVar(&df.driver, "driver", "sim", "sim, zfs, qemu or process")
 	fs.StringVar(&df.zfsParent, "zfs-parent", "", "zfs: the dataset holding one dataset per instance, e.g. tank/drove")
-	fs.StringVar(&df.runtime, "runtime", "none", "zfs: what runs instances: none or qemu")
+	fs.StringVar(&df.runtime, "runtime", "none", "zfs: what runs instances: none, qemu or process")
 	fs.StringVar(&df.stateDir, "state-dir", "/var/lib/drove", "qemu, process: where sockets, pid files and logs go")
-	fs.StringVar(&df.command, "command", "", `process: the command of an instance, with {instance} replaced`)
+	fs.StringVar(&df.command, "command", "", `process, and zfs with --runtime process: the command of an instance, with {instance} replaced`)
 	fs.StringVar(&df.listenAddr, "listen-addr", "0.0.0.0:0", "where the receiving side of moves listens")
 	fs.StringVar(&df.advertise, "advertise-addr", "", "the host other nodes reach this one at (default: the listen host)")
 	fs.Int64Var(&df.simBps, "sim-bandwidth", 0, "sim: the simulated link's bytes per second; 0: the demo's (slow it to watch moves, or to cut a node off mid-move)")
@@ -126,6 +128,12 @@ func buildDriver(ctx context.Context, node string, df driverFlags, tlsFiles node
 		closeRuntime := none
 		switch df.runtime {
 		case "none":
+		case "process":
+			pd, err := processDriver(node, df, log)
+			if err != nil {
+				return nil, none, err
+			}
+			cfg.Runtime = process.ZFSRuntime{Driver: pd}
 		case "qemu":
 			vm, err := qemu.New(qemu.Config{Node: node, Dir: filepath.Join(df.stateDir, "qemu"), Logger: log, TLS: tlsFiles,
 				Disk: func(string) (string, error) { return "", fmt.Errorf("the zfs runtime gives each VM its disk") }})
@@ -135,7 +143,7 @@ func buildDriver(ctx context.Context, node string, df driverFlags, tlsFiles node
 			cfg.Runtime = qemu.ZFSRuntime{Driver: vm}
 			closeRuntime = func() { _ = vm.Close() }
 		default:
-			return nil, none, fmt.Errorf("unknown --runtime %q: none or qemu", df.runtime)
+			return nil, none, fmt.Errorf("unknown --runtime %q: none, qemu or process", df.runtime)
 		}
 		d, err := zfs.New(ctx, cfg)
 		if err != nil {
@@ -153,14 +161,20 @@ func buildDriver(ctx context.Context, node string, df driverFlags, tlsFiles node
 		}
 		return vm, func() { _ = vm.Close() }, nil
 	case "process":
-		if !strings.Contains(df.command, "{instance}") {
-			return nil, none, fmt.Errorf(`--driver process needs --command with {instance} in it, e.g. --command "/usr/local/bin/app --name {instance}"`)
-		}
-		d, err := process.New(process.Config{Node: node, Dir: filepath.Join(df.stateDir, "process"), Logger: log,
-			Command: func(instance string) ([]string, error) {
-				return strings.Fields(strings.ReplaceAll(df.command, "{instance}", instance)), nil
-			}})
+		d, err := processDriver(node, df, log)
 		return d, none, err
 	}
 	return nil, none, fmt.Errorf("unknown --driver %q: sim, zfs, qemu or process", df.driver)
+}
+
+// processDriver runs each instance as --command, {instance} replaced by
+// its name: the process driver, or the zfs driver's process runtime.
+func processDriver(node string, df driverFlags, log *slog.Logger) (*process.Driver, error) {
+	if !strings.Contains(df.command, "{instance}") {
+		return nil, fmt.Errorf(`--driver %s needs --command with {instance} in it, e.g. --command "/usr/local/bin/app --name {instance}"`, df.driver)
+	}
+	return process.New(process.Config{Node: node, Dir: filepath.Join(df.stateDir, "process"), Logger: log,
+		Command: func(instance string) ([]string, error) {
+			return strings.Fields(strings.ReplaceAll(df.command, "{instance}", instance)), nil
+		}})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/drovehq/drove/deploy/apachekafka"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // TestOneNodeRestartsWithItsTopics starts one broker, creates a topic,
@@ -53,7 +54,9 @@ func TestOneNodeRestartsWithItsTopics(t *testing.T) {
 // with SIGKILL, appends through the other two, and starts it again.
 func TestThreeNodesOutliveOneKilled(t *testing.T) {
 	ctx := context.Background()
-	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: t.TempDir(), Nodes: 3})
+	// The tests' settings (testenv): a dead node fenced after 3 s, not 9.
+	// TestOneNodeRestartsWithItsTopics runs on the defaults.
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: t.TempDir(), Nodes: 3, Settings: testenv.BrokerSettings})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,10 @@ import (
 //     transactions' state written to two replicas when there are three,
 //     so the loss of one broker loses no commit;
 //   - the first rebalance of a group is not held back 3 s for more
-//     members: a standby planner takes over without that wait.
+//     members: a standby planner takes over without that wait;
+//   - the internal topics in 3 partitions, not 50: they are created at
+//     their first use, every partition at once, which took seconds on a
+//     small machine for nothing a demo or a test needs.
 func ServerDefaults(nodes int) map[string]string {
 	rf := strconv.Itoa(min(nodes, 3))
 	isr := strconv.Itoa(min(nodes, 2))
@@ -31,6 +34,8 @@ func ServerDefaults(nodes int) map[string]string {
 		"transaction.state.log.min.isr":            isr,
 		"default.replication.factor":               rf,
 		"group.initial.rebalance.delay.ms":         "0",
+		"offsets.topic.num.partitions":             "3",
+		"transaction.state.log.num.partitions":     "3",
 	}
 }
 

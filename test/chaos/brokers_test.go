@@ -26,7 +26,7 @@ func (s *system) startKafka() {
 	ctx, cancel := context.WithTimeout(context.Background(), brokerStart+time.Minute)
 	defer cancel()
 	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3, StartTimeout: brokerStart,
-		Settings: testenv.BrokerSettings, JVM: testenv.BrokerJVM})
+		Settings: testenv.BrokerSettings})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func (s *system) startKafka() {
 	ctx, cancel := context.WithTimeout(context.Background(), brokerStart+time.Minute)
 	defer cancel()
 	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3, StartTimeout: brokerStart,
-		Hosts: hosts, Settings: testenv.BrokerSettings, JVM: testenv.BrokerJVM,
+		Hosts: hosts, Settings: testenv.BrokerSettings,
 		Wrap: func(id int) []string { return []string{"ip", "netns", "exec", s.net.nodes[brokerHost(id)].ns} }})
 	if err != nil {
 		s.t.Fatal(err)

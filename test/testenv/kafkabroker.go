@@ -29,10 +29,6 @@ var BrokerSettings = map[string]string{
 	"auto.create.topics.enable": "true",
 	// Elections and groups in tests use sessions of a second or less.
 	"group.min.session.timeout.ms": "100",
-	// The internal topics are created at first use, every partition at
-	// once: a few instead of 50 each make that first use quick.
-	"offsets.topic.num.partitions":         "3",
-	"transaction.state.log.num.partitions": "3",
 	// A broker that died is fenced by the controller after this, and its
 	// partitions led by others: 3 s instead of 9 s in failure tests.
 	"broker.session.timeout.ms":    "3000",
@@ -49,10 +45,6 @@ var BrokerSettings = map[string]string{
 	"num.replica.fetchers":           "1",
 	"log.cleaner.dedupe.buffer.size": "8388608",
 }
-
-// BrokerJVM is the tests' broker JVM: apachekafka's, compiling with C1
-// only, which starts sooner and spends less CPU beside the tests.
-var BrokerJVM = append(append([]string{}, apachekafka.DefaultJVM...), "-XX:TieredStopAtLevel=1")
 
 var (
 	brokerMu   sync.Mutex
@@ -86,7 +78,7 @@ func startSharedBroker(ctx context.Context) (*apachekafka.Cluster, string, error
 	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, "", err
 	}
-	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: dir, Settings: BrokerSettings, JVM: BrokerJVM})
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: dir, Settings: BrokerSettings})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("start Apache Kafka: %w", err)

@@ -15,28 +15,24 @@
 #    run under it;
 #  - then, apart from the main run, the tests on zfs-fuse (zfs-tests.sh).
 #    Beside the main run they took 600 s instead of 200 and timed moves
-#    failed. Beside them, the partition tests (race detector on): they
-#    wait on three brokers in network namespaces more than they compute
-#    (half a core), and leave the main run 120 CPU-s lighter; the ZFS
-#    tests use about one core.
-# The main run prints as it goes; the other runs' output is kept and
-# printed whole when they have ended, so they do not interleave. Fails if
+#    failed.
+# The main run prints as it goes; the scale run's output is kept and
+# printed whole when it has ended, so the two do not interleave. Fails if
 # any failed.
 set -uo pipefail
 GO=${GO:-go}
 here=$(cd "$(dirname "$0")" && pwd)
 slog=$(mktemp)
-plog=$(mktemp)
 bin=$(mktemp -d)
-trap 'rm -rf "$slog" "$plog" "$bin"' EXIT
+trap 'rm -rf "$slog" "$bin"' EXIT
 # One drove binary for every test that runs Drove as programs
 # (testenv.Drove): each package building its own linked it seven times.
 "$GO" build -o "$bin/drove" ./cmd/drove || exit 1
 export DROVE_BIN=$bin/drove
 
 mod=github.com/drovehq/drove
-slow="$mod/test/e2e $mod/planner/service $mod/test/chaos $mod/deploy/apachekafka $mod/events/kafka $mod/cmd/drove $mod/gateway"
-rest=$("$GO" list ./... | grep -v -e "/executor/zfs$" -e "/test/partition$" | grep -vxF -f <(tr ' ' '\n' <<<"$slow"))
+slow="$mod/test/e2e $mod/planner/service $mod/test/partition $mod/test/chaos $mod/deploy/apachekafka $mod/events/kafka $mod/cmd/drove $mod/gateway"
+rest=$("$GO" list ./... | grep -v "/executor/zfs$" | grep -vxF -f <(tr ' ' '\n' <<<"$slow"))
 apart='TestLoadHeld|TestGroupChangeOf20000Instances|TestAPIFuzzedBySchemathesis'
 
 "$GO" test -count=1 -timeout 20m -run "^($apart)\$" "$mod/test/e2e" "$mod/planner/service" >"$slog" 2>&1 &
@@ -47,16 +43,10 @@ wait "$spid"
 scaled=$?
 echo "---- the scale tests and the API fuzzer, without the race detector:"
 cat "$slog"
-"$GO" test -race -count=1 -timeout 20m "$mod/test/partition" >"$plog" 2>&1 &
-ppid=$!
 echo "---- the tests on zfs-fuse (test/tools/zfs-tests.sh):"
 GO=$GO bash "$here/zfs-tests.sh"
 zfs=$?
-wait "$ppid"
-parted=$?
-echo "---- the partition tests, beside them:"
-cat "$plog"
-if [ "$main" -ne 0 ] || [ "$scaled" -ne 0 ] || [ "$zfs" -ne 0 ] || [ "$parted" -ne 0 ]; then
-  echo "run-tests: FAILED (main run exit $main, scale tests and fuzzer exit $scaled, tests on zfs-fuse exit $zfs, partition tests exit $parted)"
+if [ "$main" -ne 0 ] || [ "$scaled" -ne 0 ] || [ "$zfs" -ne 0 ]; then
+  echo "run-tests: FAILED (main run exit $main, scale tests and fuzzer exit $scaled, tests on zfs-fuse exit $zfs)"
   exit 1
 fi

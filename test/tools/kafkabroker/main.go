@@ -48,7 +48,7 @@ func run(argv []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: dir, Settings: testenv.BrokerSettings, JVM: testenv.BrokerJVM})
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: dir, Settings: testenv.BrokerSettings})
 	if err != nil {
 		return fail(err)
 	}
