@@ -76,7 +76,7 @@ func (e *Executor) read(ctx, base context.Context) error {
 
 	var ops []kafka.Record // recovery: this partition up to where the log stood
 	recovering := true
-	var kept time.Time
+	var keptAt time.Time
 	for {
 		if recovering && r.CaughtUp() {
 			if err := e.recover(ops); err != nil {
@@ -85,9 +85,9 @@ func (e *Executor) read(ctx, base context.Context) error {
 			recovering, ops = false, nil
 			e.log.Info("executor running", "concurrency", e.cfg.Concurrency, "owed", e.owed.count())
 		}
-		if !recovering && time.Since(kept) >= checkpointEvery {
+		if !recovering && time.Since(keptAt) >= checkpointEvery {
 			e.keep(ctx, cp, tp)
-			kept = time.Now()
+			keptAt = time.Now()
 		}
 		b, err := e.next(base, r)
 		if base.Err() != nil {

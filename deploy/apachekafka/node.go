@@ -107,10 +107,10 @@ func (n *Node) format() error {
 	if _, err := os.Stat(filepath.Join(n.Dir, "data", "meta.properties")); err == nil {
 		return nil
 	}
-	// The tool runs for a second: compiled with C1 only and one collector
-	// thread, it costs half the CPU of Java's defaults.
-	args := []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", classpath(n.c.libs), "kafka.tools.StorageTool",
-		"format", "--cluster-id", n.c.id, "--config", n.propsFile(), "--ignore-formatted"}
+	// The tool runs on the brokers' JVM options: on Java's defaults (C2,
+	// a parallel collector) its second took twice the CPU.
+	args := append(append([]string{}, n.c.opts.JVM...), "-cp", classpath(n.c.libs), "kafka.tools.StorageTool",
+		"format", "--cluster-id", n.c.id, "--config", n.propsFile(), "--ignore-formatted")
 	cmd := n.command(n.c.java, args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("apachekafka: format node %d's storage: %w: %s", n.ID, err, bytes.TrimSpace(out))

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-
-	"github.com/drovehq/drove/events/retry"
 )
 
 // Ping checks that the brokers answer and lists them: for health checks
@@ -159,19 +156,12 @@ func DeleteTopics(ctx context.Context, cfg Config, topics ...string) error {
 // records until its metadata catches up (a test that deleted a topic and
 // read it at once read its old records, 1 run in some 20).
 func waitGone(ctx context.Context, adm *kadm.Client, cfg Config, topics []string) error {
-	quick := retry.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
-	return quick.Do(ctx, nil, func(int) error {
-		details, err := adm.ListTopics(ctx, cfg.wires(topics)...)
-		if err != nil {
-			return fmt.Errorf("kafka: list deleted topics: %w", translate(err))
-		}
-		for _, t := range cfg.wires(topics) {
-			if d, ok := details[t]; ok && d.Err == nil {
-				return fmt.Errorf("kafka: deleted topic %s is still served", t)
-			}
+	return pollTopics(ctx, adm, cfg, topics, func(t string, d kadm.TopicDetail, listed bool) error {
+		if listed && d.Err == nil {
+			return fmt.Errorf("kafka: deleted topic %s is still served", t)
 		}
 		return nil
-	}, nil)
+	})
 }
 
 // Bounds returns the start and the end (last stable offset) of every

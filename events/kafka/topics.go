@@ -186,6 +186,23 @@ func missingTopics(ctx context.Context, adm *kadm.Client, cfg Config, topics []s
 // committed it; the brokers learn of it a moment later, and until then
 // answer UNKNOWN_TOPIC_OR_PARTITION to whoever uses the topic at once.
 func waitServed(ctx context.Context, adm *kadm.Client, cfg Config, topics []string) error {
+	return pollTopics(ctx, adm, cfg, topics, func(t string, d kadm.TopicDetail, listed bool) error {
+		if !listed || d.Err != nil || len(d.Partitions) == 0 {
+			return fmt.Errorf("kafka: created topic %s is not served yet", t)
+		}
+		for _, p := range d.Partitions {
+			if p.Err != nil || p.Leader < 0 {
+				return fmt.Errorf("kafka: created topic %s/%d has no leader yet", t, p.Partition)
+			}
+		}
+		return nil
+	})
+}
+
+// pollTopics asks the brokers about topics, quickly and again, until
+// check passes for every one of them (listed: the broker names it).
+func pollTopics(ctx context.Context, adm *kadm.Client, cfg Config, topics []string,
+	check func(topic string, d kadm.TopicDetail, listed bool) error) error {
 	if len(topics) == 0 {
 		return nil
 	}
@@ -193,17 +210,12 @@ func waitServed(ctx context.Context, adm *kadm.Client, cfg Config, topics []stri
 	return quick.Do(ctx, nil, func(int) error {
 		details, err := adm.ListTopics(ctx, cfg.wires(topics)...)
 		if err != nil {
-			return fmt.Errorf("kafka: list created topics: %w", translate(err))
+			return fmt.Errorf("kafka: list topics: %w", translate(err))
 		}
 		for _, t := range cfg.wires(topics) {
-			d, ok := details[t]
-			if !ok || d.Err != nil || len(d.Partitions) == 0 {
-				return fmt.Errorf("kafka: created topic %s is not served yet", t)
-			}
-			for _, p := range d.Partitions {
-				if p.Err != nil || p.Leader < 0 {
-					return fmt.Errorf("kafka: created topic %s/%d has no leader yet", t, p.Partition)
-				}
+			d, listed := details[t]
+			if err := check(t, d, listed); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -24,18 +24,19 @@ func Drove(t testing.TB) string {
 	}
 	droveMu.Lock()
 	defer droveMu.Unlock()
-	droveOnce.Do(func() { droveBin, droveErr = buildDrove() })
-	if droveErr != nil {
-		t.Fatalf("testenv.Drove: %v", droveErr)
+	if droveBin == "" {
+		bin, err := buildDrove()
+		if err != nil {
+			t.Fatalf("testenv.Drove: %v", err)
+		}
+		droveBin = bin
 	}
 	return droveBin
 }
 
 var (
-	droveMu   sync.Mutex
-	droveBin  string
-	droveErr  error
-	droveOnce = new(sync.Once)
+	droveMu  sync.Mutex
+	droveBin string // built by Drove, removed by Shutdown
 )
 
 func buildDrove() (string, error) {
@@ -56,7 +57,7 @@ func removeDrove() error {
 	droveMu.Lock()
 	defer droveMu.Unlock()
 	bin := droveBin
-	droveBin, droveErr, droveOnce = "", nil, new(sync.Once)
+	droveBin = ""
 	if bin == "" {
 		return nil
 	}
