@@ -43,6 +43,10 @@ const (
 	loadEvacuated = 2 // the last nodes of g1 are evacuated; the others' instances migrated one by one
 	loadWatchers  = 500
 	loadReaders   = 8
+	// loadReadEvery paces each reader: 160 reads a second in all. Unpaced,
+	// the readers took every CPU cycle the machine would give them, and
+	// beside the other tests the run stretched, so they read for longer.
+	loadReadEvery = 50 * time.Millisecond
 	// loadRSSBound is the memory bound, MiB, under the race detector
 	// (which multiplies memory several times).
 	loadRSSBound = 3072
@@ -219,7 +223,8 @@ func (l *load) write(migrated map[string]string, evacuated []string) []ack {
 	return acks
 }
 
-// read lists in a loop from loadReaders clients until stop; the returned
+// read lists in a loop from loadReaders clients, each paced by
+// loadReadEvery, until stop; the returned
 // function waits for them.
 func (l *load) read() (wait func()) {
 	paths := []string{"/v1/instances?limit=100", "/v1/nodes", "/v1/migrations?limit=50", "/v1/requests", "/v1/jobs?limit=100"}
@@ -228,7 +233,14 @@ func (l *load) read() (wait func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			pace := time.NewTicker(loadReadEvery)
+			defer pace.Stop()
 			for k := i; l.ctx.Err() == nil; k++ {
+				select {
+				case <-l.ctx.Done():
+					return
+				case <-pace.C:
+				}
 				t0 := time.Now()
 				status, b, err := l.do(l.ctx, http.MethodGet, paths[k%len(paths)], "")
 				if l.ctx.Err() != nil {
@@ -301,58 +313,72 @@ func (l *load) holdStream(path string, opened func()) bool {
 	}
 }
 
-// awaitEnds polls the log until every acknowledged write is in it and
+// awaitEnds follows the log until every acknowledged write is in it and
 // ended: a migration's last state final, an evacuation finished or
-// rejected. It records what did not, and says whether all did.
+// rejected. It records what did not, and says whether all did. One reader
+// follows both topics: reading them whole again on every poll cost this
+// test more CPU than the system under load did, on a machine shared with
+// the other tests.
 func (l *load) awaitEnds(acks []ack, within time.Duration) bool {
-	deadline := time.Now().Add(within)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	r, err := kafka.NewReader(ctx, l.e.kcfg, kafka.ReadOptions{
+		Topics: []string{events.TopicMigrations, events.TopicRequests}, Follow: true, MaxWait: time.Second})
+	if err != nil {
+		l.e.t.Fatal(err)
+	}
+	defer r.Close()
+	seen := logged{asked: map[string]bool{}, ended: map[string]bool{}}
 	for {
-		open := l.notEnded(acks)
-		if len(open) == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			l.unmatched = open
+		b, err := r.Next(ctx)
+		if ctx.Err() != nil {
+			l.unmatched = seen.open(acks)
 			return false
 		}
-		time.Sleep(250 * time.Millisecond) // polling the log, with a deadline
-	}
-}
-
-// notEnded lists the acknowledged writes the log does not show ended.
-func (l *load) notEnded(acks []ack) []string {
-	l.e.t.Helper()
-	ctx := context.Background()
-	asked, ended := map[string]bool{}, map[string]bool{}
-	for _, topic := range []string{events.TopicMigrations, events.TopicRequests} {
-		recs, err := kafka.ReadAll(ctx, l.e.kcfg, topic)
+		if err != nil && !kafka.IsRetryable(err) {
+			l.e.t.Fatal(err)
+		}
+		recs, err := b.Decode()
 		if err != nil {
 			l.e.t.Fatal(err)
 		}
-		for _, r := range recs {
-			p, err := r.Event.DecodePayload()
-			if err != nil {
-				l.e.t.Fatal(err)
-			}
-			switch ev := p.(type) {
-			case events.MigrationActionRequested:
-				asked[ev.Migration] = true
-			case events.MigrationStateChanged:
-				final := ev.State == events.MigrationSuccessful || ev.State == events.MigrationFailed || ev.State == events.MigrationAborted
-				ended[ev.Migration] = final
-			case events.EvacuationRequested:
-				asked[ev.Request] = true
-			case events.RequestFinished:
-				ended[ev.Request] = true
-			case events.RequestRejected:
-				ended[ev.Request] = true
-			}
+		if seen.add(l.e.t, recs); b.CaughtUp && len(seen.open(acks)) == 0 {
+			return true
 		}
 	}
+}
+
+// logged is what the log said of the load's writes so far.
+type logged struct{ asked, ended map[string]bool }
+
+func (g logged) add(t *testing.T, recs []kafka.Record) {
+	for _, r := range recs {
+		p, err := r.Event.DecodePayload()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev := p.(type) {
+		case events.MigrationActionRequested:
+			g.asked[ev.Migration] = true
+		case events.MigrationStateChanged:
+			final := ev.State == events.MigrationSuccessful || ev.State == events.MigrationFailed || ev.State == events.MigrationAborted
+			g.ended[ev.Migration] = final
+		case events.EvacuationRequested:
+			g.asked[ev.Request] = true
+		case events.RequestFinished:
+			g.ended[ev.Request] = true
+		case events.RequestRejected:
+			g.ended[ev.Request] = true
+		}
+	}
+}
+
+// open lists the acknowledged writes the log does not show ended.
+func (g logged) open(acks []ack) []string {
 	var open []string
 	for _, a := range acks {
-		if !asked[a.id] || !ended[a.id] {
-			open = append(open, fmt.Sprintf("%s (in the log: %t)", a.id, asked[a.id]))
+		if !g.asked[a.id] || !g.ended[a.id] {
+			open = append(open, fmt.Sprintf("%s (in the log: %t)", a.id, g.asked[a.id]))
 		}
 	}
 	return open
