@@ -32,18 +32,17 @@ vet: ## go vet, gofmt, go mod tidy, and no tracked file over 1 MB but test data 
 	@bash test/tools/large-files.sh
 
 # test/tools/run-tests.sh runs every package with the race detector,
-# slowest first, and beside it the two scale tests and the API fuzzer
-# without the detector; then the tests on zfs-fuse (executor/zfs, and
-# test/e2e's TestZfs*), one package at a time, through a script that
-# runs them once more if the zfs-fuse daemon deadlocked
-# (test/zfsenv/watchdog.go).
+# slowest first, and beside it the end-to-end tests without the detector
+# (a sample of them with it), then the tests on zfs-fuse (executor/zfs,
+# and test/e2e's TestZfs*) through a script that runs them once more if
+# the zfs-fuse daemon deadlocked (test/zfsenv/watchdog.go).
 # Every package shares one Apache Kafka broker that test/tools/kafkabroker
 # starts for the run and hands over as KAFKA_BROKERS; each test works in a
 # namespace of its own on it (test/testenv). The chaos and partition tests
 # start clusters of their own, to kill and cut off.
 KAFKA_RUN = $(GO) run ./test/tools/kafkabroker --
 
-test: test-deps vet ## every test, with the race detector, on a real Apache Kafka broker
+test: test-deps vet ## every test, with the race detector (the end-to-end ones: a sample), on a real Apache Kafka broker
 	$(KAFKA_RUN) env GO=$(GO) bash test/tools/run-tests.sh
 
 fuzz: ## run each fuzzer for a while (FUZZTIME=60s)

@@ -163,8 +163,11 @@ func destroy(ctx context.Context, name string) error {
 		if errors.Is(err, ErrNotFound) || err == nil {
 			return nil
 		}
-		if !strings.Contains(err.Error(), "busy") || time.Now().After(deadline) {
+		if !strings.Contains(err.Error(), "busy") {
 			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %w", ErrBusy, err)
 		}
 		t := time.NewTimer(100 * time.Millisecond)
 		select {
@@ -175,6 +178,10 @@ func destroy(ctx context.Context, name string) error {
 		}
 	}
 }
+
+// ErrBusy is a destroy still refused after busyWait because zfs-fuse
+// holds the dataset busy.
+var ErrBusy = errors.New("zfs: still busy after " + busyWait.String())
 
 // busyWait is long because the moment can be: beside two CPU-bound
 // processes a destroy was still refused after 5 s (an abort during a sync

@@ -263,15 +263,33 @@ func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string
 	if final {
 		return next, nil
 	}
-	for _, k := range local {
-		if slices.Contains(m.before, k) {
-			continue
-		}
-		if err := destroy(ctx, m.ds+"@"+snapName(k)); err != nil {
-			return next, executor.Transient(err)
-		}
+	if err := m.prune(ctx, local); err != nil {
+		return next, executor.Transient(err)
 	}
 	return next, nil
+}
+
+// prune destroys the snapshots numbered ns but those held before the
+// move. One zfs-fuse keeps busy is left, named in the log,
+// for a later cleanup: the move no longer needs it, and the snapshot of
+// a send cut by a crash stays busy for minutes, so the sync run again
+// after a crash failed on it.
+func (m *move) prune(ctx context.Context, ns []int) error {
+	for _, n := range ns {
+		if slices.Contains(m.before, n) {
+			continue
+		}
+		name := m.ds + "@" + snapName(n)
+		err := destroy(ctx, name)
+		if errors.Is(err, ErrBusy) {
+			m.d.log.Warn("a snapshot of the move stays busy; left for a later cleanup", "snapshot", name, "err", err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stream runs `zfs send args` into a recv stream to the target and
@@ -513,14 +531,7 @@ func (m *move) cleanupFailed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range ns {
-		if !slices.Contains(m.before, n) {
-			if err := destroy(ctx, m.ds+"@"+snapName(n)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return m.prune(ctx, ns)
 }
 
 // cleanupSource ends a committed move on the source: a zfs-local instance that moved

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Runs the tests on zfs-fuse: the ZFS driver's (executor/zfs) and the
-# end-to-end tests on ZFS (test/e2e, TestZfs*; make test's main run skips
-# them), the two packages side by side (each waits on zfs-fuse and on its
-# moves' rate caps more than it computes, so together they take little
-# longer than the longer one). The driver's tests run under the race
-# detector; the end-to-end ones do not: the same system runs under it in
-# make test's phase 1 (test/e2e on the sim driver) and its driver here,
-# and the detector made them cost 234 CPU-s instead of about 110 and
-# stretched the driver's tests beside them from 200 s to 300. If the
-# zfs-fuse daemon deadlocked during a
-# run (test/zfsenv's watchdog restarts it and prints its marker), that
+# end-to-end tests on ZFS (test/e2e, TestZfs*; make test's other run of
+# test/e2e skips them), the two packages side by side (each waits on
+# zfs-fuse and on its moves' rate caps more than it computes, so together
+# they take little longer than the longer one). The driver's tests run
+# under the race detector; the end-to-end ones do not, as the rest of
+# test/e2e in make test (run-tests.sh): the detector made them cost 234
+# CPU-s instead of about 110 and stretched the driver's tests beside them
+# from 200 s to 300. If the zfs-fuse daemon deadlocked during a run
+# (test/zfsenv's watchdog restarts it and prints its marker), that
 # package runs once more: the deadlock is in the stand-in daemon that
 # several simulated nodes share, see test/zfsenv/watchdog.go. Any other
 # failure fails. The output of each is printed whole when it has ended,
