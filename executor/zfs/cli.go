@@ -156,8 +156,11 @@ func rollback(ctx context.Context, snap string) error {
 // is not an error: cleanup runs after partial work.
 // zfs-fuse calls a dataset busy for a moment after its files were last
 // used, even with -f; the destroy is retried for up to busyWait.
-func destroy(ctx context.Context, name string) error {
-	deadline := time.Now().Add(busyWait)
+func destroy(ctx context.Context, name string) error { return destroyWithin(ctx, name, busyWait) }
+
+// destroyWithin is destroy retrying a busy dataset for up to wait.
+func destroyWithin(ctx context.Context, name string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
 	for {
 		err := translate((&gozfs.Dataset{Name: name}).Destroy(gozfs.DestroyRecursive | gozfs.DestroyForceUmount))
 		if errors.Is(err, ErrNotFound) || err == nil {
@@ -167,7 +170,7 @@ func destroy(ctx context.Context, name string) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %w", ErrBusy, err)
+			return fmt.Errorf("%w (waited %s): %w", ErrBusy, wait, err)
 		}
 		t := time.NewTimer(100 * time.Millisecond)
 		select {
@@ -179,9 +182,9 @@ func destroy(ctx context.Context, name string) error {
 	}
 }
 
-// ErrBusy is a destroy still refused after busyWait because zfs-fuse
+// ErrBusy is a destroy still refused at its deadline because zfs-fuse
 // holds the dataset busy.
-var ErrBusy = errors.New("zfs: still busy after " + busyWait.String())
+var ErrBusy = errors.New("zfs: dataset still busy")
 
 // busyWait is long because the moment can be: beside two CPU-bound
 // processes a destroy was still refused after 5 s (an abort during a sync

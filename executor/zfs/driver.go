@@ -139,6 +139,8 @@ type Driver struct {
 
 	mig migBook // per-instance migrations' phases done (migrate.go)
 
+	stuck sync.Map // snapshot name → when it was found busy past busyWait (dropSnapshot)
+
 	// beforeTargetSum, when set, runs on the target before it sums a
 	// move's snapshot (dataset, snapshot, prev as the source asked): the
 	// one place a test can damage the target's copy after the final

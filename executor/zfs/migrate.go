@@ -420,13 +420,41 @@ func (m *move) dropSnapshots(ctx context.Context, keep int) error {
 	}
 	for _, n := range ns {
 		if n != keep {
-			if err := destroy(ctx, m.ds+"@"+snapName(n)); err != nil {
+			if err := m.dropSnapshot(ctx, n); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
 }
+
+// dropSnapshot destroys the move's snapshot n. One zfs-fuse keeps busy is
+// left, named in the log, for a later cleanup: the move no longer needs
+// it, and the snapshot of a send cut by a crash stays busy for minutes,
+// so the sync run again after the crash, and an abort after it, failed
+// on it.
+// Once found busy past busyWait, it is tried once, not waited on again,
+// for stuckFor: it stays busy for minutes, and each wait was a sync's or
+// an abort's 30 s.
+func (m *move) dropSnapshot(ctx context.Context, n int) error {
+	name := m.ds + "@" + snapName(n)
+	wait := busyWait
+	if at, ok := m.d.stuck.Load(name); ok && time.Since(at.(time.Time)) < stuckFor {
+		wait = 0
+	}
+	err := destroyWithin(ctx, name, wait)
+	if errors.Is(err, ErrBusy) {
+		m.d.stuck.Store(name, time.Now())
+		m.d.log.Warn("a snapshot of the move stays busy; left for a later cleanup", "snapshot", name, "err", err)
+		return nil
+	}
+	m.d.stuck.Delete(name)
+	return err
+}
+
+// stuckFor is how long a snapshot found busy past busyWait is taken to
+// stay so.
+const stuckFor = 5 * time.Minute
 
 // restorePrior puts the source back in its prior run state and drops the
 // migration's marks from it.

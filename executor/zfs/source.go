@@ -270,22 +270,13 @@ func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string
 }
 
 // prune destroys the snapshots numbered ns but those held before the
-// move. One zfs-fuse keeps busy is left, named in the log,
-// for a later cleanup: the move no longer needs it, and the snapshot of
-// a send cut by a crash stays busy for minutes, so the sync run again
-// after a crash failed on it.
+// move.
 func (m *move) prune(ctx context.Context, ns []int) error {
 	for _, n := range ns {
 		if slices.Contains(m.before, n) {
 			continue
 		}
-		name := m.ds + "@" + snapName(n)
-		err := destroy(ctx, name)
-		if errors.Is(err, ErrBusy) {
-			m.d.log.Warn("a snapshot of the move stays busy; left for a later cleanup", "snapshot", name, "err", err)
-			continue
-		}
-		if err != nil {
+		if err := m.dropSnapshot(ctx, n); err != nil {
 			return err
 		}
 	}
@@ -542,18 +533,7 @@ func (m *move) cleanupSource(ctx context.Context, keep string) error {
 		return destroy(ctx, m.ds)
 	}
 	k, _ := strconv.Atoi(keep)
-	ns, err := snapNumbers(ctx, m.ds)
-	if err != nil {
-		return err
-	}
-	for _, n := range ns {
-		if n != k {
-			if err := destroy(ctx, m.ds+"@"+snapName(n)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return m.dropSnapshots(ctx, k)
 }
 
 // commonNewest is the newest snapshot number in local that the target

@@ -56,8 +56,14 @@ var zfsProcessTolerance = downtimeTolerance{below: 250 * time.Millisecond, above
 // guest: Drove reports QEMU's downtime (from the source's STOP to the
 // switchover); the guest sees from its last chunk before the pause to
 // its first after the resume (a chunk interval, 62.5 ms at 1 MiB/s, and
-// a resume), its edges detected within a chunk's write.
-var guestTolerance = downtimeTolerance{below: 100 * time.Millisecond, above: 750 * time.Millisecond}
+// a resume), its edges detected within a chunk's write. The guest's
+// clock is its HPET, which runs on QEMU's virtual clock, and that stands
+// still while the VM is paused: the guest's gap stays near one chunk
+// interval whatever the pause (62 ms against Drove's 265 ms beside make
+// test's load), so Drove's figure is the larger by up to the pause
+// itself. A guest clock on host time would see the pause whole (issue
+// 30's open point).
+var guestTolerance = downtimeTolerance{below: 500 * time.Millisecond, above: 750 * time.Millisecond}
 
 // checkDowntime holds a switched migration's record to the workload's
 // gap read from the data on the target (gap): the record carries that
