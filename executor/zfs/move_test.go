@@ -68,10 +68,13 @@ func TestMigrateWhileWriting(t *testing.T) {
 		t.Errorf("checksum %q", rep.Checksum)
 	}
 	// The switch's checksum reads what changed since the checksum ahead
-	// of it (the log), not the unchanged 200 MB base again.
+	// of it (the log), not the unchanged 200 MB base again. How much of
+	// the log changed depends on the machine: beside make test's load the
+	// move took 60 s and the switch read 133 MB of log.
 	t.Logf("checksum ahead %s; at the switch %s: read %d bytes, reused %d", rep.AheadTime, rep.ChecksumTime, rep.ChecksumRead, rep.ChecksumReused)
-	if rep.ChecksumReused < size || rep.ChecksumRead >= size/2 {
-		t.Errorf("switch checksum read %d bytes and reused %d; want the %d-byte base reused", rep.ChecksumRead, rep.ChecksumReused, size)
+	if logged := wr.bytes(); rep.ChecksumReused < size || rep.ChecksumRead > logged+1<<20 {
+		t.Errorf("switch checksum read %d bytes and reused %d, %d bytes of log written; want the %d-byte base reused and no more than the log read",
+			rep.ChecksumRead, rep.ChecksumReused, logged, size)
 	}
 
 	// The target holds exactly what was written, independently checked.

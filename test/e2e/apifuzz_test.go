@@ -36,7 +36,6 @@ const fuzzChecks = "not_a_server_error,status_code_conformance,content_type_conf
 	"response_headers_conformance,response_schema_conformance"
 
 func TestAPIFuzzedBySchemathesis(t *testing.T) {
-	t.Parallel()
 	bin := schemathesisBin(t)
 	e := startWithTokens(t, permTokens, tokOperator)
 	ctx := context.Background()

@@ -71,7 +71,6 @@ type loadResult struct {
 }
 
 func TestLoadHeld(t *testing.T) {
-	t.Parallel()
 	seed := groupsCluster(loadNodes, loadPerNode)
 	e := startWith(t, func(c *allinone.Config) {
 		c.Seed = func() *planner.Cluster { return seed }
