@@ -143,7 +143,13 @@ func terminal(t *testing.T) (bin string, tm tmuxTerm) {
 	socket := fmt.Sprintf("drove-e2e-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
 	tm.tmux = func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-u", "-L", socket}, args...)...).CombinedOutput()
+		// Bounded: a tmux that hangs (seen once, started without a
+		// terminal) fails the test with its arguments, not the run.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "tmux", append([]string{"-u", "-L", socket}, args...)...)
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("tmux %v: %v\n%s", args, err, out)
 		}

@@ -336,7 +336,11 @@ func TestZfsLiveEvacuation(t *testing.T) {
 // migrate opcodes allow (allow_failover): the evacuation succeeds, the VM
 // runs on its new node, booted there, and the source has nothing left.
 func TestZfsLiveEvacuationFallsBackOffline(t *testing.T) {
-	zl := startZfsLiveWith(t, func(cfg *zfs.Config) { cfg.SendBytesPerSecond = 1 << 20 }) // a pre-copy of seconds
+	// 4 MiB/s: a pre-copy of the guest's 32 MiB takes seconds, time to
+	// kill the incoming VM, and the offline move's syncs outrun the
+	// guest's 1 MiB/s of writes (at 1 MiB/s they never caught up: the
+	// test took 82 s, 39 s of it the final delta).
+	zl := startZfsLiveWith(t, func(cfg *zfs.Config) { cfg.SendBytesPerSecond = 4 << 20 })
 	ctx := context.Background()
 	a, err := zl.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{zl.src}, Mode: "all", Reason: "e2e: live evacuation, fallback"})
 	if err != nil {
