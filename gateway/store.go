@@ -87,9 +87,20 @@ type named struct {
 	Group string `db:"group_name"`
 }
 
+// query runs query name planned with its arguments: the gateway's
+// queries filter by a column only when its argument is not empty, in SQL
+// a plan cached for any arguments cannot simplify. Such a generic plan
+// estimated one row for every filter and listed 50 migrations of 27,000
+// in a second, by nested loops over all of them; planned with the
+// arguments (the unnamed statement, its description cached), the same
+// page took under 1 ms, plus 1-3 ms to plan.
+func (s *store) query(ctx context.Context, name string, args ...any) (pgx.Rows, error) {
+	return s.pool.Query(ctx, s.q.get(name), append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
+}
+
 // many runs query name and collects its rows into Ts by column name.
 func many[T any](ctx context.Context, s *store, name string, args ...any) ([]T, error) {
-	rows, err := s.pool.Query(ctx, s.q.get(name), args...)
+	rows, err := s.query(ctx, name, args...)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %s: %w", name, err)
 	}
@@ -102,7 +113,7 @@ func many[T any](ctx context.Context, s *store, name string, args ...any) ([]T, 
 
 // one runs query name and returns its only row, or ErrNotFound.
 func one[T any](ctx context.Context, s *store, name string, args ...any) (T, error) {
-	rows, err := s.pool.Query(ctx, s.q.get(name), args...)
+	rows, err := s.query(ctx, name, args...)
 	if err != nil {
 		var zero T
 		return zero, fmt.Errorf("gateway: %s: %w", name, err)
@@ -119,7 +130,7 @@ func one[T any](ctx context.Context, s *store, name string, args ...any) (T, err
 
 // column runs query name and returns its single text column.
 func (s *store) column(ctx context.Context, name string, args ...any) ([]string, error) {
-	rows, err := s.pool.Query(ctx, s.q.get(name), args...)
+	rows, err := s.query(ctx, name, args...)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %s: %w", name, err)
 	}

@@ -22,7 +22,7 @@ var oldViews = map[int]string{
 	3: `CREATE VIEW request_status AS SELECT r.*, '' AS status FROM requests r;
 		CREATE VIEW migration_state AS SELECT m.*, '' AS state FROM migrations m;
 		CREATE VIEW instance_migrations AS SELECT m.id, m.instance FROM migrations m WHERE m.kind = 'instance';
-		INSERT INTO migrations (id, request, job, idx, started_at) VALUES ('r/0/0', 'r', 0, 0, now());`,
+		INSERT INTO migrations (id, request, job, idx, created_at, started_at) VALUES ('r/0/0', 'r', 0, 0, now(), now());`,
 	24: `CREATE VIEW request_status AS SELECT r.*, '' AS status FROM requests r;
 		CREATE VIEW move_state AS SELECT m.id, '' AS state FROM moves m;
 		CREATE VIEW instance_migrations AS SELECT m.id, m.phase_running FROM moves m WHERE m.kind = 'instance';`,

@@ -22,9 +22,13 @@ SELECT r.*,
        END AS status
 FROM requests r;
 
--- A move's RFD 34 state, derived: moves of bulk requests (opcodes) only.
--- Per-instance migrations (kind 'instance') and their phases' rows are
--- left out; they are in instance_migrations.
+-- A move's RFD 34 state, derived: moves of bulk requests (opcodes) only,
+-- those a dispatch has dated (created_at: only opcode.dispatched writes
+-- it, so a move shows once its dispatch is folded, whatever the order of
+-- its events). Per-instance migrations (kind 'instance') and their
+-- phases' rows (progress only, never dispatched as opcodes) are left
+-- out; they are in instance_migrations. The index moves_dispatched
+-- (schema/028) holds exactly these rows.
 CREATE VIEW move_state AS
 SELECT m.*,
        CASE
@@ -35,9 +39,7 @@ SELECT m.*,
          ELSE 'scheduled'
        END AS state
 FROM moves m
-WHERE m.kind = 'opcode'
-  AND NOT EXISTS (SELECT 1 FROM moves x WHERE x.id = m.request AND x.kind = 'instance')
-  AND NOT EXISTS (SELECT 1 FROM migration_phases ph WHERE ph.migration = m.request);
+WHERE m.kind = 'opcode' AND m.created_at IS NOT NULL;
 
 -- Per-instance migrations (schema/003): the RFD 34 record, with the
 -- progress of its latest phase that reported any.

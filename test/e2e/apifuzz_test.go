@@ -49,7 +49,7 @@ func TestAPIFuzzedBySchemathesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	m0 := e.gatewayCounts()
-	e.schemathesis(bin, "negative", 25, fuzzChecks+",negative_data_rejection", "DROVE_FUZZ_INVALID_ONLY=1")
+	e.schemathesis(bin, "negative", 15, fuzzChecks+",negative_data_rejection", "DROVE_FUZZ_INVALID_ONLY=1")
 	m1 := e.gatewayCounts()
 	after, err := kafka.Ends(ctx, e.kcfg, topics...)
 	if err != nil {
@@ -67,7 +67,7 @@ func TestAPIFuzzedBySchemathesis(t *testing.T) {
 		t.Errorf("%d invalid requests were answered 2xx", n)
 	}
 
-	e.schemathesis(bin, "all", 20, fuzzChecks)
+	e.schemathesis(bin, "all", 12, fuzzChecks)
 	m2 := e.gatewayCounts()
 	if m2.server != 0 {
 		t.Errorf("the gateway answered %d requests with a 5xx", m2.server)

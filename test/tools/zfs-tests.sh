@@ -7,45 +7,53 @@
 # detector; the end-to-end ones do not, as the rest of test/e2e in make
 # test (run-tests.sh): the detector made them cost 234 CPU-s instead of
 # about 110 and stretched the driver's tests beside them from 200 s to
-# 300. If the zfs-fuse daemon deadlocked during a run (test/zfsenv's
-# watchdog restarts it and prints its marker), that run goes once more: the deadlock is in the stand-in daemon that
-# several simulated nodes share, see test/zfsenv/watchdog.go. Any other
-# failure fails. The output of each is printed whole when it has ended,
-# so they do not interleave.
+# 300. If the zfs-fuse daemon deadlocked during the runs (test/zfsenv's
+# watchdog restarts it and prints its marker), the runs that failed go
+# once more, whichever run saw it: the deadlock is in the stand-in daemon
+# that several simulated nodes share (test/zfsenv/watchdog.go), and its
+# restart cuts off every run's pools. Any other failure fails. The output
+# of each is printed whole when it has ended, so they do not interleave.
 set -uo pipefail
 GO=${GO:-go}
 marker="ZFSENV: zfs-fuse deadlocked"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-# run NAME [go test flags and package...]
-run() {
-  local name=$1 log="$dir/$1.log"
-  shift
-  for attempt in 1 2; do
-    "$GO" test -count=1 "$@" >"$log" 2>&1
-    rc=$?
-    cat "$log" >>"$dir/$name.all"
-    [ "$rc" -eq 0 ] && return 0
-    if [ "$attempt" -eq 2 ] || ! grep -q "$marker" "$log"; then
-      return "$rc"
-    fi
-    echo "zfs-tests: zfs-fuse deadlocked during the run; running the $name tests once more" >>"$dir/$name.all"
+# The three runs below, by name: go test's flags and package.
+declare -A args=(
+  [driver-contracts]="-race ./executor/zfs/ -run ^(TestDriverContract|TestMigrationContract|TestMigrateWhileWriting|TestSwitchFaultRestoresTheSource|TestMigrationPauseRateAbort)\$ -timeout 20m"
+  [driver-rest]="-race ./executor/zfs/ -skip ^(TestDriverContract|TestMigrationContract|TestMigrateWhileWriting|TestSwitchFaultRestoresTheSource|TestMigrationPauseRateAbort)\$ -timeout 20m"
+  [e2e]="./test/e2e/ -run ^TestZfs -timeout 30m"
+)
+# The driver's tests go in two halves at once, each about two minutes
+# alone: one after the other they were the run's last five minutes.
+
+# runAll NAME... runs each named run at once and waits for them all;
+# $failed holds the names of those that failed.
+runAll() {
+  local -A pids=()
+  local name
+  for name in "$@"; do
+    # shellcheck disable=SC2086 # the flags split on purpose
+    "$GO" test -count=1 ${args[$name]} >"$dir/$name.log" 2>&1 &
+    pids[$name]=$!
+  done
+  failed=()
+  for name in "$@"; do
+    wait "${pids[$name]}" || failed+=("$name")
+    cat "$dir/$name.log" >>"$dir/$name.all"
   done
 }
 
-# The driver's tests in two halves at once, each about two minutes
-# alone: one after the other they were the run's last five minutes.
-half='^(TestDriverContract|TestMigrationContract|TestMigrateWhileWriting|TestSwitchFaultRestoresTheSource|TestMigrationPauseRateAbort)$'
-run driver-contracts -race ./executor/zfs/ -run "$half" -timeout 20m &
-contracts=$!
-run driver-rest -race ./executor/zfs/ -skip "$half" -timeout 20m &
-rest=$!
-run e2e ./test/e2e/ -run '^TestZfs' -timeout 30m &
-e2e=$!
-rc=0
-for p in "$contracts" "$rest" "$e2e"; do
-  wait "$p" || rc=1
-done
+runAll driver-contracts driver-rest e2e
+# A daemon restarted by one run's watchdog cuts off the pools of every
+# run using it then, so each failed run goes once more if any run saw
+# the deadlock.
+if [ "${#failed[@]}" -gt 0 ] && grep -qF "$marker" "$dir"/*.log; then
+  for name in "${failed[@]}"; do
+    echo "zfs-tests: zfs-fuse deadlocked during the runs; running the $name tests once more" >>"$dir/$name.all"
+  done
+  runAll "${failed[@]}"
+fi
 cat "$dir/driver-contracts.all" "$dir/driver-rest.all" "$dir/e2e.all"
-exit $rc
+[ "${#failed[@]}" -eq 0 ]
