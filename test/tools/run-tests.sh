@@ -7,12 +7,13 @@
 #     to kill and cut off; they mostly wait on leases and kills) beside
 #     the tests on zfs-fuse (zfs-tests.sh; they mostly wait on zfs-fuse
 #     and on their moves' rate caps). Each leaves a core idle half the
-#     time alone: together they fill the machine. The chaos and partition
-#     tests (their brokers and services too) run at nice 10: at equal
-#     priority beside them, zfs-fuse deadlocked in the one run tried (its
-#     watchdog restarted it), while they ride out CPU hogs by design. The
-#     ZFS tests share the broker with nothing else then (beside the other
-#     packages' tests a dial to it timed out under load).
+#     time alone: together they fill the machine. zfs-fuse runs at nice
+#     -10 (test/zfsenv) and the chaos and partition tests, their brokers
+#     and services too, at nice 10: at equal priority beside them,
+#     zfs-fuse deadlocked, and at nice 10 alone it held pools busy past
+#     every test's bound, while those tests ride out CPU hogs by design.
+#     The ZFS tests share the broker with nothing else then (beside the
+#     other packages' tests a dial to it timed out under load).
 #  2. A. every other package but the end-to-end one, with the race
 #        detector, two packages at a time, the slowest first (go test
 #        starts packages in the order given);

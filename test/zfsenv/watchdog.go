@@ -98,7 +98,9 @@ func restartDaemon() {
 	for _, c := range []string{"/var/lib/zfs/zpool.cache", "/etc/zfs/zpool.cache"} {
 		_ = os.Remove(c)
 	}
-	_ = ensureDaemon()
+	if ensureDaemon() == nil {
+		raisePriority()
+	}
 }
 
 // kstatMount is a FUSE mount zfs-fuse serves from start to stop.
