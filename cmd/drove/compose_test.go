@@ -345,11 +345,16 @@ func runServices(t *testing.T, env func(string) map[string]string, brokers, pki 
 	}
 }
 
+// serviceWait bounds the wait for a service's first record: beside a
+// loaded make test the broker took 98 s to start and the executor's
+// first heartbeat came after 30.
+const serviceWait = 2 * time.Minute
+
 // waitFor waits until topic holds a record, read with cfg, failing at
 // once if a service ends meanwhile.
 func waitFor[T any](t *testing.T, ended <-chan T, cfg kafka.Config, topic, what string) {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(serviceWait)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -364,7 +369,7 @@ func waitFor[T any](t *testing.T, ended <-chan T, cfg kafka.Config, topic, what 
 		case e := <-ended:
 			t.Fatalf("waiting for %s, a service ended: %+v", what, e)
 		case <-deadline:
-			t.Fatalf("no record on %s within 30 s: %s never came", topic, what)
+			t.Fatalf("no record on %s within %s: %s never came", topic, serviceWait, what)
 		case <-tick.C:
 		}
 	}
