@@ -98,9 +98,7 @@ func restartDaemon() {
 	for _, c := range []string{"/var/lib/zfs/zpool.cache", "/etc/zfs/zpool.cache"} {
 		_ = os.Remove(c)
 	}
-	if ensureDaemon() == nil {
-		raisePriority()
-	}
+	_ = ensureDaemon()
 }
 
 // kstatMount is a FUSE mount zfs-fuse serves from start to stop.

@@ -28,7 +28,6 @@ func Require(t testing.TB) {
 	t.Helper()
 	daemonOnce.Do(func() {
 		if daemonErr = ensureDaemon(); daemonErr == nil {
-			raisePriority()
 			sweepStale()
 		}
 	})
@@ -232,29 +231,4 @@ func Run(t testing.TB, name string, args ...string) string {
 		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
 	}
 	return string(out)
-}
-
-// daemonNice is the priority zfs-fuse runs at. It stands for the kernel
-// ZFS of several nodes, whose threads no user process starves; at the
-// priority of everything else, beside make test's other tests (three
-// Kafka brokers, the services they serve), it held pools busy for
-// minutes and deadlocked.
-const daemonNice = -10
-
-// raisePriority sets every thread of the running zfs-fuse to daemonNice
-// (a process's priority on Linux is per thread), if this process may. A
-// daemon the watchdog restarts is raised by restartDaemon.
-func raisePriority() {
-	out, err := exec.Command("pgrep", "-x", "zfs-fuse").Output()
-	if err != nil {
-		return
-	}
-	for _, pid := range strings.Fields(string(out)) {
-		tasks, _ := os.ReadDir(filepath.Join("/proc", pid, "task"))
-		for _, task := range tasks {
-			if tid, err := strconv.Atoi(task.Name()); err == nil {
-				_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, daemonNice)
-			}
-		}
-	}
 }
