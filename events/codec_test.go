@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -250,8 +251,24 @@ func TestDecodeCanonicalises(t *testing.T) {
 
 func TestNewIDLooksLikeAUUID(t *testing.T) {
 	id := NewID()
-	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[14] != '4' || id[18] != '-' || id[23] != '-' {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[14] != '7' || id[18] != '-' || id[23] != '-' ||
+		!strings.ContainsRune("89ab", rune(id[19])) {
 		t.Fatalf("NewID() = %q", id)
+	}
+}
+
+// Ids made later sort after: the time leads, to the millisecond.
+func TestNewIDSortsByTime(t *testing.T) {
+	before := NewID()
+	ms := time.Now().UnixMilli()
+	for time.Now().UnixMilli() == ms { // the next millisecond, by polling the clock
+	}
+	if after := NewID(); after <= before {
+		t.Fatalf("NewID() %q made after %q sorts before it", after, before)
+	}
+	want := fmt.Sprintf("%012x", ms)
+	if got := strings.ReplaceAll(NewID(), "-", "")[:12]; got < want {
+		t.Fatalf("NewID()'s time %s is before the clock's %s", got, want)
 	}
 }
 

@@ -111,12 +111,21 @@ func WithTime(t time.Time) Option {
 	return func(e *Envelope) { e.Time = t.UTC().Round(0) }
 }
 
-// NewID returns a random RFC 4122 version 4 UUID. crypto/rand is enough, and
-// it keeps the package free of dependencies.
+// NewID returns an RFC 9562 version 7 UUID: the Unix time in
+// milliseconds, then 74 random bits. Ids made one after the other sort one
+// after the other, so every index keyed by them (event_log's primary key
+// first of all, issue 32) grows at its right edge instead of splitting
+// pages all over: about half the cost per row of a random (version 4) id.
+// They reveal when they were made, which every envelope says anyway.
+// crypto/rand is enough, and it keeps the package free of dependencies.
 func NewID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails since Go 1.24; it crashes instead
-	b[6] = b[6]&0x0f | 0x40
+	_, _ = rand.Read(b[6:]) // never fails since Go 1.24; it crashes instead
+	ms := uint64(time.Now().UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	b[6] = b[6]&0x0f | 0x70
 	b[8] = b[8]&0x3f | 0x80
 	var s [36]byte
 	hex.Encode(s[0:8], b[0:4])
