@@ -130,7 +130,7 @@ func (p *Projector) foldAll(ctx context.Context, conn *pgxpool.Conn, r *kafka.Re
 		if len(deferred) == 0 {
 			return nil
 		}
-		if err := buildIndexes(ctx, conn, p.cfg.Schema, deferred); err != nil {
+		if err := buildIndexes(ctx, p.pool, p.cfg.Schema, deferred); err != nil {
 			return err
 		}
 		p.log.Info("projector: caught up; secondary indexes built", "indexes", len(deferred))

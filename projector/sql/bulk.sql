@@ -31,4 +31,4 @@ SELECT table_name, name, constraint_name, constraint_def, index_def
 FROM projector_deferred_indexes ORDER BY table_name, name
 
 -- name: bulk_deferred_built
-DELETE FROM projector_deferred_indexes
+DELETE FROM projector_deferred_indexes WHERE name = $1
