@@ -67,6 +67,12 @@ func TestLiveBulkCatchUp(t *testing.T) {
 	if deferred < 5 {
 		t.Fatalf("after a crash mid catch-up, %d indexes recorded as deferred", deferred)
 	}
+	// Each index is built in a transaction of its own, with its record: a
+	// build cut short leaves those it built, and the next catch-up builds
+	// the others. One built here, as by a builder that died after it.
+	if pending, err := BuildOneDeferredIndex(e.ctx, e.pool, "drove"); err != nil || pending != deferred {
+		t.Fatalf("building one of %d deferred indexes: %d pending, %v", deferred, pending, err)
+	}
 
 	stop := e.start(e.projector(bulk))
 	e.waitCaughtUp("drove")

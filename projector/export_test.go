@@ -129,3 +129,14 @@ func SchemaVersions() ([]int, error) {
 	}
 	return out, err
 }
+
+// BuildOneDeferredIndex builds one of schema's deferred indexes, as a
+// builder cut short after it would have, and returns how many were
+// recorded before.
+func BuildOneDeferredIndex(ctx context.Context, pool *pgxpool.Pool, schema string) (int, error) {
+	pending, err := pendingIndexes(ctx, pool, schema)
+	if err != nil || len(pending) == 0 {
+		return 0, err
+	}
+	return len(pending), buildIndex(ctx, pool, schema, pending[len(pending)-1])
+}
