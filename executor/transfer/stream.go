@@ -209,6 +209,9 @@ func (s *Stream) WriteTo(w io.Writer) (int64, error) {
 	if !ok {
 		return io.Copy(w, struct{ io.Reader }{s})
 	}
+	if _, tcp := s.conn.(*net.TCPConn); !tcp {
+		return s.writeFrames(f)
+	}
 	var total int64
 	for {
 		if s.done {
@@ -249,6 +252,38 @@ func (s *Stream) WriteTo(w io.Writer) (int64, error) {
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("%w: %v", ErrCut, err)
+		}
+	}
+}
+
+// writeFrames is WriteTo for a stream that cannot splice, one over TLS:
+// each frame is decrypted whole into a buffer, then written in one
+// write(2). TLS hands over a record (16 KiB) a read, and a write of each
+// into the pipe to zfs receive would wake the receiving process 64,000
+// times a GiB; on a small machine those wakeups, not the copies, bound a
+// move's throughput (executor/zfs/cli.go).
+func (s *Stream) writeFrames(w io.Writer) (int64, error) {
+	buf := make([]byte, chunkSize) // a frame's body is never larger
+	var total int64
+	for {
+		n, err := s.Read(buf) // the frame's header when due, then its body
+		for err == nil && s.left > 0 {
+			var k int
+			k, err = s.Read(buf[n:])
+			n += k
+		}
+		if n > 0 {
+			k, werr := w.Write(buf[:n])
+			total += int64(k)
+			if werr != nil {
+				return total, fmt.Errorf("%w: %v", ErrCut, werr)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
 		}
 	}
 }
@@ -410,6 +445,9 @@ func (s *Sender) Write(p []byte) (int, error) {
 		if _, err := bufs.WriteTo(s.conn); err != nil {
 			return written, s.writeFailed(err)
 		}
+		if err := flushConn(s.conn); err != nil {
+			return written, s.writeFailed(err)
+		}
 		s.meter.Add(n)
 		written += n
 		p = p[n:]
@@ -467,6 +505,9 @@ func (s *Sender) Finish() (Reply, error) {
 		return Reply{}, s.writeFailed(err)
 	}
 	if err := s.bw.Flush(); err != nil {
+		return Reply{}, s.writeFailed(err)
+	}
+	if err := flushConn(s.conn); err != nil {
 		return Reply{}, s.writeFailed(err)
 	}
 	rl := <-s.reply // the conn's close (ctx) ends the read
