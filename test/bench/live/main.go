@@ -74,29 +74,35 @@ func main() {
 	withZFS := flag.Bool("zfs", true, "also measure the zfs-local hand-over (root, zfs-fuse)")
 	withShared := flag.Bool("shared", true, "measure the migration on shared storage")
 	out := flag.String("out", "test/bench/results/live.json", "where the figures go, as JSON")
+	downtimeOut := flag.String("downtime-out", "test/bench/results/downtime.json", "where each kind of move's downtimes go (workload's, reported, predicted), as JSON, beside the zfs bench's")
+	moves := flag.Int("moves", 2, "moves of each kind, there and back: each predicted with what the ones before it measured (the first has no history); the first is the one measured for live.json")
 	flag.Parse()
 	r := result{SizeMiB: *sizeMiB, WriteMBps: *writeMBps, GuestMemoryMiB: memMiB}
 	if *withShared {
-		m, total, err := benchShared()
+		ms, err := benchShared(*moves)
 		if err != nil {
 			fail("shared", err)
 		}
-		r.DowntimeMSShared, r.TotalSShared, r.SyncsShared = system.Downtime(m), total.Seconds(), m.Syncs
+		m := ms[0]
+		r.DowntimeMSShared, r.TotalSShared, r.SyncsShared = system.Downtime(m.InstanceMigration), m.Took.Seconds(), m.Syncs
 		fmt.Printf("shared: %s\n", m.Message)
+		writeDowntime(*downtimeOut, "shared_live", ms)
 	}
 	if *withZFS {
-		m, total, rate, err := benchZFS(*sizeMiB, *writeMBps)
+		ms, rate, err := benchZFS(*sizeMiB, *writeMBps, *moves)
 		if err != nil {
 			fail("zfs", err)
 		}
+		m := ms[0]
 		r.GuestWriteMBps, r.GuestFlushEvery = rate, flushEvery
-		r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS, r.MessageZFS = system.Downtime(m), total.Seconds(), m.Syncs, m.Message
+		r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS, r.MessageZFS = system.Downtime(m.InstanceMigration), m.Took.Seconds(), m.Syncs, m.Message
 		if n := len(switchReport.Syncs); n > 0 {
 			r.FinalDeltaBytes, r.FinalSendMS = switchReport.FinalDelta, switchReport.Syncs[n-1].Duration.Milliseconds()
 			r.ChecksumMS = switchReport.ChecksumTime.Milliseconds()
 			r.ChecksumReadBytes = switchReport.ChecksumRead
 		}
 		fmt.Printf("zfs: %s\n", m.Message)
+		writeDowntime(*downtimeOut, "zfs_live", ms)
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		r.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
@@ -116,6 +122,15 @@ func main() {
 	fmt.Printf("goal: downtime under 300 ms (KubeVirt's target is about 900 ms); load average %s\n", r.LoadAverage)
 	if err := cli.WriteJSON(*out, r); err != nil {
 		fail("out", err)
+	}
+}
+
+// writeDowntime prints and records kind's moves in the downtime file.
+func writeDowntime(path, kind string, ms []*system.Move) {
+	d := system.Downtimes(ms...)
+	system.PrintDowntimes(kind, d)
+	if err := system.WriteDowntime(path, kind, d); err != nil {
+		fail("downtime-out", err)
 	}
 }
 

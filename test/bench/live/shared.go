@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
-	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
 	"github.com/drovehq/drove/test/bench/system"
@@ -35,36 +33,36 @@ func sharedCluster() *planner.Cluster {
 }
 
 // benchShared migrates vm-1 live from node-1 to node-2.
-func benchShared() (*wire.InstanceMigration, time.Duration, error) {
+func benchShared(moves int) ([]*system.Move, error) {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "drove-bench-live-")
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	disks := filepath.Join(tmp, "disks")
 	if err := os.MkdirAll(disks, 0o755); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	disk := func(inst string) (string, error) { return filepath.Join(disks, inst+".raw"), nil }
 	if err := qemu.WriteGuestDisk(filepath.Join(disks, "vm-1.raw"), 1, memMiB, qemu.FillForever); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	drivers, cleanup, err := qemuDrivers([]string{"node-1", "node-2"}, disk)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer cleanup()
 	if err := drivers["node-1"].Start(ctx, "vm-1", events.Size{MemoryMiB: memMiB, VCPUs: 1}); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	sys, err := system.Start(ctx, tmp, sharedCluster(), func(_ context.Context, node string) (executor.Driver, error) {
 		return drivers[node], nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer sys.Stop()
-	fmt.Println("shared: automatic live migration of vm-1 (rbd) from node-1 to node-2 ...")
-	return sys.Migrate(ctx, "vm-1", "node-2")
+	fmt.Printf("shared: automatic live migrations of vm-1 (rbd) between node-1 and node-2, %d in all ...\n", moves)
+	return sys.MoveBackAndForth(ctx, "vm-1", "node-1", "node-2", moves)
 }

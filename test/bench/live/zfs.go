@@ -14,7 +14,6 @@ import (
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/executor/zfs"
-	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/test/bench/system"
 	"github.com/drovehq/drove/test/zfsenv"
 )
@@ -24,11 +23,11 @@ import (
 // disk at writeMBps. It returns the record, the move's time and the
 // rate the guest wrote at during the move (its chunks counted before it
 // on the source, after it on the target).
-func benchZFS(sizeMiB int, writeMBps float64) (_ *wire.InstanceMigration, _ time.Duration, _ float64, err error) {
+func benchZFS(sizeMiB int, writeMBps float64, moves int) (_ []*system.Move, _ float64, err error) {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "drove-bench-live-zfs-")
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	defer os.RemoveAll(tmp)
 	cluster := allinone.ZFSCluster(1, 2)
@@ -36,7 +35,7 @@ func benchZFS(sizeMiB int, writeMBps float64) (_ *wire.InstanceMigration, _ time
 	src, dst := cluster.Nodes[0].Name, cluster.Nodes[1].Name
 	drivers, cleanup, err := qemuDrivers([]string{src, dst}, nil)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	var pools []string
 	// The VMs go first: they hold their pool's files open, and a busy
@@ -62,50 +61,59 @@ func benchZFS(sizeMiB int, writeMBps float64) (_ *wire.InstanceMigration, _ time
 	for _, n := range cluster.Nodes {
 		pool, err := zfsenv.CreatePool("live_"+n.Name, sizeMiB*3+512)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, err
 		}
 		pools = append(pools, pool)
 		demo.Pools[n.Name] = pool
 	}
 	fmt.Printf("zfs: writing %d MiB into local-1's dataset ...\n", sizeMiB)
 	if err := demo.Provision(ctx, cluster); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	if _, err := demo.StopWorkloads(ctx); err != nil { // the VM is its only writer
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	mp := mountpoint(demo, src)
 	g := qemu.Guest{MemoryMiB: memMiB, Workload: qemu.FillForever, DiskBytesPerSecond: int64(writeMBps * 1e6),
 		FlushEvery: flushEvery}
 	if err := g.WriteDisk(filepath.Join(mp, "disk.raw"), diskMiB); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	rt := qemu.ZFSRuntime{Driver: drivers[src], Size: size}
 	if err := rt.Start(ctx, zfs.Instance{Name: "local-1", Node: src, Mountpoint: mp}); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	sys, err := system.Start(ctx, tmp, cluster, func(ctx context.Context, node string) (executor.Driver, error) {
 		return demo.Driver(ctx, node)
 	})
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	defer sys.Stop()
 	fmt.Printf("zfs: automatic live migration of local-1 (zfs-local) from %s to %s, its guest writing %.0f MB/s ...\n", src, dst, writeMBps)
 	w0, err := pausedWrites(ctx, drivers[src], filepath.Join(mp, "disk.raw"))
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("the guest's disk on %s before the move: %w", src, err)
+		return nil, 0, fmt.Errorf("the guest's disk on %s before the move: %w", src, err)
 	}
 	began := time.Now()
-	m, total, err := sys.Migrate(ctx, "local-1", dst)
+	m, err := sys.Migrate(ctx, "local-1", dst)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	w, err := pausedWrites(ctx, drivers[dst], filepath.Join(mountpoint(demo, dst), "disk.raw"))
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("the guest's disk on %s after the move: %w", dst, err)
+		return nil, 0, fmt.Errorf("the guest's disk on %s after the move: %w", dst, err)
 	}
-	return m, total, float64(w.Chunks-w0.Chunks) * 65536 / time.Since(began).Seconds() / 1e6, nil
+	rate := float64(w.Chunks-w0.Chunks) * 65536 / time.Since(began).Seconds() / 1e6
+	out := []*system.Move{m}
+	if moves > 1 { // the moves after the first, back and forth, for their predictions
+		more, err := sys.MoveBackAndForth(ctx, "local-1", dst, src, moves-1)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, more...)
+	}
+	return out, rate, nil
 }
 
 // diskMiB is the guest's disk, part of the dataset: its writes go round

@@ -73,10 +73,18 @@ func Start(ctx context.Context, tmp string, seed *planner.Cluster, driver func(c
 // Stop stops the system and its broker and Postgres.
 func (s *System) Stop() { s.stop() }
 
+// Move is a migration made through the system: its record, how long it
+// took from the command to the record's success, and what action=estimate
+// predicted just before the command.
+type Move struct {
+	*wire.InstanceMigration
+	Took      time.Duration
+	Predicted wire.Estimate
+}
+
 // Migrate runs an automatic migration of instance to target over HTTP,
-// once the views know both, and returns its record and how long it took,
-// from the command to the record's success.
-func (s *System) Migrate(ctx context.Context, instance, target string) (*wire.InstanceMigration, time.Duration, error) {
+// once the views know both, asking for its estimate first.
+func (s *System) Migrate(ctx context.Context, instance, target string) (*Move, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, path := range []string{"/v1/instances/" + instance, "/v1/nodes/" + target} {
 		for { // the views catch up with the seeded inventory
@@ -88,30 +96,79 @@ func (s *System) Migrate(ctx context.Context, instance, target string) (*wire.In
 				break
 			}
 			if time.Now().After(deadline) {
-				return nil, 0, fmt.Errorf("%s is not in the views: %v", path, err)
+				return nil, fmt.Errorf("%s is not in the views: %v", path, err)
 			}
 			time.Sleep(200 * time.Millisecond) // polling the views, with a deadline
 		}
 	}
-	t0 := time.Now()
-	a, err := s.API.Migrate(ctx, instance, "automatic", client.MigrateOptions{Target: target, Reason: "bench"})
+	opts := client.MigrateOptions{Target: target, Reason: "bench"}
+	est, err := s.API.Estimate(ctx, instance, opts)
 	if err != nil {
-		return nil, 0, err
+		return nil, fmt.Errorf("estimate: %w", err)
 	}
-	fmt.Printf("system: automatic migration %s of %s to %s ...\n", a.Migration, instance, target)
+	t0 := time.Now()
+	a, err := s.API.Migrate(ctx, instance, "automatic", opts)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("system: automatic migration %s of %s to %s (predicted downtime %.0f ms) ...\n",
+		a.Migration, instance, target, est.DowntimeSeconds*1000)
 	deadline = time.Now().Add(20 * time.Minute)
 	for {
 		m, err := s.API.Migration(ctx, a.Migration)
 		if err == nil {
 			switch m.State {
 			case "successful":
-				return m, time.Since(t0), nil
+				return &Move{InstanceMigration: m, Took: time.Since(t0), Predicted: *est}, nil
 			case "failed", "aborted":
-				return nil, 0, fmt.Errorf("migration %s ended %s: %s %s", m.ID, m.State, m.Message, m.Error)
+				return nil, fmt.Errorf("migration %s ended %s: %s %s", m.ID, m.State, m.Message, m.Error)
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, 0, fmt.Errorf("migration %s did not end in time (%v)", a.Migration, err)
+			return nil, fmt.Errorf("migration %s did not end in time (%v)", a.Migration, err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the record, with a deadline
+	}
+}
+
+// MoveBackAndForth migrates instance from a to b, then back, n moves in
+// all, each with its estimate first: the moves after the first are
+// predicted from what the ones before them measured.
+func (s *System) MoveBackAndForth(ctx context.Context, instance, a, b string, n int) ([]*Move, error) {
+	var out []*Move
+	for i := range max(n, 1) {
+		to := b
+		if i%2 == 1 {
+			to = a
+		}
+		if i > 0 { // the instance takes no other migration until its last is finalized
+			if err := s.finalize(ctx, instance, out[i-1].ID); err != nil {
+				return out, fmt.Errorf("finalizing move %d of %d: %w", i, n, err)
+			}
+		}
+		m, err := s.Migrate(ctx, instance, to)
+		if err != nil {
+			return out, fmt.Errorf("move %d of %d: %w", i+1, n, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// finalize finalizes instance's migration id (the source drops its kept
+// copy) and waits until its record says so.
+func (s *System) finalize(ctx context.Context, instance, id string) error {
+	if _, err := s.API.Migrate(ctx, instance, "finalize", client.MigrateOptions{Reason: "bench"}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		m, err := s.API.Migration(ctx, id)
+		if err == nil && m.Finalized {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("migration %s not finalized in time (%v)", id, err)
 		}
 		time.Sleep(100 * time.Millisecond) // polling the record, with a deadline
 	}

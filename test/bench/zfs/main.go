@@ -41,6 +41,8 @@ func main() {
 	writeMiBps := flag.Float64("write-mibps", 5, "write load during the sync phase, MiB/s")
 	system := flag.Bool("system", true, "also migrate an instance through the whole system, over HTTP")
 	out := flag.String("out", "test/bench/results/zfs-migration.json", "where the system migration's figures go, as JSON")
+	downtimeOut := flag.String("downtime-out", "test/bench/results/downtime.json", "where the system moves' downtimes go (workload's, reported, predicted), as JSON, beside the live bench's")
+	moves := flag.Int("moves", 2, "system moves, there and back: each predicted with what the ones before it measured (the first has no history)")
 	flag.Parse()
 	if err := run(*sizeMiB, *writeMiBps); err != nil {
 		fmt.Fprintln(os.Stderr, "bench zfs:", err)
@@ -49,7 +51,7 @@ func main() {
 	if !*system {
 		return
 	}
-	if err := runSystem(*sizeMiB, *writeMiBps, *out); err != nil {
+	if err := runSystem(*sizeMiB, *writeMiBps, *out, *downtimeOut, *moves); err != nil {
 		fmt.Fprintln(os.Stderr, "bench zfs: system:", err)
 		os.Exit(1)
 	}

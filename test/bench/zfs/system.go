@@ -58,7 +58,7 @@ type migrationResult struct {
 	LoadAverage      string  `json:"load_average"`
 }
 
-func runSystem(sizeMiB int, writeMiBps float64, out string) (err error) {
+func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves int) (err error) {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	tmp, err := os.MkdirTemp("", "drove-bench-zfs-")
@@ -102,14 +102,19 @@ func runSystem(sizeMiB int, writeMiBps float64, out string) (err error) {
 		return err
 	}
 	defer sys.Stop()
-	m, _, err := sys.Migrate(ctx, "local-1", dst)
+	ms, err := sys.MoveBackAndForth(ctx, "local-1", src, dst, moves)
 	if err != nil {
+		return err
+	}
+	d := system.Downtimes(ms...)
+	system.PrintDowntimes("zfs_offline", d)
+	if err := system.WriteDowntime(downtimeOut, "zfs_offline", d); err != nil {
 		return err
 	}
 	mu.Lock()
 	reps := append([]zfs.MoveReport(nil), reports...)
 	mu.Unlock()
-	return report(ctx, sys.Brokers, m, reps, bare, sizeMiB, writeMiBps, out)
+	return report(ctx, sys.Brokers, ms[0].InstanceMigration, reps, bare, sizeMiB, writeMiBps, out)
 }
 
 // benchCluster is two nodes and one zfs-local instance, local-1.
