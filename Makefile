@@ -52,7 +52,7 @@ fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 
 HAIL ?= /usr/lib/ganeti/iallocators/hail
 
-bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log, Drove at fleet scale (10,000 nodes, 100,000 instances, a 1,000,000-event log), a move through Drove vs a bare zfs send | receive, a migration through the whole system over HTTP, and the downtime of live QEMU migrations (shared storage, zfs-local hand-over), evacuation makespans against their lower bound, and Drove on real Apache Kafka vs kfake (fold rate, request to first opcode, planner takeover, broker kill to append), and load held (200 writes, 500 watchers, readers at once: latencies, memory) (BENCHFLAGS=-quick: short)
+bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log, Drove at fleet scale (10,000 nodes, 100,000 instances, a 1,000,000-event log), a move through Drove vs a bare zfs send | receive, a migration through the whole system over HTTP, and the downtime of live QEMU migrations (shared storage, zfs-local hand-over), each kind of move's downtime as its workload saw it, as Drove reported it and as predicted before it (downtime.json), evacuation makespans against their lower bound, and Drove on real Apache Kafka vs kfake (fold rate, request to first opcode, planner takeover, broker kill to append), and load held (200 writes, 500 watchers, readers at once: latencies, memory) (BENCHFLAGS=-quick: short)
 	@[ -x $(HAIL) ] || { s=; [ "$$(id -u)" -eq 0 ] || s=sudo; \
 	  echo "bench: installing ganeti-htools (hail)"; \
 	  $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq ganeti-htools; }

@@ -107,6 +107,9 @@ func benchZFS(sizeMiB int, writeMBps float64, moves int) (_ []*system.Move, _ fl
 	rate := float64(w.Chunks-w0.Chunks) * 65536 / time.Since(began).Seconds() / 1e6
 	out := []*system.Move{m}
 	if moves > 1 { // the moves after the first, back and forth, for their predictions
+		if err := sys.Finalize(ctx, "local-1", m.ID); err != nil {
+			return nil, 0, err
+		}
 		more, err := sys.MoveBackAndForth(ctx, "local-1", dst, src, moves-1)
 		if err != nil {
 			return nil, 0, err

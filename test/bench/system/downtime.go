@@ -22,14 +22,16 @@ import (
 // MoveDowntime is one move's three downtimes, in milliseconds. A nil
 // WorkloadMS is a move whose workload kept no timeline to read it from.
 type MoveDowntime struct {
-	Migration    string   `json:"migration"`
-	From         string   `json:"from"`
-	To           string   `json:"to"`
-	WorkloadMS   *int64   `json:"workload_ms"`
-	ReportedMS   int64    `json:"reported_ms"`
-	PredictedMS  int64    `json:"predicted_ms"`
-	PredictedOff *float64 `json:"predicted_off_pct"` // (predicted - measured) / measured, the workload's figure when there is one
-	PredictedHow string   `json:"predicted_how"`
+	Migration   string `json:"migration"`
+	From        string `json:"from"`
+	To          string `json:"to"`
+	WorkloadMS  *int64 `json:"workload_ms"`
+	ReportedMS  int64  `json:"reported_ms"`
+	PredictedMS int64  `json:"predicted_ms"`
+	// (predicted - measured) / measured, in percent, against each figure
+	OffWorkloadPct *float64 `json:"predicted_off_workload_pct"`
+	OffReportedPct *float64 `json:"predicted_off_reported_pct"`
+	PredictedHow   string   `json:"predicted_how"`
 }
 
 // KindDowntime is one kind of move's entry: its last move, and all.
@@ -47,21 +49,28 @@ func Downtimes(moves ...*Move) KindDowntime {
 		if d.ReportedMS == 0 {
 			d.ReportedMS = max(Downtime(m.InstanceMigration), 0)
 		}
-		measured := d.ReportedMS
 		if m.WorkloadDowntimeMS > 0 {
 			w := m.WorkloadDowntimeMS
-			d.WorkloadMS, measured = &w, w
+			d.WorkloadMS = &w
+			d.OffWorkloadPct = offPct(d.PredictedMS, w)
 		}
-		if measured > 0 {
-			off := math.Round(float64(d.PredictedMS-measured)/float64(measured)*1000) / 10
-			d.PredictedOff = &off
-		}
+		d.OffReportedPct = offPct(d.PredictedMS, d.ReportedMS)
 		k.Moves = append(k.Moves, d)
 	}
 	if len(k.Moves) > 0 {
 		k.MoveDowntime = k.Moves[len(k.Moves)-1]
 	}
 	return k
+}
+
+// offPct is how far predicted is from measured, in percent of measured;
+// nil when nothing was measured.
+func offPct(predicted, measured int64) *float64 {
+	if measured <= 0 {
+		return nil
+	}
+	off := math.Round(float64(predicted-measured)/float64(measured)*1000) / 10
+	return &off
 }
 
 // WriteDowntime sets kind's entry in the downtime file at path, keeping

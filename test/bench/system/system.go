@@ -142,7 +142,7 @@ func (s *System) MoveBackAndForth(ctx context.Context, instance, a, b string, n 
 			to = a
 		}
 		if i > 0 { // the instance takes no other migration until its last is finalized
-			if err := s.finalize(ctx, instance, out[i-1].ID); err != nil {
+			if err := s.Finalize(ctx, instance, out[i-1].ID); err != nil {
 				return out, fmt.Errorf("finalizing move %d of %d: %w", i, n, err)
 			}
 		}
@@ -155,9 +155,9 @@ func (s *System) MoveBackAndForth(ctx context.Context, instance, a, b string, n 
 	return out, nil
 }
 
-// finalize finalizes instance's migration id (the source drops its kept
+// Finalize finalizes instance's migration id (the source drops its kept
 // copy) and waits until its record says so.
-func (s *System) finalize(ctx context.Context, instance, id string) error {
+func (s *System) Finalize(ctx context.Context, instance, id string) error {
 	if _, err := s.API.Migrate(ctx, instance, "finalize", client.MigrateOptions{Reason: "bench"}); err != nil {
 		return err
 	}
