@@ -79,7 +79,7 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 		syncs++
 		delta = D * t
 	}
-	down, downHow, err := g.downtime(ctx, in.Primary, delta/B)
+	down, downHow, err := g.downtime(ctx, in.Name, in.Primary, delta/B)
 	if err != nil {
 		return wire.Estimate{}, err
 	}
@@ -129,26 +129,40 @@ func nodeFirst[T any](samples []T, node string, of func(T) (string, int64)) (xs 
 }
 
 type switchDowntime struct {
+	Instance   string `db:"instance"`
 	Node       string `db:"node"`
 	DowntimeMS int64  `db:"downtime_ms"`
 }
 
-// downtime predicts the switch's downtime: the median of the downtimes
-// measured on recent switches from node (stop, final delta, checksum and
-// start, as the driver timed them), else from any node; with none
-// measured, the final delta's transfer (deltaSeconds) and an assumed stop
-// and start.
-func (g *Gateway) downtime(ctx context.Context, node string, deltaSeconds float64) (float64, string, error) {
-	ds, err := many[switchDowntime](ctx, g.db, "switch_downtimes", node, rateSamples)
+// downtime predicts the switch's downtime as the median of the downtimes
+// measured on recent switches (stop, final delta, checksum and start, as
+// the driver timed them): the instance's own when it has any, since they
+// were of the same runtime and the same workload; else those from node;
+// else any node's. With none measured, the final delta's transfer
+// (deltaSeconds) and an assumed stop and start.
+func (g *Gateway) downtime(ctx context.Context, instance, node string, deltaSeconds float64) (float64, string, error) {
+	ds, err := many[switchDowntime](ctx, g.db, "switch_downtimes", node, rateSamples, instance)
 	if err != nil {
 		return 0, "", err
 	}
-	xs, own := nodeFirst(ds, node, func(d switchDowntime) (string, int64) { return d.Node, d.DowntimeMS })
+	var own, fromNode, all []int64
+	for _, d := range ds {
+		all = append(all, d.DowntimeMS)
+		if d.Instance == instance {
+			own = append(own, d.DowntimeMS)
+		}
+		if d.Node == node {
+			fromNode = append(fromNode, d.DowntimeMS)
+		}
+	}
+	ms := func(xs []int64) float64 { return float64(median(xs)) / 1000 }
 	switch {
-	case own:
-		return float64(median(xs)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured from %s", len(xs), node), nil
-	case len(xs) > 0:
-		return float64(median(xs)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured on any node (none from %s)", len(xs), node), nil
+	case len(own) > 0:
+		return ms(own), fmt.Sprintf("downtime: median of the last %d switches of %s", len(own), instance), nil
+	case len(fromNode) > 0:
+		return ms(fromNode), fmt.Sprintf("downtime: median of the last %d switches measured from %s", len(fromNode), node), nil
+	case len(all) > 0:
+		return ms(all), fmt.Sprintf("downtime: median of the last %d switches measured on any node (none from %s)", len(all), node), nil
 	}
 	return assumedStopStartSeconds + deltaSeconds, fmt.Sprintf("downtime: no switch measured yet: the final delta's transfer and %d s assumed to stop and start",
 		assumedStopStartSeconds), nil

@@ -56,8 +56,8 @@ INSERT INTO jobs (request, idx, instance) VALUES ('r9', 0, 'z1'), ('r9', 1, 'z2'
 }
 
 // An instance's estimate predicts the switch's downtime from the switches
-// measured from its node (the median), and says so; with none measured
-// anywhere it says what it assumed.
+// measured (the median): its own, else those from its node; and says so;
+// with none measured anywhere it says what it assumed.
 func TestEstimateDowntimeFromMeasuredSwitches(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
@@ -85,5 +85,15 @@ INSERT INTO migration_phases (migration, seq, instance, phase, node, status, dow
 	down, how := estimate()
 	if down != 0.4 || !strings.Contains(how, "median of the last 3 switches measured from node-a1") {
 		t.Fatalf("estimate: downtime %g s, %q; want 0.4 s from node-a1's three switches", down, how)
+	}
+	// The instance's own switches come first, from whichever node: the
+	// same runtime and workload as the move to come.
+	e.exec(`
+INSERT INTO migration_phases (migration, seq, instance, phase, node, status, downtime_ms, ended_at) VALUES
+  ('m6', 2, 'i1', 'switch', 'node-a2', 'success', 60, now()),
+  ('m7', 2, 'i1', 'switch', 'node-a1', 'error', 9000, now());`)
+	down, how = estimate()
+	if down != 0.06 || !strings.Contains(how, "median of the last 1 switches of i1") {
+		t.Fatalf("estimate: downtime %g s, %q; want 0.06 s from i1's own switch", down, how)
 	}
 }
