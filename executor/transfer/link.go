@@ -139,9 +139,15 @@ func (c *batchConn) flushLocked() error {
 	return err
 }
 
-// Close sends what is held (TLS's close_notify alert among it) first.
+// Close sends what is held first (TLS's close_notify alert among it),
+// unless a write is under way: a write blocked on a receiver that reads
+// nothing holds the lock, and closing the socket under it is what frees it
+// (a cancelled stream), so Close must not wait for the lock.
 func (c *batchConn) Close() error {
-	_ = c.Flush()
+	if c.mu.TryLock() {
+		_ = c.flushLocked()
+		c.mu.Unlock()
+	}
 	return c.Conn.Close()
 }
 

@@ -395,7 +395,9 @@ func Dial(ctx context.Context, addr string, h Header, lim *Limiter) (*Sender, er
 	}
 	s := &Sender{conn: c, bw: bufio.NewWriterSize(c, 16<<10), lim: lim, meter: NewMeter(), ctx: ctx,
 		reply: make(chan replyLine, 1)}
-	s.stop = context.AfterFunc(ctx, func() { _ = c.Close() })
+	// Cancelling cuts the socket itself: a TLS close would first send its
+	// alert, behind a write blocked on a receiver that reads nothing.
+	s.stop = context.AfterFunc(ctx, func() { _ = raw.Close() })
 	go func() {
 		line, err := bufio.NewReader(c).ReadBytes('\n')
 		s.reply <- replyLine{line, err}

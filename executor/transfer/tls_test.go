@@ -408,3 +408,67 @@ func TestRefusalMidBodyReachesTheSender(t *testing.T) {
 		}
 	}
 }
+
+// TestStuckSenderStopsWhenCancelled: a sender blocked writing to a
+// receiver that reads nothing returns once its context ends, over TLS
+// (whose records a sender batches under a lock) and plain TCP alike: the
+// cancel closes the connection under the blocked write.
+func TestStuckSenderStopsWhenCancelled(t *testing.T) {
+	c := newCluster(t)
+	for _, secure := range []bool{true, false} {
+		var toB, fromA transfer.Link
+		if secure {
+			toB, fromA = transfer.Link{Identity: c.ids["a"], Peer: "b"}, transfer.Link{Identity: c.ids["b"], Peer: "a"}
+		}
+		l, err := transfer.Listen("127.0.0.1:0", "req/0/0", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		accepted := make(chan *transfer.Stream, 1)
+		go func() {
+			s, _ := l.Accept(transfer.WithLink(t.Context(), fromA))
+			accepted <- s // and never read
+		}()
+		ctx, cancel := context.WithCancel(t.Context())
+		snd, err := transfer.Dial(transfer.WithLink(ctx, toB), l.Addr(), transfer.Header{Key: "req/0/0", Kind: "recv"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			chunk := make([]byte, 1<<20)
+			var err error
+			for err == nil {
+				_, err = snd.Write(chunk)
+			}
+			done <- err
+		}()
+		// Stuck: the bytes written stop growing (the socket buffers are
+		// full), polled under a deadline.
+		deadline := time.Now().Add(20 * time.Second)
+		for last := int64(-1); ; {
+			time.Sleep(200 * time.Millisecond) // polling the meter, with a deadline
+			n := snd.Meter().Stats().Bytes
+			if n == last && n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("secure=%v: the sender never blocked (%d bytes written)", secure, n)
+			}
+			last = n
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("secure=%v: the stuck sender stopped with %v; want the context's end", secure, err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("secure=%v: the stuck sender did not stop within 3 s of its cancel", secure)
+		}
+		if s := <-accepted; s != nil {
+			_ = s.Close()
+		}
+	}
+}
