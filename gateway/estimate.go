@@ -26,6 +26,7 @@ const (
 	assumedBeginSeconds        = 5  // reserving the target
 	assumedStopStartSeconds    = 20 // stopping on the source and starting on the target
 	rateSamples                = 50
+	rateWindow                 = 2000 // the latest progress events read for link rates
 )
 
 type linkRate struct {
@@ -94,10 +95,10 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 	}, nil
 }
 
-// linkRate is the median rate of recent sends, the source node's own
-// when it sent any.
+// linkRate is the median rate of recent sends (among the latest
+// rateWindow progress events), the source node's own when it sent any.
 func (g *Gateway) linkRate(ctx context.Context, node string) (int64, string, error) {
-	rs, err := many[linkRate](ctx, g.db, "link_rates", node, rateSamples)
+	rs, err := many[linkRate](ctx, g.db, "link_rates", node, rateSamples, rateWindow)
 	if err != nil {
 		return 0, "", err
 	}

@@ -97,3 +97,38 @@ INSERT INTO migration_phases (migration, seq, instance, phase, node, status, dow
 		t.Fatalf("estimate: downtime %g s, %q; want 0.06 s from i1's own switch", down, how)
 	}
 }
+
+// The link's rate is the median of the rates recent sends measured, the
+// source node's own first; only the latest progress events count (2,000),
+// so an estimate reads a bounded part of however long a log.
+func TestEstimateLinkFromRecentRates(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	const mib = 1 << 20
+	progress := func(n int, node string, bps int64) {
+		e.exec(`INSERT INTO event_log (id, topic, partition, "offset", type, version, time, key, payload)
+SELECT gen_random_uuid()::text, 'test', 0, 0, 'move.progress', 1, now(), 'k',
+       json_build_object('node', $1::text, 'bytes_per_second', $2::bigint)
+FROM generate_series(1, $3)`, node, bps, n)
+	}
+	link := func() (int64, string) {
+		var est struct {
+			Link int64  `json:"link_bytes_per_second"`
+			How  string `json:"how"`
+		}
+		code, body := e.do("POST", "/v1/instances/i1/migrate?action=estimate", "")
+		if code != 200 || json.Unmarshal(body, &est) != nil {
+			t.Fatalf("estimate: %d %s", code, body)
+		}
+		return est.Link, est.How
+	}
+	progress(10, "node-a1", 1*mib)    // i1's node, long ago
+	progress(2000, "node-a2", 50*mib) // since: the whole window
+	if got, how := link(); got != 50*mib || !strings.Contains(how, "measured on any node (none from node-a1)") {
+		t.Fatalf("link %d B/s, %q; want node-a2's 50 MiB/s, node-a1's older rates out of the window", got, how)
+	}
+	progress(3, "node-a1", 80*mib)
+	if got, how := link(); got != 80*mib || !strings.Contains(how, "last 3 rates measured sending from node-a1") {
+		t.Fatalf("link %d B/s, %q; want node-a1's own 80 MiB/s", got, how)
+	}
+}
