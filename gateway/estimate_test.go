@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/wire"
 )
 
 // A dry run's detail carries its makespan estimate: the two moves of
@@ -62,15 +63,8 @@ func TestEstimateDowntimeFromMeasuredSwitches(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
 	estimate := func() (float64, string) {
-		var est struct {
-			Downtime float64 `json:"downtime_seconds"`
-			How      string  `json:"how"`
-		}
-		code, body := e.do("POST", "/v1/instances/i1/migrate?action=estimate", "")
-		if code != 200 || json.Unmarshal(body, &est) != nil {
-			t.Fatalf("estimate: %d %s", code, body)
-		}
-		return est.Downtime, est.How
+		est := estimateI1(t, e)
+		return est.DowntimeSeconds, est.How
 	}
 	if _, how := estimate(); !strings.Contains(how, "no switch measured yet") {
 		t.Fatalf("estimate without history says %q", how)
@@ -112,15 +106,8 @@ SELECT gen_random_uuid()::text, 'test', 0, 0, 'move.progress', 1, now(), 'k',
 FROM generate_series(1, $3)`, node, bps, n)
 	}
 	link := func() (int64, string) {
-		var est struct {
-			Link int64  `json:"link_bytes_per_second"`
-			How  string `json:"how"`
-		}
-		code, body := e.do("POST", "/v1/instances/i1/migrate?action=estimate", "")
-		if code != 200 || json.Unmarshal(body, &est) != nil {
-			t.Fatalf("estimate: %d %s", code, body)
-		}
-		return est.Link, est.How
+		est := estimateI1(t, e)
+		return est.LinkBytesPerS, est.How
 	}
 	progress(10, "node-a1", 1*mib)    // i1's node, long ago
 	progress(2000, "node-a2", 50*mib) // since: the whole window
@@ -131,4 +118,15 @@ FROM generate_series(1, $3)`, node, bps, n)
 	if got, how := link(); got != 80*mib || !strings.Contains(how, "last 3 rates measured sending from node-a1") {
 		t.Fatalf("link %d B/s, %q; want node-a1's own 80 MiB/s", got, how)
 	}
+}
+
+// estimateI1 asks for instance i1's estimate.
+func estimateI1(t *testing.T, e *env) wire.Estimate {
+	t.Helper()
+	var est wire.Estimate
+	code, body := e.do("POST", "/v1/instances/i1/migrate?action=estimate", "")
+	if code != 200 || json.Unmarshal(body, &est) != nil {
+		t.Fatalf("estimate: %d %s", code, body)
+	}
+	return est
 }

@@ -41,6 +41,21 @@ func newCluster(t *testing.T) cluster {
 	return cluster{ids: ids, other: other["b"]}
 }
 
+// aToB is a stream's two links from a to b, TLS when secure, else plain,
+// and a listener for it, closed with the test.
+func (c cluster) aToB(t *testing.T, secure bool) (toB, fromA transfer.Link, l *transfer.Listener) {
+	t.Helper()
+	if secure {
+		toB, fromA = transfer.Link{Identity: c.ids["a"], Peer: "b"}, transfer.Link{Identity: c.ids["b"], Peer: "a"}
+	}
+	l, err := transfer.Listen("127.0.0.1:0", "req/0/0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return toB, fromA, l
+}
+
 // proxy forwards one address to another and keeps every byte the client
 // sent, as a tap on the wire would.
 type proxy struct {
@@ -369,15 +384,7 @@ func TestRefusalMidBodyReachesTheSender(t *testing.T) {
 	for _, secure := range []bool{true, false} {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
-		var toB, fromA transfer.Link
-		if secure {
-			toB, fromA = transfer.Link{Identity: c.ids["a"], Peer: "b"}, transfer.Link{Identity: c.ids["b"], Peer: "a"}
-		}
-		l, err := transfer.Listen("127.0.0.1:0", "req/0/0", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		toB, fromA, l := c.aToB(t, secure)
 		replied := make(chan error, 1)
 		go func() {
 			s, err := l.Accept(transfer.WithLink(ctx, fromA))
@@ -416,15 +423,7 @@ func TestRefusalMidBodyReachesTheSender(t *testing.T) {
 func TestStuckSenderStopsWhenCancelled(t *testing.T) {
 	c := newCluster(t)
 	for _, secure := range []bool{true, false} {
-		var toB, fromA transfer.Link
-		if secure {
-			toB, fromA = transfer.Link{Identity: c.ids["a"], Peer: "b"}, transfer.Link{Identity: c.ids["b"], Peer: "a"}
-		}
-		l, err := transfer.Listen("127.0.0.1:0", "req/0/0", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		toB, fromA, l := c.aToB(t, secure)
 		accepted := make(chan *transfer.Stream, 1)
 		go func() {
 			s, _ := l.Accept(transfer.WithLink(t.Context(), fromA))
