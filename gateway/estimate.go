@@ -146,24 +146,21 @@ func (g *Gateway) downtime(ctx context.Context, instance, node string, deltaSeco
 	if err != nil {
 		return 0, "", err
 	}
-	var own, fromNode, all []int64
+	var own []int64
 	for _, d := range ds {
-		all = append(all, d.DowntimeMS)
 		if d.Instance == instance {
 			own = append(own, d.DowntimeMS)
 		}
-		if d.Node == node {
-			fromNode = append(fromNode, d.DowntimeMS)
-		}
 	}
-	ms := func(xs []int64) float64 { return float64(median(xs)) / 1000 }
+	if len(own) > 0 {
+		return float64(median(own)) / 1000, fmt.Sprintf("downtime: median of the last %d switches of %s", len(own), instance), nil
+	}
+	xs, fromNode := nodeFirst(ds, node, func(d switchDowntime) (string, int64) { return d.Node, d.DowntimeMS })
 	switch {
-	case len(own) > 0:
-		return ms(own), fmt.Sprintf("downtime: median of the last %d switches of %s", len(own), instance), nil
-	case len(fromNode) > 0:
-		return ms(fromNode), fmt.Sprintf("downtime: median of the last %d switches measured from %s", len(fromNode), node), nil
-	case len(all) > 0:
-		return ms(all), fmt.Sprintf("downtime: median of the last %d switches measured on any node (none from %s)", len(all), node), nil
+	case fromNode:
+		return float64(median(xs)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured from %s", len(xs), node), nil
+	case len(xs) > 0:
+		return float64(median(xs)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured on any node (none from %s)", len(xs), node), nil
 	}
 	return assumedStopStartSeconds + deltaSeconds, fmt.Sprintf("downtime: no switch measured yet: the final delta's transfer and %d s assumed to stop and start",
 		assumedStopStartSeconds), nil

@@ -44,11 +44,8 @@ type KindDowntime struct {
 func Downtimes(moves ...*Move) KindDowntime {
 	var k KindDowntime
 	for _, m := range moves {
-		d := MoveDowntime{Migration: m.ID, From: m.Source, To: m.Target, ReportedMS: m.DowntimeMS,
+		d := MoveDowntime{Migration: m.ID, From: m.Source, To: m.Target, ReportedMS: max(Downtime(m.InstanceMigration), 0),
 			PredictedMS: int64(math.Round(m.Predicted.DowntimeSeconds * 1000)), PredictedHow: m.Predicted.How}
-		if d.ReportedMS == 0 {
-			d.ReportedMS = max(Downtime(m.InstanceMigration), 0)
-		}
 		if m.WorkloadDowntimeMS > 0 {
 			w := m.WorkloadDowntimeMS
 			d.WorkloadMS = &w

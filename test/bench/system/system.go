@@ -177,8 +177,12 @@ func (s *System) Finalize(ctx context.Context, instance, id string) error {
 var downtimeRE = regexp.MustCompile(`after (\d+) ms down`)
 
 // Downtime is the downtime in milliseconds that a migration's record
-// says it had ("... after N ms down"), -1 when it says none.
+// says it had: its downtime_ms, else its message's "... after N ms
+// down"; -1 when it says none.
 func Downtime(m *wire.InstanceMigration) int64 {
+	if m.DowntimeMS > 0 {
+		return m.DowntimeMS
+	}
 	if dm := downtimeRE.FindStringSubmatch(m.Message); dm != nil {
 		n, _ := strconv.ParseInt(dm[1], 10, 64)
 		return n
