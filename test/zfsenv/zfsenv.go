@@ -36,11 +36,33 @@ func Require(t testing.TB) {
 	}
 }
 
+// daemonArgs are zfs-fuse's flags here (test/tools/deps.sh starts it
+// the same way): the kernel caches no attributes or entries of its files.
+// Debian's /etc/zfs/zfsrc caches them for an hour, and zfs-fuse does not
+// invalidate them when a receive or a rollback changes a mounted
+// dataset: a file a receive grew kept its old size for the kernel, and
+// reads of it stopped there, which kernel ZFS never does. A switch starts
+// the instance on the target right after the final delta, over the data
+// as received.
+var daemonArgs = []string{"--fuse-attr-timeout", "0", "--fuse-entry-timeout", "0"}
+
+// cachingDaemon says whether a zfs-fuse runs without daemonArgs.
+func cachingDaemon() bool {
+	out, err := exec.Command("pgrep", "-a", "-x", "zfs-fuse").Output()
+	return err == nil && len(bytes.TrimSpace(out)) > 0 && !bytes.Contains(out, []byte(strings.Join(daemonArgs, " ")))
+}
+
 func ensureDaemon() error {
 	for _, c := range []string{"zfs", "zpool"} {
 		if _, err := exec.LookPath(c); err != nil {
 			return fmt.Errorf("%s not found: %w", c, err)
 		}
+	}
+	if zpoolWorks() == nil && cachingDaemon() && noPools() {
+		// Started by hand, caching: started again the tests' way while
+		// nothing uses it.
+		_ = exec.Command("pkill", "-x", "zfs-fuse").Run()
+		waitGone()
 	}
 	if zpoolWorks() == nil {
 		return nil
@@ -54,7 +76,7 @@ func ensureDaemon() error {
 	}
 	// zfs-fuse daemonizes itself; a second start while one runs fails
 	// harmlessly (another test binary may have raced us).
-	_ = exec.Command(bin).Run()
+	_ = exec.Command(bin, daemonArgs...).Run()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		err := zpoolWorks()
@@ -65,6 +87,22 @@ func ensureDaemon() error {
 			return fmt.Errorf("zfs-fuse started but zpool does not answer: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// noPools says whether zfs-fuse has no pool imported.
+func noPools() bool {
+	out, err := exec.Command("zpool", "list", "-H", "-o", "name").Output()
+	return err == nil && len(bytes.TrimSpace(out)) == 0
+}
+
+// waitGone waits up to 10 s for zfs-fuse to exit.
+func waitGone() {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if exec.Command("pgrep", "-x", "zfs-fuse").Run() != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
 	}
 }
 
