@@ -60,15 +60,22 @@ type treeSum struct {
 // its newest snapshot, the mounted dataset is summed as it is: its
 // content is n's. Otherwise it clones the snapshot (so a running
 // instance's writes do not reach it), sums the mounted clone, and
-// destroys the clone. Each clone is a mount and an unmount, which
+// destroys the clone. before, if not nil, runs on the directory about to
+// be summed (a test's hook: export_test.go). Each clone is a mount and an unmount, which
 // zfs-fuse is slow at and, with other work going on, can deadlock in;
 // a move needs only one. prev (nil: none) holds the file sums of an
 // earlier verified snapshot of the same move.
-func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev map[string]fileSum, d *delta, live bool) (treeSum, error) {
+func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev map[string]fileSum, d *delta, live bool, before func(root string)) (treeSum, error) {
 	ds := parent + "/" + instance
+	sum := func(root string) (treeSum, error) {
+		if before != nil {
+			before(root)
+		}
+		return checksumTree(ctx, root, prev, d)
+	}
 	if live {
 		if mp, ok := atSnapshot(ctx, ds, n); ok {
-			return checksumTree(ctx, mp, prev, d)
+			return sum(mp)
 		}
 	}
 	clone := fmt.Sprintf("%s/drove-sum--%s--%d", parent, instance, n)
@@ -81,7 +88,7 @@ func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev 
 	if err != nil {
 		return treeSum{}, err
 	}
-	return checksumTree(ctx, mp, prev, d)
+	return sum(mp)
 }
 
 // atSnapshot returns ds's mountpoint if ds is mounted and n is its newest
@@ -202,7 +209,10 @@ func sumFile(path string, info fs.FileInfo, buf []byte, base *fileSum, spans []s
 	if err != nil {
 		return fileSum{}, 0, err
 	}
-	defer f.Close()
+	// The pages read go again after: zfs-fuse does not drop them when a
+	// receive changes the file, and whatever reads it next (the instance
+	// started over it) would read them as they were.
+	defer func() { _ = dropCache(f); f.Close() }()
 	if err := dropCache(f); err != nil {
 		return fileSum{}, 0, fmt.Errorf("dropping the cached pages of %s: %w", path, err)
 	}

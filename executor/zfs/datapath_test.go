@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -40,7 +40,8 @@ func sourceIntact(t *testing.T, poolA string, rtA, rtB *zfs.MemRuntime, instance
 // the final delta and before the switch's checksum (bytes of a block the
 // delta carried); the switch is refused with a checksum mismatch naming
 // the file and block, the source runs on over its own data, and an abort
-// clears the target.
+// clears the target. The instance ran on the target during that checksum
+// (started as soon as the final delta was in) and never on both nodes.
 func TestSwitchRefusesACorruptedTarget(t *testing.T) {
 	const size = 4 << 20
 	poolA, poolB := zfsenv.Pool(t, "a", 128), zfsenv.Pool(t, "b", 128)
@@ -50,14 +51,22 @@ func TestSwitchRefusesACorruptedTarget(t *testing.T) {
 	rtA, rtB := zfs.NewMemRuntime("vm8"), zfs.NewMemRuntime()
 	w.node("na", poolA, rtA, nil)
 	nb := w.node("nb", poolB, rtB, nil)
-	var once sync.Once
-	corrupted := make(chan error, 1)
-	nb.driver.BeforeTargetSum(func(ctx context.Context, ds string, n, prev int) {
-		if prev == 0 {
-			return // ahead of the switch, or its full re-read after a mismatch
+	// The switch sums the final snapshot in a clone of it, the instance
+	// running on the target: each of its sums (a partial one, then a
+	// whole one after the mismatch) reads a clone of its own, and each is
+	// damaged. The sum ahead of the switch is of another snapshot.
+	var ahead atomic.Int64
+	var startedEarly atomic.Bool
+	corrupted := make(chan error, 4)
+	nb.driver.BeforeTargetSum(func(ctx context.Context, root string, n, prev int) {
+		if ahead.CompareAndSwap(0, int64(n)) || ahead.Load() == int64(n) {
+			return
 		}
-		once.Do(func() { corrupted <- corrupt(ctx, ds) })
+		startedEarly.Store(rtB.IsRunning("vm8"))
+		corrupted <- corrupt(root)
 	})
+	running, most := oneWriter(rtA, rtB)
+	running.Store(1) // on the source
 
 	m := w.migration("m8", "vm8", "na", "nb")
 	m.must(events.PhaseBegin)
@@ -76,6 +85,9 @@ func TestSwitchRefusesACorruptedTarget(t *testing.T) {
 		t.Fatal("the switch's checksum never ran on the target")
 	}
 	t.Logf("switch ended %s: %s", e.Status, e.Error)
+	if !startedEarly.Load() {
+		t.Error("the instance did not run on the target during the switch's checksum")
+	}
 	if e.Status != events.JobError || !strings.Contains(e.Error, zfs.ErrChecksum.Error()) || !strings.Contains(e.Error, "base (blocks 0") {
 		t.Fatalf("switch ended %s: %s; want a checksum mismatch naming base's block 0", e.Status, e.Error)
 	}
@@ -86,6 +98,24 @@ func TestSwitchRefusesACorruptedTarget(t *testing.T) {
 		t.Fatalf("left on the target after the abort: %v", left)
 	}
 	sourceIntact(t, poolA, rtA, rtB, "vm8", want)
+	if n := most.Load(); n > 1 {
+		t.Errorf("the instance ran on %d nodes at once", n)
+	}
+}
+
+// oneWriter counts the nodes that run the instance (rts' starts and
+// stops) and the most that ever did at once.
+func oneWriter(rts ...*zfs.MemRuntime) (running, most *atomic.Int32) {
+	running, most = new(atomic.Int32), new(atomic.Int32)
+	for _, rt := range rts {
+		rt.OnStart = func(zfs.Instance) {
+			n := running.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+		}
+		rt.OnStop = func(zfs.Instance) { running.Add(-1) }
+	}
+	return running, most
 }
 
 // notCommitted fails t if dataset ds exists and is marked committed by
@@ -103,12 +133,8 @@ func notCommitted(t *testing.T, ds, id string) {
 
 // corrupt flips bytes in block 0 of the file base in dataset ds, through
 // its mount, as a failing disk or a stray writer on the target would.
-func corrupt(ctx context.Context, ds string) error {
-	mp, err := zfsOut(ctx, "get", "-H", "-o", "value", "mountpoint", ds)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(strings.TrimSpace(mp), "base"), os.O_WRONLY, 0)
+func corrupt(root string) error {
+	f, err := os.OpenFile(filepath.Join(root, "base"), os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}

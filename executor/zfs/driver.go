@@ -142,10 +142,11 @@ type Driver struct {
 	stuck sync.Map // snapshot name → when it was found busy past busyWait (dropSnapshot)
 
 	// beforeTargetSum, when set, runs on the target before it sums a
-	// move's snapshot (dataset, snapshot, prev as the source asked): the
-	// one place a test can damage the target's copy after the final
-	// delta and before the switch's checksum (export_test.go).
-	beforeTargetSum atomic.Pointer[func(ctx context.Context, ds string, n, prev int)]
+	// move's snapshot (the directory it reads, snapshot, prev as the
+	// source asked): the one place a test can damage the target's copy
+	// after the final delta and before the switch's checksum
+	// (export_test.go).
+	beforeTargetSum atomic.Pointer[func(ctx context.Context, root string, n, prev int)]
 }
 
 // verifiedSums are the file sums of the last snapshot a move verified.
@@ -164,7 +165,7 @@ type verifiedSums struct {
 // before the commit; a source after the stop or in the pause). A source
 // VM in its outgoing pre-copy writes although it is not "up": do not
 // checksum the source then.
-func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int, dl *delta) (treeSum, error) {
+func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int, dl *delta, before func(root string)) (treeSum, error) {
 	ds := d.Dataset(op.Instance)
 	d.mu.Lock()
 	var files map[string]fileSum
@@ -179,7 +180,7 @@ func (d *Driver) contentSum(ctx context.Context, op executor.Op, n, prev int, dl
 	if files == nil {
 		dl = nil // no sums of prev here to start from
 	}
-	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files, dl, !running)
+	ts, err := checksumSnapshot(ctx, d.cfg.Parent, op.Instance, n, files, dl, !running, before)
 	if err == nil {
 		d.mu.Lock()
 		d.verified[ds] = verifiedSums{key: op.Key(), snap: n, files: ts.files}

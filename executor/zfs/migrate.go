@@ -279,6 +279,11 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if hello["committed"] == op.Key() {
 		return executor.PhaseResult{Message: fmt.Sprintf("already switched: %s runs on %s", op.Instance, op.To)}, nil
 	}
+	if hello["running"] == "true" { // started early by an attempt cut short
+		if err := m.undoStart(ctx); err != nil {
+			return executor.PhaseResult{}, err
+		}
+	}
 	if ok, err := exists(ctx, m.ds); err != nil || !ok {
 		if err != nil {
 			return executor.PhaseResult{}, executor.Transient(err)
@@ -322,20 +327,25 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if err != nil {
 		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
 	}
-	began := time.Now()
 	sendTime := m.rep.Syncs[len(m.rep.Syncs)-1].Duration
+	if prior {
+		if err := m.startEarly(ctx); err != nil {
+			return executor.PhaseResult{}, m.earlyStartFailed(ctx, err, prior)
+		}
+		m.rep.Downtime = time.Since(down)
+	}
+	began := time.Now()
 	sum, err := m.verify(ctx, final, m.verified)
 	m.rep.ChecksumTime = time.Since(began)
 	if err != nil {
-		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
+		return executor.PhaseResult{}, m.earlyStartFailed(ctx, err, prior)
 	}
 	began = time.Now()
 	if err := m.commit(ctx, final, prior); err != nil {
-		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
+		return executor.PhaseResult{}, m.earlyStartFailed(ctx, err, prior)
 	}
 	commitTime := time.Since(began)
-	if !down.IsZero() {
-		m.rep.Downtime = time.Since(down)
+	if prior {
 		m.rep.WorkloadDowntime = m.askWorkloadDowntime(ctx)
 	}
 	// Past the point of no return. The source keeps its copy and the
@@ -345,10 +355,55 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
 	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime, WorkloadDowntime: m.rep.WorkloadDowntime,
-		Message: fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, downtime %s%s (final send %s, checksum %s reading %d bytes, commit and start %s); checksum %s, %s ahead of the switch",
-			op.Instance, op.To, len(m.rep.Syncs), m.sent, m.rep.FinalDelta, m.rep.Downtime.Round(time.Millisecond),
-			m.rep.workloadText(), sendTime.Round(time.Millisecond), m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead,
-			commitTime.Round(time.Millisecond), sum, m.rep.AheadTime.Round(time.Millisecond))}, nil
+		Message: m.switchedText(prior, sendTime, commitTime, sum)}, nil
+}
+
+// switchedText is a switch's result message: its sends, its downtime
+// and what that was made of, then what ran after the start.
+func (m *move) switchedText(prior bool, sendTime, commitTime time.Duration, sum string) string {
+	r, op := m.rep, m.op
+	down := "stopped before the switch, not started"
+	if prior {
+		down = fmt.Sprintf("downtime %s%s (final send %s, then started on %s)", r.Downtime.Round(time.Millisecond),
+			r.workloadText(), sendTime.Round(time.Millisecond), op.To)
+	}
+	return fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, %s; then checksum %s reading %d bytes in %s and commit in %s; checksum %s ahead of the switch",
+		op.Instance, op.To, len(r.Syncs), m.sent, r.FinalDelta, down, sum, r.ChecksumRead,
+		r.ChecksumTime.Round(time.Millisecond), commitTime.Round(time.Millisecond), r.AheadTime.Round(time.Millisecond))
+}
+
+// startEarly starts the instance on the target as soon as the final delta
+// is in, before the checksums and the commit: they no longer count in
+// the downtime (issue 30). The source keeps its stopped copy intact
+// until the commit, so a mismatch found after still puts the instance
+// back where it was, one writer at a time (earlyStartFailed).
+func (m *move) startEarly(ctx context.Context) error {
+	m.progress("starting "+m.op.Instance+" on "+m.op.To+"; verifying while it runs, "+m.op.From+"'s copy kept until then", 0, 0)
+	_, err := m.ask(ctx, kindRuntime, map[string]string{"do": "start"})
+	return err
+}
+
+// earlyStartFailed is switchFailed once the target may run the
+// instance uncommitted: it is stopped there, and its writes undone,
+// before the source restarts. If the target cannot be made to stop, the
+// source stays stopped and intact and the fault transient: the next
+// attempt (or an abort) stops the target first (undoStart).
+func (m *move) earlyStartFailed(ctx context.Context, err error, prior bool) error {
+	if prior {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		defer cancel()
+		if uerr := m.undoStart(actx); uerr != nil {
+			return executor.Transient(fmt.Errorf("%w; %s stays stopped on %s: stopping it on %s failed: %w", err, m.op.Instance, m.op.From, m.op.To, uerr))
+		}
+	}
+	return m.switchFailed(ctx, err, prior, prior)
+}
+
+// undoStart stops an instance started early on the target and rolls its
+// copy back to the final snapshot, what the source holds.
+func (m *move) undoStart(ctx context.Context) error {
+	_, err := m.request(ctx, kindRuntime, map[string]string{"do": "undo-start"})
+	return err
 }
 
 // askWorkloadDowntime asks the target, after the commit, for the downtime

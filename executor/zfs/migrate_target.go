@@ -87,8 +87,13 @@ func (d *Driver) serveMigration(ctx context.Context, s *transfer.Stream, op exec
 		}
 	case kindAbort:
 		// Before the commit nothing runs here but an incoming VM of a
-		// live hand-over, which holds the copy's disk open: it goes first.
+		// live hand-over, or an instance a switch started early: either
+		// holds the copy open, and goes first.
 		if err := d.stopIncoming(ctx, op.Instance); err != nil {
+			reply(nil, err)
+			return
+		}
+		if err := d.cfg.Runtime.Stop(ctx, d.instance(ctx, op.Instance)); err != nil {
 			reply(nil, err)
 			return
 		}
@@ -190,8 +195,30 @@ func (d *Driver) runtimeDo(ctx context.Context, op executor.Op, do string) error
 		return d.cfg.Runtime.Stop(ctx, in)
 	case "start":
 		return d.cfg.Runtime.Start(ctx, in)
+	case "undo-start":
+		return d.undoStart(ctx, op, in)
 	}
 	return fmt.Errorf("runtime: unknown action %q", do)
+}
+
+// undoStart stops an instance a switch started here before its commit
+// and rolls the copy back to its newest snapshot, the final one the
+// source sent: what it wrote here is dropped, as the source restarts
+// over its own copy (or the next attempt re-sends from that snapshot,
+// whose checksum reads the dataset as it is).
+func (d *Driver) undoStart(ctx context.Context, op executor.Op, in Instance) error {
+	ds := d.Dataset(op.Instance)
+	if c, _ := prop(ctx, ds, propCommitted); c == op.Key() {
+		return fmt.Errorf("the switch of %s has committed: %s runs on %s", op.Request, op.Instance, d.cfg.Node)
+	}
+	if err := d.cfg.Runtime.Stop(ctx, in); err != nil {
+		return err
+	}
+	ns, err := snapNumbers(ctx, ds)
+	if err != nil || len(ns) == 0 {
+		return err
+	}
+	return rollback(ctx, ds+"@"+snapName(ns[len(ns)-1]))
 }
 
 // sendBack snapshots the dataset (its instance stopped) and sends what

@@ -83,25 +83,28 @@ func NewMemRuntime(running ...string) *MemRuntime {
 	return r
 }
 
-// Start marks in running.
+// Start marks in running; OnStart runs only if it was not, as a real
+// runtime's start of what already runs does nothing.
 func (r *MemRuntime) Start(_ context.Context, in Instance) error {
 	r.mu.Lock()
+	was := r.running[in.Name]
 	r.running[in.Name] = true
 	hook := r.OnStart
 	r.mu.Unlock()
-	if hook != nil {
+	if hook != nil && !was {
 		hook(in)
 	}
 	return nil
 }
 
-// Stop marks in stopped.
+// Stop marks in stopped; OnStop runs only if it ran.
 func (r *MemRuntime) Stop(_ context.Context, in Instance) error {
 	r.mu.Lock()
+	was := r.running[in.Name]
 	r.running[in.Name] = false
 	hook := r.OnStop
 	r.mu.Unlock()
-	if hook != nil {
+	if hook != nil && was {
 		hook(in)
 	}
 	return nil

@@ -444,7 +444,7 @@ func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
 	}
 	local := make(chan res, 1)
 	go func() {
-		ts, err := m.d.contentSum(ctx, m.op, n, prev, dl)
+		ts, err := m.d.contentSum(ctx, m.op, n, prev, dl, nil)
 		local <- res{ts, err}
 	}()
 	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n), "prev": strconv.Itoa(prev),

@@ -154,10 +154,11 @@ func (d *Driver) serve(ctx context.Context, s *transfer.Stream, op executor.Op, 
 			reply(nil, executor.Fatal(err))
 			break
 		}
+		var before func(string)
 		if hook := d.beforeTargetSum.Load(); hook != nil {
-			(*hook)(ctx, ds, n, prev)
+			before = func(root string) { (*hook)(ctx, root, n, prev) }
 		}
-		ts, err := d.contentSum(ctx, op, n, prev, dl)
+		ts, err := d.contentSum(ctx, op, n, prev, dl, before)
 		reply(map[string]string{"sum": ts.Sum, "blocks": ts.readSums()}, err)
 	case kindCommit:
 		tidy, err := d.commitTarget(ctx, op, ds, s.Meta)
@@ -209,6 +210,8 @@ func (d *Driver) hello(ctx context.Context, op executor.Op, ds string) (map[stri
 	meta["snaps"] = strings.Join(ss, ",")
 	if c, _ := prop(ctx, ds, propCommitted); c == op.Key() {
 		meta["committed"] = c
+	} else if run, _ := d.cfg.Runtime.Running(ctx, d.instance(ctx, op.Instance)); run {
+		meta["running"] = "true" // a migration's switch started it early, uncommitted
 	}
 	if d.feat.Resumable {
 		if t, _ := prop(ctx, ds, "receive_resume_token"); t != "" && t != "-" {

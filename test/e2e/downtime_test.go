@@ -21,8 +21,9 @@ import (
 // a quiet machine (figures: the workload's, quiet / beside load).
 const (
 	// zfsOfflineDowntimeBound bounds a ZFS switch of a process (stop, final
-	// delta, checksums of both sides, commit, start): 2.2-3.9 s / 5.5 and
-	// 12.9 s.
+	// delta, start on the target; the checksums and the commit follow
+	// while it runs there): 2.2-3.9 s / 5.5 and 12.9 s when the checksums
+	// were still inside it.
 	zfsOfflineDowntimeBound = 30 * time.Second
 	// zfsLiveDowntimeBound bounds a live hand-over of a VM on ZFS (the
 	// pause: the final delta and the checksums of both sides, the
