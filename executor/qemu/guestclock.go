@@ -177,13 +177,7 @@ func guestPause(st []guestStamp, es []guestEdge, from int64) (pause, gap time.Du
 	if k < 0 {
 		return 0, 0, false
 	}
-	// A split one edge early measures the same step, a little more when
-	// that edge was the most prompt before: the pause is before the first
-	// edge that rose by half of it.
-	level := top(es[:k]) + step(es, k)/2
-	for k+1 < len(es)-1 && es[k].off < level {
-		k++
-	}
+	k = firstRise(es, k)
 	a, b := es[k-1].hpet, es[k].hpet
 	var gaps []time.Duration
 	for i := 1; i < len(st); i++ {
@@ -196,6 +190,27 @@ func guestPause(st []guestStamp, es []guestEdge, from int64) (pause, gap time.Du
 		gap = gaps[len(gaps)/2]
 	}
 	return max(step(es, k), 0), gap, true
+}
+
+// riseOver is how far above every edge before it an edge's offset must
+// be to be after a pause: the offset of an edge without a pause before it
+// is that high only if every edge before it was seen later than it by
+// as much.
+const riseOver = 5 * time.Millisecond
+
+// firstRise is where the pause the best split k measured is: the first
+// edge, from the one before k, to rise above every edge before it. A
+// split one edge early measures a little more when that edge was the
+// most prompt before the pause; the first edge after a pause that spans
+// a second's edge is seen at the resume, mid-second, and rises only
+// part of the way (a split after it would measure the rest).
+func firstRise(es []guestEdge, k int) int {
+	for j := max(k-1, 1); j <= k+1 && j+2 <= len(es); j++ {
+		if es[j].off > top(es[:j])+riseOver {
+			return j
+		}
+	}
+	return k
 }
 
 // guestPauseWindow is how much of the guest's running time before the
