@@ -161,7 +161,9 @@ func step(es []guestEdge, i int) time.Duration {
 }
 
 // guestPause finds the longest pause of the guest's VM that ended at or
-// after the HPET counter from, with two edges seen on each side of it,
+// after the HPET counter from, with two edges seen before it and
+// edgesAfter after it (so that every reader of the stamps, once they
+// hold that many, measures it alike),
 // and the chunks' usual HPET gap (the median) where it fell: the guest's
 // gap in writes across the pause, from its last write before to its
 // first after, on host time, is their sum (the HPET does not tell which
@@ -169,7 +171,7 @@ func step(es []guestEdge, i int) time.Duration {
 // is false when there is no such pause.
 func guestPause(st []guestStamp, es []guestEdge, from int64) (pause, gap time.Duration, ok bool) {
 	k := -1
-	for i := 2; i+2 <= len(es); i++ {
+	for i := 2; i+edgesAfter <= len(es); i++ {
 		if es[i].hpet >= from && (k < 0 || step(es, i) > step(es, k)) {
 			k = i
 		}
@@ -205,7 +207,7 @@ const riseOver = 5 * time.Millisecond
 // a second's edge is seen at the resume, mid-second, and rises only
 // part of the way (a split after it would measure the rest).
 func firstRise(es []guestEdge, k int) int {
-	for j := max(k-1, 1); j <= k+1 && j+2 <= len(es); j++ {
+	for j := max(k-1, 1); j <= k+1 && j+edgesAfter <= len(es); j++ {
 		if es[j].off > top(es[:j])+riseOver {
 			return j
 		}
@@ -224,8 +226,8 @@ func ticks(t int64) time.Duration { return time.Duration(t) * (time.Second / hpe
 // GuestDowntime is the pause a writing guest whose VM resumed just
 // before the call saw, read from the clock stamps on its disk at path:
 // the gap in its writes across the pause on host time. It waits,
-// polling, until the guest has seen three edges since the call (about
-// three seconds), or until ctx ends.
+// polling, until the guest has seen four edges since the call (three to
+// four seconds), or until ctx ends.
 func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
 	st, err := readGuestStamps(path)
 	if err != nil {
@@ -249,9 +251,9 @@ func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
 	}
 }
 
-// pauseSince measures the pause before chunk newest once the guest has
-// seen three edges after it (two after the pause, wherever the pause
-// fell next to that chunk).
+// pauseSince measures the pause about chunk newest once the guest has
+// seen one edge more than edgesAfter after it (the pause fell less than a
+// chunk interval after it if at all, one edge at most).
 func pauseSince(path string, newest uint32) (time.Duration, bool, error) {
 	st, err := readGuestStamps(path)
 	if err != nil {
@@ -269,7 +271,7 @@ func pauseSince(path string, newest uint32) (time.Duration, bool, error) {
 			after++
 		}
 	}
-	if after < 3 {
+	if after <= edgesAfter {
 		return 0, false, nil
 	}
 	pause, gap, ok := guestPause(st, es, at-int64(guestPauseWindow/time.Second)*hpetHz)
@@ -290,7 +292,7 @@ func LongestGuestGap(path string) (time.Duration, error) {
 	}
 	pause, gap, ok := guestPause(st, guestEdges(st), -1<<62)
 	if !ok {
-		return 0, fmt.Errorf("%w: no pause with two edges either side in %s", ErrNoGuestClock, path)
+		return 0, fmt.Errorf("%w: no pause with two edges before and %d after in %s", ErrNoGuestClock, edgesAfter, path)
 	}
 	return pause + gap, nil
 }

@@ -111,7 +111,7 @@ func TestGuestPauseFromTheTimeline(t *testing.T) {
 	}
 }
 
-// Without three edges seen after the chunk newest at the call there is
+// Without four edges seen after the chunk newest at the call there is
 // no figure, not a wrong one.
 func TestGuestPauseNeedsEdgesAfter(t *testing.T) {
 	run := clockRun{start: 10 * time.Second, interval: 62500 * time.Microsecond, pauseAt: 14500 * time.Millisecond,
