@@ -163,12 +163,12 @@ func step(es []guestEdge, i int) time.Duration {
 // guestPause finds the longest pause of the guest's VM that ended at or
 // after the HPET counter from, with two edges seen before it and
 // edgesAfter after it (so that every reader of the stamps, once they
-// hold that many, measures it alike),
-// and the chunks' usual HPET gap (the median) where it fell: the guest's
-// gap in writes across the pause, from its last write before to its
-// first after, on host time, is their sum (the HPET does not tell which
-// two chunks the pause fell between, only between which two edges). ok
-// is false when there is no such pause.
+// hold that many, measures it alike), and the chunks' usual HPET gap
+// (the median) where it fell: the guest's gap in writes across the
+// pause, from its last write before to its first after, on host time,
+// is their sum (the HPET does not tell which two chunks the pause fell
+// between, only between which two edges). ok is false when there is no
+// such pause.
 func guestPause(st []guestStamp, es []guestEdge, from int64) (pause, gap time.Duration, ok bool) {
 	k := -1
 	for i := 2; i+edgesAfter <= len(es); i++ {
