@@ -28,9 +28,9 @@ import (
 // So the RTC's time less the HPET's is a constant that steps up by each
 // pause. Every edge the guest saw gives that difference, late by as long
 // as the guest took to look (it polls the RTC, and waits for a core
-// beside load): never too high. The highest of a few edges either side
-// of a pause is the difference there, and their step the pause, on host
-// time, read from the guest's own data.
+// beside load): never too high. The highest of the edges before a pause
+// and of a few after it are the difference either side, and their step
+// the pause, on host time, read from the guest's own data.
 
 // ErrNoGuestClock says a disk holds no clock stamps to measure a pause
 // by: no writing guest, it has not written long enough since, or its
