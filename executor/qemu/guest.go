@@ -30,6 +30,8 @@ var bootProgram []byte
 
 // Where guest.go patches the program's parameters (see boot.S).
 const (
+	tlOffset      = 0x1d8 // first LBA of the timeline of clock stamps; 0: none
+	tlSecsOffset  = 0x1dc // sectors in the timeline
 	endOffset     = 0x1e0 // first address the rounds do not write
 	tpcOffset     = 0x1e4 // HPET ticks per disk chunk; 0: no disk writes
 	chunkOffset   = 0x1e8 // sectors per chunk
@@ -40,14 +42,17 @@ const (
 	flushOffset   = 0x1fa // chunks per CACHE FLUSH (16 bits)
 )
 
-// The guest's disk layout: the program in the first sectors, the header
-// in the last sector of the first MiB, the ring of chunks after it.
+// The guest's disk layout: the program in the first sectors, the
+// timeline of its clock stamps in the second half of the first MiB, the
+// header in its last sector, the ring of chunks after it.
 const (
-	hpetHz       = 100_000_000 // QEMU's HPET counts 10 ns ticks
-	chunkSectors = 128         // 64 KiB per chunk
-	chunkBytes   = chunkSectors * 512
-	headerLBA    = 2047
-	ringLBA      = 2048
+	hpetHz          = 100_000_000 // QEMU's HPET counts 10 ns ticks
+	chunkSectors    = 128         // 64 KiB per chunk
+	chunkBytes      = chunkSectors * 512
+	timelineLBA     = 1024
+	timelineSectors = headerLBA - timelineLBA // 16 stamps a sector
+	headerLBA       = 2047
+	ringLBA         = 2048
 )
 
 // Guest is the stand-in for an OS in tests and benchmarks: a VM needs
@@ -79,7 +84,9 @@ func WriteGuestDisk(path string, sizeMiB int64, memoryMiB int64, w Workload) err
 
 // WriteDisk writes a raw disk image of sizeMiB at path that boots g.
 // The guest's disk writes go round a ring over the image past its first
-// MiB (ReadGuestWrites checks them).
+// MiB (ReadGuestWrites checks them); their clock stamps go to a timeline
+// in the first MiB too, which keeps minutes of them however small the
+// ring (GuestDowntime reads it).
 func (g Guest) WriteDisk(path string, sizeMiB int64) error {
 	if g.MemoryMiB < 16 {
 		return fmt.Errorf("qemu: guest needs at least 16 MiB, got %d", g.MemoryMiB)
@@ -114,6 +121,8 @@ func (g Guest) WriteDisk(path string, sizeMiB int64) error {
 	put(ringOffset, ringLBA)
 	put(slotsOffset, slots)
 	put(hdrOffset, headerLBA)
+	put(tlOffset, timelineLBA)
+	put(tlSecsOffset, timelineSectors)
 	if g.Workload == FillForever {
 		prog[foreverOffset] = 1
 	}

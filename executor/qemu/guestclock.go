@@ -4,66 +4,101 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"time"
 )
 
-// The writing guest's clock stamps (guestboot/boot.S): each chunk's first
-// sector holds the HPET counter at the chunk, the counter when the
-// guest last saw the RTC's seconds change (an edge) and those seconds.
-// The HPET stands still while the VM is paused, the RTC (the host's
-// clock) does not: between two true edges the HPET counts one second,
-// unless the VM was paused between them, and then the seconds the RTC
-// moved on beyond what the HPET counted are the pause. So a live move's
-// downtime, as the guest itself saw it, is read from its disk after the
-// move, with no clock of Drove's.
+// The writing guest's clock stamps (guestboot/boot.S): with each chunk
+// the guest notes the HPET counter, the counter when it last saw the
+// RTC's seconds change (an edge) and those seconds, in the chunk's first
+// sector and in its timeline, which keeps the last 16,368 of them
+// whatever the ring of chunks holds. The two clocks differ in what a
+// pause does to them, and that is the measurement:
+//
+//   - the HPET runs on QEMU's virtual clock, which stands still while the
+//     VM is paused and travels with it in a migration (the source's
+//     count goes on on the target), so it counts the guest's running
+//     time only;
+//   - the RTC (mc146818) runs on the host's clock (-rtc clock=host, which
+//     Driver.args sets), and its time travels in a migration as a base
+//     on that clock, so on the target it reads the host's time: it moves
+//     on across a pause.
+//
+// So the RTC's time less the HPET's is a constant that steps up by each
+// pause. Every edge the guest saw gives that difference, late by as long
+// as the guest took to look (it polls the RTC, and waits for a core
+// beside load): never too high. The highest of the edges before a pause
+// and of a few after it are the difference either side, and their step
+// the pause, on host time, read from the guest's own data.
 
 // ErrNoGuestClock says a disk holds no clock stamps to measure a pause
-// by: no writing guest, or it has not written long enough since.
+// by: no writing guest, it has not written long enough since, or its
+// stamps of the pause are gone.
 var ErrNoGuestClock = errors.New("qemu: no guest clock stamps")
 
+const timelineMagic = 0x4c545244 // "DRTL"
+
+// guestStamp is one chunk's clock stamp, its HPET readings unwrapped
+// (the guest's 32 bits of the counter wrap every 43 s).
 type guestStamp struct {
-	seq, hpet, edge uint32
-	sec             int // the RTC's seconds, 0-59
+	seq, round uint32
+	hpet       int64 // the HPET counter at the chunk
+	edge       int64 // the counter at the edge before it; -1: none seen yet
+	sec        int   // the RTC's seconds at that edge, 0-59
 }
 
-// readGuestStamps reads the clock stamps of the chunks in the ring of the
-// disk image at path, in chunk order, and the header's chunk count; a
-// slot that is torn or holds no stamp is left out.
-func readGuestStamps(path string) (chunks uint32, out []guestStamp, err error) {
+// readGuestStamps reads the clock stamps of the guest's timeline on the
+// disk image at path, in chunk order: the newest run of consecutive
+// chunks of one boot (a guest booted again starts its HPET and rounds
+// afresh, so earlier stamps do not compare).
+func readGuestStamps(path string) ([]guestStamp, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, nil, err
+	b := make([]byte, (headerLBA-timelineLBA)*512)
+	if _, err := f.ReadAt(b, timelineLBA*512); err != nil {
+		return nil, err
 	}
-	slots := uint32((fi.Size() - ringLBA*512) / chunkBytes)
-	h := make([]byte, 512)
-	if _, err := f.ReadAt(h, headerLBA*512); err != nil {
-		return 0, nil, err
-	}
-	if u32(h, 0) != headerMagic {
-		return 0, nil, fmt.Errorf("%w: %s has no guest header", ErrNoGuestClock, path)
-	}
-	chunks = u32(h, 4) + 1
-	s := make([]byte, 32)
-	for k := uint32(0); k < slots; k++ {
-		if _, err := f.ReadAt(s, int64(ringLBA+k*chunkSectors)*512); err != nil && !errors.Is(err, io.EOF) {
-			return 0, nil, err
+	type raw struct{ seq, hpet, edge, sec, round uint32 }
+	var rs []raw
+	for k := range uint32(timelineSectors) {
+		for j := range uint32(16) {
+			e := b[k*512+j*32:]
+			r := raw{u32(e, 0), u32(e, 4), u32(e, 8), u32(e, 12), u32(e, 16)}
+			if u32(e, 28) == timelineMagic && r.seq%16 == j && r.seq/16%timelineSectors == k {
+				rs = append(rs, r)
+			}
 		}
-		sec, ok := fromBCD(u32(s, 24))
-		if u32(s, 0) != dataMagic || u32(s, 28) != stampMagic || u32(s, 20) == 0 || !ok {
-			continue // never written, or not since the guest first saw an edge
-		}
-		out = append(out, guestStamp{seq: u32(s, 4), hpet: u32(s, 16), edge: u32(s, 20), sec: sec})
 	}
-	slices.SortFunc(out, func(a, b guestStamp) int { return int(int64(a.seq) - int64(b.seq)) })
-	return chunks, out, nil
+	slices.SortFunc(rs, func(a, b raw) int { return int(int64(a.seq) - int64(b.seq)) })
+	first := 0
+	for i := 1; i < len(rs); i++ {
+		if rs[i].seq != rs[i-1].seq+1 || rs[i].round < rs[i-1].round {
+			first = i
+		}
+	}
+	var out []guestStamp
+	var hpet int64
+	for i, r := range rs[first:] {
+		if i == 0 {
+			hpet = int64(r.hpet)
+		} else {
+			hpet += int64(r.hpet - rs[first+i-1].hpet)
+		}
+		sec, ok := fromBCD(r.sec)
+		if !ok {
+			return nil, fmt.Errorf("%w: chunk %d's stamp in %s has seconds %#x", ErrNoGuestClock, r.seq, path, r.sec)
+		}
+		s := guestStamp{seq: r.seq, round: r.round, hpet: hpet, edge: -1, sec: sec}
+		if r.edge != 0 {
+			s.edge = hpet - int64(r.hpet-r.edge)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func fromBCD(v uint32) (int, bool) {
@@ -74,68 +109,81 @@ func fromBCD(v uint32) (int, bool) {
 	return hi*10 + lo, true
 }
 
+// guestEdge is an edge the guest saw: the HPET counter then, and the
+// RTC's time less the HPET's (the RTC's seconds counted from the first
+// edge), low by the guest's delay in seeing it.
 type guestEdge struct {
-	hpet uint32
-	sec  int
+	hpet int64
+	off  time.Duration
 }
 
-// trueEdges are the edges of stamps that are one HPET second from the
-// edge before or after them, their seconds one apart: the guest saw the
-// seconds change as they changed. The first change it sees after a boot
-// or a pause is mid-second, and left out.
-func trueEdges(st []guestStamp) []guestEdge {
+// guestEdges are the edges of the stamps st, in order. Two edges more
+// than a minute apart on the host (a pause of a minute) would count as
+// one minute less: the RTC's seconds do not tell.
+func guestEdges(st []guestStamp) []guestEdge {
 	var es []guestEdge
+	var host time.Duration
+	prev := 0
 	for _, s := range st {
-		if len(es) == 0 || es[len(es)-1].hpet != s.edge {
-			es = append(es, guestEdge{hpet: s.edge, sec: s.sec})
+		if s.edge < 0 || (len(es) > 0 && es[len(es)-1].hpet == s.edge) {
+			continue
 		}
-	}
-	const tol = hpetHz / 5 // how late the guest may see an edge
-	oneApart := func(a, b guestEdge) bool {
-		d := int64(b.hpet - a.hpet)
-		return d > hpetHz-tol && d < hpetHz+tol && (b.sec-a.sec+60)%60 == 1
-	}
-	var out []guestEdge
-	for i, e := range es {
-		if (i > 0 && oneApart(es[i-1], e)) || (i+1 < len(es) && oneApart(e, es[i+1])) {
-			out = append(out, e)
+		if len(es) > 0 {
+			d := (s.sec - prev + 60) % 60
+			if d == 0 {
+				d = 60
+			}
+			host += time.Duration(d) * time.Second
 		}
+		prev = s.sec
+		es = append(es, guestEdge{hpet: s.edge, off: host - ticks(s.edge)})
 	}
-	return out
+	return es
 }
 
-// guestPause finds the longest pause of the guest's VM whose end is at
-// or after the HPET counter from, and the chunks' usual HPET gap (the
-// median) around it: the guest's gap in writes across the pause is their
-// sum, the pause falling between two chunks a usual gap apart (where in
-// that gap the HPET does not tell). Between two true edges the RTC's seconds and the HPET's count
-// differ by the pauses between them; jitter in seeing an edge cancels
-// over a run of them, so the pause is measured over the pair of edges
-// where it shows most and one edge either side (a first change seen
-// after the resume can pass for a true edge, and split the pause
-// between two pairs). ok is false when no two true edges follow from.
-func guestPause(st []guestStamp, from uint32) (pause, gap time.Duration, ok bool) {
-	es := trueEdges(st)
-	drift := func(a, b guestEdge) time.Duration {
-		return time.Duration((b.sec-a.sec+60)%60)*time.Second - ticks(b.hpet-a.hpet)
-	}
+// edgesAfter is how many edges after a pause its step is measured over:
+// the highest offset of a few is the guest's most prompt look. Before a
+// pause every edge counts: the offset only ever steps up, so the highest
+// of all of them is the level just before the pause, from the most
+// prompt look even if the looks were slow just before it (a pre-copy
+// holds QEMU's lock the guest's port reads wait on: 100 ms late seen).
+const edgesAfter = 3
+
+// top is the highest offset of es.
+func top(es []guestEdge) time.Duration {
+	return slices.MaxFunc(es, func(a, b guestEdge) int { return int(a.off - b.off) }).off
+}
+
+// step is the pause just before edge i: the highest offset of up to
+// edgesAfter edges from i less the highest of every edge before it.
+func step(es []guestEdge, i int) time.Duration {
+	return top(es[i:min(i+edgesAfter, len(es))]) - top(es[:i])
+}
+
+// guestPause finds the longest pause of the guest's VM that ended at or
+// after the HPET counter from, with two edges seen before it and
+// edgesAfter after it (so that every reader of the stamps, once they
+// hold that many, measures it alike), and the chunks' usual HPET gap
+// (the median) where it fell: the guest's gap in writes across the
+// pause, from its last write before to its first after, on host time,
+// is their sum (the HPET does not tell which two chunks the pause fell
+// between, only between which two edges). ok is false when there is no
+// such pause.
+func guestPause(st []guestStamp, es []guestEdge, from int64) (pause, gap time.Duration, ok bool) {
 	k := -1
-	for i := 1; i < len(es); i++ {
-		if int32(es[i].hpet-from) >= 0 && (k < 0 || drift(es[i-1], es[i]) > drift(es[k-1], es[k])) {
+	for i := 2; i+edgesAfter <= len(es); i++ {
+		if es[i].hpet >= from && (k < 0 || step(es, i) > step(es, k)) {
 			k = i
 		}
 	}
 	if k < 0 {
 		return 0, 0, false
 	}
-	a, b := es[max(k-2, 0)], es[min(k+1, len(es)-1)]
-	for i := max(k-2, 0) + 1; i <= min(k+1, len(es)-1); i++ {
-		pause += drift(es[i-1], es[i]) // over each pair: the seconds of each under a minute
-	}
+	k = firstRise(es, k)
+	a, b := es[k-1].hpet, es[k].hpet
 	var gaps []time.Duration
 	for i := 1; i < len(st); i++ {
-		x, y := st[i-1], st[i]
-		if y.seq == x.seq+1 && int32(x.hpet-a.hpet) >= 0 && int32(b.hpet-y.hpet) >= 0 {
+		if x, y := st[i-1], st[i]; y.hpet >= a && x.hpet <= b {
 			gaps = append(gaps, ticks(y.hpet-x.hpet))
 		}
 	}
@@ -143,54 +191,94 @@ func guestPause(st []guestStamp, from uint32) (pause, gap time.Duration, ok bool
 		slices.Sort(gaps)
 		gap = gaps[len(gaps)/2]
 	}
-	return max(pause, 0), gap, true
+	return max(step(es, k), 0), gap, true
 }
 
-// guestPauseWindow is how many seconds of the guest's clock before the
-// newest chunk GuestDowntime looks for the pause in: the ring of chunks
-// must hold them, and two and a half more (31 s at 1 MiB/s on a 32 MiB
-// disk).
-const guestPauseWindow = 6
+// riseOver is how far above every edge before it an edge's offset must
+// be to be after a pause: the offset of an edge without a pause before it
+// is that high only if every edge before it was seen later than it by
+// as much.
+const riseOver = 5 * time.Millisecond
 
-func ticks(t uint32) time.Duration { return time.Duration(int64(t) * int64(time.Second) / hpetHz) }
+// firstRise is where the pause the best split k measured is: the first
+// edge, from the one before k, to rise above every edge before it. A
+// split one edge early measures a little more when that edge was the
+// most prompt before the pause; the first edge after a pause that spans
+// a second's edge is seen at the resume, mid-second, and rises only
+// part of the way (a split after it would measure the rest).
+func firstRise(es []guestEdge, k int) int {
+	for j := max(k-1, 1); j <= k+1 && j+edgesAfter <= len(es); j++ {
+		if es[j].off > top(es[:j])+riseOver {
+			return j
+		}
+	}
+	return k
+}
+
+// guestPauseWindow is how much of the guest's running time before the
+// newest chunk at GuestDowntime's call it looks for the pause in: the
+// switch's pause is a little before (the guest wrote on while the switch
+// committed), earlier moves' pauses further back.
+const guestPauseWindow = 6 * time.Second
+
+func ticks(t int64) time.Duration { return time.Duration(t) * (time.Second / hpetHz) }
 
 // GuestDowntime is the pause a writing guest whose VM resumed just
 // before the call saw, read from the clock stamps on its disk at path:
-// the gap in its writes across the pause, as its own clocks (the RTC and
-// the HPET) tell it. It waits, polling, until the guest has written for
-// long enough after the resume to have seen two true edges (about two
-// and a half seconds), or until ctx ends.
+// the gap in its writes across the pause on host time. It waits,
+// polling, until the guest has seen four edges since the call (three to
+// four seconds), or until ctx ends.
 func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
-	_, st, err := readGuestStamps(path)
+	st, err := readGuestStamps(path)
 	if err != nil {
 		return 0, err
 	}
 	if len(st) == 0 {
 		return 0, fmt.Errorf("%w in %s", ErrNoGuestClock, path)
 	}
-	// The pause is a little before the newest chunk now (the guest wrote
-	// on while the switch committed), earlier moves' pauses further back.
-	newest := st[len(st)-1].hpet
-	from := newest - guestPauseWindow*hpetHz
+	newest := st[len(st)-1].seq
 	poll := time.NewTicker(100 * time.Millisecond)
 	defer poll.Stop()
 	for {
 		select {
 		case <-poll.C:
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%w: no two true edges after the resume in %s: %v", ErrNoGuestClock, path, context.Cause(ctx))
+			return 0, fmt.Errorf("%w: no edges seen after the resume in %s: %v", ErrNoGuestClock, path, context.Cause(ctx))
 		}
-		_, now, err := readGuestStamps(path)
-		if err != nil {
-			return 0, err
-		}
-		if len(now) == 0 || int32(now[len(now)-1].hpet-newest) < 5*hpetHz/2 {
-			continue // an edge, the next, and the one after to confirm
-		}
-		if pause, gap, ok := guestPause(now, from); ok {
-			return pause + gap, nil
+		if gap, ok, err := pauseSince(path, newest); err != nil || ok {
+			return gap, err
 		}
 	}
+}
+
+// pauseSince measures the pause about chunk newest once the guest has
+// seen one edge more than edgesAfter after it (the pause fell less than a
+// chunk interval after it if at all, one edge at most).
+func pauseSince(path string, newest uint32) (time.Duration, bool, error) {
+	st, err := readGuestStamps(path)
+	if err != nil {
+		return 0, false, err
+	}
+	i, found := slices.BinarySearchFunc(st, newest, func(s guestStamp, seq uint32) int { return int(int64(s.seq) - int64(seq)) })
+	if !found {
+		return 0, false, fmt.Errorf("%w: chunk %d's stamp is gone from %s (the guest booted again?)", ErrNoGuestClock, newest, path)
+	}
+	at := st[i].hpet
+	es := guestEdges(st)
+	after := 0
+	for _, e := range es {
+		if e.hpet > at {
+			after++
+		}
+	}
+	if after <= edgesAfter {
+		return 0, false, nil
+	}
+	pause, gap, ok := guestPause(st, es, at-int64(guestPauseWindow/time.Second)*hpetHz)
+	if !ok {
+		return 0, false, fmt.Errorf("%w: no two edges before a pause in %s", ErrNoGuestClock, path)
+	}
+	return pause + gap, true, nil
 }
 
 // LongestGuestGap is the longest gap in a writing guest's writes across a
@@ -198,16 +286,13 @@ func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
 // after a live move, the move's downtime as the guest saw it, found by a
 // reader that was not there when the guest resumed (a test's).
 func LongestGuestGap(path string) (time.Duration, error) {
-	_, st, err := readGuestStamps(path)
+	st, err := readGuestStamps(path)
 	if err != nil {
 		return 0, err
 	}
-	if len(st) == 0 {
-		return 0, fmt.Errorf("%w in %s", ErrNoGuestClock, path)
-	}
-	pause, gap, ok := guestPause(st, st[0].hpet)
+	pause, gap, ok := guestPause(st, guestEdges(st), -1<<62)
 	if !ok {
-		return 0, fmt.Errorf("%w: no two true edges in %s", ErrNoGuestClock, path)
+		return 0, fmt.Errorf("%w: no pause with two edges before and %d after in %s", ErrNoGuestClock, edgesAfter, path)
 	}
 	return pause + gap, nil
 }

@@ -84,7 +84,7 @@ func (r ZFSRuntime) WorkloadDowntime(ctx context.Context, in zfs.Instance) (time
 }
 
 // guestClockWait bounds the wait for a guest's clock stamps after its
-// resume: GuestDowntime needs about two and a half seconds of its writes.
+// resume: GuestDowntime needs three to four seconds of its writes.
 const guestClockWait = 15 * time.Second
 
 // Incoming starts the instance's VM waiting for its memory (-incoming),
