@@ -226,7 +226,11 @@ type PhaseResult struct {
 	// source to its first on the target, read on the target after the
 	// move; 0 when the workload keeps no timeline.
 	WorkloadDowntime time.Duration
-	Message          string
+	// Overhead is the part of Downtime that moved no data (the stop, the
+	// commit and the start), for later moves' predictions
+	// (planner/downtime); 0 when the driver does not split it.
+	Overhead time.Duration
+	Message  string
 }
 
 // Estimate is RFD 34's estimate of a migration: how long, how long down,

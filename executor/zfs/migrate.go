@@ -344,8 +344,12 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if err := m.dropSnapshots(bg, final); err != nil {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
+	var overhead time.Duration // what the downtime spent on neither the final send nor its checksum
+	if m.rep.Downtime > 0 {
+		overhead = max(m.rep.Downtime-sendTime-m.rep.ChecksumTime, 0)
+	}
 	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime, WorkloadDowntime: m.rep.WorkloadDowntime,
-		Message: fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, downtime %s%s (final send %s, checksum %s reading %d bytes, commit and start %s); checksum %s, %s ahead of the switch",
+		Overhead: overhead, Message: fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, downtime %s%s (final send %s, checksum %s reading %d bytes, commit and start %s); checksum %s, %s ahead of the switch",
 			op.Instance, op.To, len(m.rep.Syncs), m.sent, m.rep.FinalDelta, m.rep.Downtime.Round(time.Millisecond),
 			m.rep.workloadText(), sendTime.Round(time.Millisecond), m.rep.ChecksumTime.Round(time.Millisecond), m.rep.ChecksumRead,
 			commitTime.Round(time.Millisecond), sum, m.rep.AheadTime.Round(time.Millisecond))}, nil
