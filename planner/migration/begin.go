@@ -16,6 +16,10 @@ func (p *pass) create(c events.Envelope, a events.MigrationActionRequested) {
 		Migration: a.Migration, Instance: a.Instance, Account: a.Account, Role: a.Role,
 		Automatic: a.Action != events.ActionBegin, ScheduledAt: a.ScheduledAt,
 		State: events.MigrationRunning, Phase: events.PhaseBegin, Source: "unknown",
+		MaxDowntimeMS: p.budget().Milliseconds(),
+	}
+	if b := a.Downtime; b != nil {
+		r.PredictedDowntimeMS = b.PredictedMS // the gateway's, before any sync
 	}
 	in := inv.Instances[a.Instance]
 	refuse := func(why string) {
