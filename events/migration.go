@@ -173,6 +173,9 @@ type MigrationPhaseDispatched struct {
 	Sync int `json:"sync,omitempty"`
 	// SendMbps caps the send rate; 0 means no cap.
 	SendMbps float64 `json:"send_mbps,omitempty"`
+	// MaxDowntimeMS is the migration's downtime budget (switch only; 0
+	// for none): a live switch plans its pause within it.
+	MaxDowntimeMS int64 `json:"max_downtime_ms,omitempty"`
 	// Facts are the instance's facts as the coordinator's inventory held
 	// them (OpcodeDispatched.Facts): the executors read no inventory.
 	Facts *InstanceFacts `json:"facts,omitempty"`

@@ -197,6 +197,9 @@ type MigrationPhase struct {
 	// drivers read it through CurrentRate when set.
 	SendBytesPerSecond int64
 	CurrentRate        func() int64
+	// MaxDowntime is the migration's downtime budget (switch only; 0 for
+	// none): a live switch plans its pause within it.
+	MaxDowntime time.Duration
 	// AwaitReceiver, when set, waits for the target side's address.
 	AwaitReceiver func(ctx context.Context) (string, error)
 	// Status, when set, reports a node's status of the instance (oVirt's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -271,6 +272,7 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		Source: t.d.Source, Target: t.d.Target,
 		SendBytesPerSecond: e.currentRate(t.d),
 		CurrentRate:        func() int64 { return e.currentRate(t.d) },
+		MaxDowntime:        time.Duration(t.d.MaxDowntimeMS) * time.Millisecond,
 		AwaitReceiver:      e.awaitReceiver(opKey{t.d.Migration, 0, t.d.Seq}), // migration_receive.go
 		Status:             e.reportPhaseStatus(t),
 	}

@@ -136,10 +136,14 @@ func (p *pass) emitPhase(r *events.MigrationStateChanged, phase string, sync int
 	}
 	_, seq := p.m.latest()
 	seq++
+	budget := int64(0)
+	if phase == events.PhaseSwitch {
+		budget = p.budget().Milliseconds()
+	}
 	p.emit(events.MigrationPhaseDispatched{
 		Migration: r.Migration, Instance: r.Instance, Node: r.Source, Seq: seq, Phase: phase,
 		Source: r.Source, Target: r.Target, Sync: sync, SendMbps: p.settings().SendMbpsLimit,
-		Facts: p.env.Inv.Facts(r.Instance, r.Source, r.Target),
+		MaxDowntimeMS: budget, Facts: p.env.Inv.Facts(r.Instance, r.Source, r.Target),
 	}, fmt.Sprintf("dispatch %s (phase %d) of migration %s to %s", phase, seq, r.Migration, r.Source), cause)
 	r.PhaseRunning = true
 	return true

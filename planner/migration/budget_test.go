@@ -39,6 +39,10 @@ func TestBudgetFitsSwitches(t *testing.T) {
 	if r := d.rec(); r.PredictedDowntimeMS != 250 || r.MaxDowntimeMS != 300 {
 		t.Fatalf("record predicts %d ms, budget %d ms; want 250, 300", r.PredictedDowntimeMS, r.MaxDowntimeMS)
 	}
+	// The switch carries the budget: a live one plans its pause within it.
+	if sw := d.running(); sw.MaxDowntimeMS != 300 {
+		t.Fatalf("the switch dispatched with a budget of %d ms, want 300", sw.MaxDowntimeMS)
+	}
 }
 
 // A sync small enough for the re-sync rule but predicted over budget
