@@ -97,7 +97,7 @@ func nextStep(v verdict, pred downtime.Prediction, budget time.Duration) (step, 
 		return stepSwitch, fmt.Sprintf("%s; predicted downtime %s, within the budget of %d ms", v.Why, pred, budget.Milliseconds())
 	case v.Switch && fits:
 		return stepSwitch, v.Why
-	case fits || !v.Switch:
+	case !v.Switch:
 		return stepSync, v.Why
 	case v.Stalled != "":
 		return stepFail, fmt.Sprintf("over the downtime budget: the switch's predicted downtime is %d ms (%s), over the budget of %d ms, and more syncs will not shrink it: %s",
