@@ -86,6 +86,29 @@ type MigrationActionRequested struct {
 	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
 	Account     string     `json:"account"`
 	Role        Role       `json:"role"`
+	// MaxDowntimeMS is the downtime budget asked for this migration
+	// (begin, automatic, schedule); 0 follows the settings'.
+	MaxDowntimeMS int64 `json:"max_downtime_ms,omitempty"`
+	// Downtime is the gateway's prediction of the switch's downtime when
+	// it accepted the migration, and what it was built from; the
+	// coordinator predicts again from it and the syncs' sizes and rates.
+	Downtime *DowntimeBasis `json:"downtime,omitempty"`
+}
+
+// DowntimeBasis is a downtime prediction made before a move
+// (planner/downtime's model) and the measured parts it kept for later
+// ones: what does not depend on the final delta's size.
+type DowntimeBasis struct {
+	PredictedMS int64 `json:"predicted_ms"`
+	// OverheadMS is the switch's stop, commit and start: measured on
+	// earlier switches, else the stated default.
+	OverheadMS int64 `json:"overhead_ms"`
+	// LinkBytesPerSecond is the link rate the prediction used, until the
+	// migration's own syncs measure one.
+	LinkBytesPerSecond int64 `json:"link_bytes_per_second"`
+	// ChecksumBytesPerSecond is how fast the switch checks its delta; 0
+	// for a move that checks none.
+	ChecksumBytesPerSecond int64 `json:"checksum_bytes_per_second,omitempty"`
 }
 
 // MigrationStateChanged is the migration coordinator's record of a
@@ -116,6 +139,13 @@ type MigrationStateChanged struct {
 	// (MigrationPhaseEnded's); 0 before one, or without a figure.
 	DowntimeMS         int64 `json:"downtime_ms,omitempty"`
 	WorkloadDowntimeMS int64 `json:"workload_downtime_ms,omitempty"`
+	// PredictedDowntimeMS is the switch's predicted downtime: the
+	// gateway's at the request, then the coordinator's after each sync
+	// (for a switch now); the switch went ahead on the last one.
+	PredictedDowntimeMS int64 `json:"predicted_downtime_ms,omitempty"`
+	// MaxDowntimeMS is the downtime budget in force at the latest
+	// decision (the request's, else the settings'); 0 for none.
+	MaxDowntimeMS int64 `json:"max_downtime_ms,omitempty"`
 	// PhaseRunning says the latest dispatched phase has not ended: no next
 	// phase can be asked for yet. State alone cannot say it: a pause makes
 	// the record paused at once, while its phase still stops the send.
@@ -143,6 +173,9 @@ type MigrationPhaseDispatched struct {
 	Sync int `json:"sync,omitempty"`
 	// SendMbps caps the send rate; 0 means no cap.
 	SendMbps float64 `json:"send_mbps,omitempty"`
+	// MaxDowntimeMS is the migration's downtime budget (switch only; 0
+	// for none): a live switch plans its pause within it.
+	MaxDowntimeMS int64 `json:"max_downtime_ms,omitempty"`
 	// Facts are the instance's facts as the coordinator's inventory held
 	// them (OpcodeDispatched.Facts): the executors read no inventory.
 	Facts *InstanceFacts `json:"facts,omitempty"`
@@ -164,8 +197,12 @@ type MigrationPhaseEnded struct {
 	// workload saw it: the gap in the timeline it writes with its data,
 	// from its last write on the source to its first on the target, read
 	// on the target after the move. 0 when its workload keeps none.
-	WorkloadDowntimeMS int64  `json:"workload_downtime_ms,omitempty"`
-	Error              string `json:"error,omitempty"`
+	WorkloadDowntimeMS int64 `json:"workload_downtime_ms,omitempty"`
+	// OverheadMS is the part of DowntimeMS that moved no data: the stop,
+	// the commit and the start, as the driver timed them; 0 when the
+	// driver does not split its downtime. Later predictions read it.
+	OverheadMS int64  `json:"overhead_ms,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // ReceiverReady is the target side of a move saying where it listens, so
@@ -219,6 +256,10 @@ type SettingsChanged struct {
 	// FinalizeGraceSeconds finalizes a switched migration on its own after
 	// that long; 0 waits for an explicit finalize.
 	FinalizeGraceSeconds int `json:"finalize_grace_seconds"`
+	// MaxDowntimeMS is the downtime budget of every migration that asks
+	// for none (max_downtime_ms): a migration does not switch while its
+	// predicted downtime is over it. 0 means no budget.
+	MaxDowntimeMS int64 `json:"max_downtime_ms"`
 }
 
 // DefaultSettings are the settings before any SettingsChanged.
@@ -265,6 +306,7 @@ func (m MigrationActionRequested) check(p *problems) {
 	if m.Action == ActionSchedule && m.ScheduledAt == nil {
 		p.addf("scheduled_at", "required for a scheduled migration")
 	}
+	nonNegative(p, "max_downtime_ms", m.MaxDowntimeMS)
 }
 
 func (m MigrationStateChanged) check(p *problems) {
@@ -329,4 +371,5 @@ func (s SettingsChanged) check(p *problems) {
 	if s.FinalizeGraceSeconds < 0 {
 		p.addf("finalize_grace_seconds", "must not be negative")
 	}
+	nonNegative(p, "max_downtime_ms", s.MaxDowntimeMS)
 }

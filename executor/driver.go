@@ -197,6 +197,9 @@ type MigrationPhase struct {
 	// drivers read it through CurrentRate when set.
 	SendBytesPerSecond int64
 	CurrentRate        func() int64
+	// MaxDowntime is the migration's downtime budget (switch only; 0 for
+	// none): a live switch plans its pause within it.
+	MaxDowntime time.Duration
 	// AwaitReceiver, when set, waits for the target side's address.
 	AwaitReceiver func(ctx context.Context) (string, error)
 	// Status, when set, reports a node's status of the instance (oVirt's
@@ -226,7 +229,11 @@ type PhaseResult struct {
 	// source to its first on the target, read on the target after the
 	// move; 0 when the workload keeps no timeline.
 	WorkloadDowntime time.Duration
-	Message          string
+	// Overhead is the part of Downtime that moved no data (the stop, the
+	// commit and the start), for later moves' predictions
+	// (planner/downtime); 0 when the driver does not split it.
+	Overhead time.Duration
+	Message  string
 }
 
 // Estimate is RFD 34's estimate of a migration: how long, how long down,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
@@ -271,6 +272,7 @@ func (e *Executor) executePhase(t *migTask, p *pump, log interface{ Info(string,
 		Source: t.d.Source, Target: t.d.Target,
 		SendBytesPerSecond: e.currentRate(t.d),
 		CurrentRate:        func() int64 { return e.currentRate(t.d) },
+		MaxDowntime:        time.Duration(t.d.MaxDowntimeMS) * time.Millisecond,
 		AwaitReceiver:      e.awaitReceiver(opKey{t.d.Migration, 0, t.d.Seq}), // migration_receive.go
 		Status:             e.reportPhaseStatus(t),
 	}
@@ -365,7 +367,8 @@ func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseR
 	}
 	ended := events.MigrationPhaseEnded{Migration: t.d.Migration, Instance: t.d.Instance, Node: e.cfg.Node,
 		Seq: t.d.Seq, Phase: t.d.Phase, Status: status, Bytes: res.Bytes,
-		DowntimeMS: res.Downtime.Milliseconds(), WorkloadDowntimeMS: res.WorkloadDowntime.Milliseconds(), Error: errText}
+		DowntimeMS: res.Downtime.Milliseconds(), WorkloadDowntimeMS: res.WorkloadDowntime.Milliseconds(),
+		OverheadMS: res.Overhead.Milliseconds(), Error: errText}
 	end := events.End{Request: t.d.Migration, Job: 0, Index: t.d.Seq, Instance: t.d.Instance, Node: e.cfg.Node,
 		Phase: t.d.Phase, State: events.EndSuccessful, Message: res.Message}
 	switch status {

@@ -12,6 +12,7 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/downtime"
 	"github.com/drovehq/drove/planner/jobs"
 )
 
@@ -19,12 +20,13 @@ import (
 // migration: a full send of the instance's data at the link's rate, then
 // re-syncs of what the instance dirtied meanwhile, until the settings'
 // re-sync rule says switch; the switch stops the instance, sends the last
-// delta and starts it on the target.
+// delta and starts it on the target. Its downtime is planner/downtime's
+// model, the one the coordinator's budget reads: the overhead measured on
+// earlier switches, the final delta at the link's rate, its checksum.
 const (
 	defaultLinkBytesPerSecond  = planner.DefaultLinkBytesPerSecond // when nothing was measured
 	defaultDirtyBytesPerSecond = 1 << 20
-	assumedBeginSeconds        = 5  // reserving the target
-	assumedStopStartSeconds    = 20 // stopping on the source and starting on the target
+	assumedBeginSeconds        = 5 // reserving the target
 	rateSamples                = 50
 	rateWindow                 = 2000 // the latest progress events read for link rates
 )
@@ -42,14 +44,28 @@ type syncPhase struct {
 	Seconds  float64 `db:"seconds"`
 }
 
-func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.SettingsChanged) (wire.Estimate, error) {
+// estimate is an instance's estimate and the downtime prediction in it.
+type estimate struct {
+	wire.Estimate
+	down downtime.Prediction
+}
+
+// basis is what the prediction keeps for the coordinator (the request's
+// events.DowntimeBasis).
+func (e estimate) basis() *events.DowntimeBasis {
+	p := e.down.Parts
+	return &events.DowntimeBasis{PredictedMS: e.down.Total().Milliseconds(), OverheadMS: p.Overhead.Milliseconds(),
+		LinkBytesPerSecond: p.LinkBytesPerSecond, ChecksumBytesPerSecond: p.ChecksumBytesPerSecond}
+}
+
+func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.SettingsChanged) (estimate, error) {
 	var how []string
 	data := in.DiskMiB << 20
 	how = append(how, fmt.Sprintf("data: the instance's %d MiB of disks", in.DiskMiB))
 
 	link, linkHow, err := g.linkRate(ctx, in.Primary)
 	if err != nil {
-		return wire.Estimate{}, err
+		return estimate{}, err
 	}
 	if s.SendMbpsLimit > 0 {
 		if capped := int64(s.SendMbpsLimit * 1e6 / 8); capped < link {
@@ -61,7 +77,7 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 
 	dirty, dirtyHow, err := g.dirtyRate(ctx, in.Name)
 	if err != nil {
-		return wire.Estimate{}, err
+		return estimate{}, err
 	}
 	how = append(how, dirtyHow)
 
@@ -80,19 +96,25 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 		syncs++
 		delta = D * t
 	}
-	down, downHow, err := g.downtime(ctx, in.Name, in.Primary, delta/B)
+	overhead, overheadHow, err := g.overhead(ctx, in)
 	if err != nil {
-		return wire.Estimate{}, err
+		return estimate{}, err
 	}
+	kind := events.StorageKind(in.Storage)
+	pred := downtime.Predict(downtime.Parts{Overhead: overhead, DeltaBytes: int64(delta), LinkBytesPerSecond: link,
+		ChecksumBytesPerSecond: downtime.ChecksumRate(kind)})
+	down := pred.Total().Seconds()
 	total += down
 	bytes += delta
 	how = append(how, fmt.Sprintf("%d sync(s) by the re-sync rule, then a final delta of %.0f bytes; %d s assumed to begin",
-		syncs, delta, assumedBeginSeconds), downHow)
-	return wire.Estimate{
+		syncs, delta, assumedBeginSeconds), "downtime: "+pred.String()+"; "+overheadHow)
+	return estimate{Estimate: wire.Estimate{
 		TotalSeconds: math.Round(total), DowntimeSeconds: math.Round(down*1000) / 1000, Bytes: int64(bytes),
 		How: strings.Join(how, "; "), DataBytes: data, LinkBytesPerS: link, DirtyBytesPerS: dirty,
 		Syncs: syncs, SendMbpsLimit: s.SendMbpsLimit,
-	}, nil
+		Downtime: wire.DowntimeParts{OverheadMS: pred.Overhead.Milliseconds(), TransferMS: pred.Transfer.Milliseconds(),
+			ChecksumMS: pred.Checksum.Milliseconds(), FinalDeltaBytes: int64(delta)},
+	}, down: pred}, nil
 }
 
 // linkRate is the median rate of recent sends (among the latest
@@ -129,41 +151,42 @@ func nodeFirst[T any](samples []T, node string, of func(T) (string, int64)) (xs 
 	return all, false
 }
 
-type switchDowntime struct {
+type switchOverhead struct {
 	Instance   string `db:"instance"`
 	Node       string `db:"node"`
-	DowntimeMS int64  `db:"downtime_ms"`
+	OverheadMS int64  `db:"overhead_ms"`
 }
 
-// downtime predicts the switch's downtime as the median of the downtimes
-// measured on recent switches (stop, final delta, checksum and start, as
-// the driver timed them): the instance's own when it has any, since they
-// were of the same runtime and the same workload; else those from node;
-// else any node's. With none measured, the final delta's transfer
-// (deltaSeconds) and an assumed stop and start.
-func (g *Gateway) downtime(ctx context.Context, instance, node string, deltaSeconds float64) (float64, string, error) {
-	ds, err := many[switchDowntime](ctx, g.db, "switch_downtimes", node, rateSamples, instance)
+// overhead is a switch's fixed cost, stop, commit and start, as the
+// median of recent switches measured it (sql/switch_overheads.sql): the
+// instance's own when it has any, since they were of the same runtime and
+// the same workload; else those from its node; else any node's. With
+// none measured, planner/downtime's stated default for its kind.
+func (g *Gateway) overhead(ctx context.Context, in wire.Instance) (time.Duration, string, error) {
+	node := in.Primary
+	ds, err := many[switchOverhead](ctx, g.db, "switch_overheads", node, rateSamples, in.Name)
 	if err != nil {
 		return 0, "", err
 	}
 	var own []int64
 	for _, d := range ds {
-		if d.Instance == instance {
-			own = append(own, d.DowntimeMS)
+		if d.Instance == in.Name {
+			own = append(own, d.OverheadMS)
 		}
 	}
+	ms := func(x int64) time.Duration { return time.Duration(x) * time.Millisecond }
 	if len(own) > 0 {
-		return float64(median(own)) / 1000, fmt.Sprintf("downtime: median of the last %d switches of %s", len(own), instance), nil
+		return ms(median(own)), fmt.Sprintf("overhead: median of the last %d switches of %s", len(own), in.Name), nil
 	}
-	xs, fromNode := nodeFirst(ds, node, func(d switchDowntime) (string, int64) { return d.Node, d.DowntimeMS })
+	xs, fromNode := nodeFirst(ds, node, func(d switchOverhead) (string, int64) { return d.Node, d.OverheadMS })
 	switch {
 	case fromNode:
-		return float64(median(xs)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured from %s", len(xs), node), nil
+		return ms(median(xs)), fmt.Sprintf("overhead: median of the last %d switches measured from %s", len(xs), node), nil
 	case len(xs) > 0:
-		return float64(median(xs)) / 1000, fmt.Sprintf("downtime: median of the last %d switches measured on any node (none from %s)", len(xs), node), nil
+		return ms(median(xs)), fmt.Sprintf("overhead: median of the last %d switches measured on any node (none from %s)", len(xs), node), nil
 	}
-	return assumedStopStartSeconds + deltaSeconds, fmt.Sprintf("downtime: no switch measured yet: the final delta's transfer and %d s assumed to stop and start",
-		assumedStopStartSeconds), nil
+	d, why := downtime.DefaultOverhead(events.StorageKind(in.Storage), events.RunState(in.RunState))
+	return d, "overhead: " + why, nil
 }
 
 // dirtyRate is how fast the instance wrote during its past syncs: the

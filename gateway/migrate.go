@@ -144,7 +144,8 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, est)
+		est.MaxDowntimeMS = budgetOf(b, settings).ms
+		c.JSON(http.StatusOK, est.Estimate)
 		return nil
 	}
 	if err := g.checkPending(name, cur); err != nil {
@@ -154,12 +155,23 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	fresh := cur == nil || cur.ID != id
+	if b.MaxDowntimeMS != nil && !fresh {
+		return badRequest("max_downtime_ms", fmt.Sprintf("max_downtime_ms: a budget is asked with the migration (begin, automatic, schedule); migration %s has begun", id))
+	}
+	var basis *events.DowntimeBasis
+	if fresh {
+		if basis, err = g.predictFor(c, in, settings, b); err != nil {
+			return err
+		}
+	}
 	why := b.Reason
 	if strings.TrimSpace(why) == "" {
 		why = fmt.Sprintf("%s migration of %s asked by %s (%s)", action, name, who.Name, who.Role)
 	}
 	p := events.MigrationActionRequested{Migration: id, Instance: name, Action: events.MigrationAction(action),
-		Target: b.Target, Affinity: b.Affinity, ScheduledAt: at, Account: who.Name, Role: who.Role}
+		Target: b.Target, Affinity: b.Affinity, ScheduledAt: at, Account: who.Name, Role: who.Role,
+		MaxDowntimeMS: asked(b), Downtime: basis}
 	if err := g.append(c, id, who.Name, why, p); err != nil {
 		return err
 	}
@@ -197,6 +209,16 @@ func parseMigrate(c *gin.Context) (action string, b wire.MigrateBody, at *time.T
 	}
 	if v := c.Query("scheduled_at"); v != "" {
 		b.ScheduledAt = v
+	}
+	if v := c.Query("max_downtime_ms"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", b, nil, badRequest("max_downtime_ms", "max_downtime_ms: "+strconv.Quote(v)+" is not a whole number of milliseconds")
+		}
+		b.MaxDowntimeMS = &n
+	}
+	if v := b.MaxDowntimeMS; v != nil && *v < 0 {
+		return "", b, nil, badRequest("max_downtime_ms", fmt.Sprintf("max_downtime_ms: %d is negative (0 or absent follows the settings' budget)", *v))
 	}
 	if b.ScheduledAt != "" {
 		t, err := time.Parse(time.RFC3339, b.ScheduledAt)

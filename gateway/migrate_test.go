@@ -59,21 +59,24 @@ func (e *env) record(r events.MigrationStateChanged) {
 	}
 	e.exec(`INSERT INTO moves (id, request, job, idx, kind, instance, account, role, source_node, target_node,
   automatic, record_state, queued, phase, syncs, switched, finalized, phase_running, message, created_at, updated_at,
-  downtime_ms, workload_downtime_ms)
-  VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12, $13, $14, now(), now(), $15, $16)`,
+  downtime_ms, workload_downtime_ms, predicted_downtime_ms, max_downtime_ms)
+  VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12, $13, $14, now(), now(), $15, $16, $17, $18)`,
 		r.Migration, r.Instance, r.Account, string(r.Role), r.Source, r.Target, r.Automatic, string(r.State),
-		r.Phase, r.Syncs, r.Switched, r.Finalized, r.PhaseRunning, r.Message, r.DowntimeMS, r.WorkloadDowntimeMS)
+		r.Phase, r.Syncs, r.Switched, r.Finalized, r.PhaseRunning, r.Message, r.DowntimeMS, r.WorkloadDowntimeMS,
+		r.PredictedDowntimeMS, r.MaxDowntimeMS)
 }
 
 // settings writes the settings row as the projector folds SettingsChanged.
 func (e *env) settings(s events.SettingsChanged) {
 	e.t.Helper()
 	e.exec(`INSERT INTO settings (key, allow_user_migrations, max_running_migrations_per_node, send_mbps_limit,
-  resync_max_bytes, resync_max_syncs, resync_shrink_window, progress_timeout_seconds, finalize_grace_seconds, updated_at)
-  VALUES ('settings', $1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp())
-  ON CONFLICT (key) DO UPDATE SET allow_user_migrations = EXCLUDED.allow_user_migrations, updated_at = EXCLUDED.updated_at`,
+  resync_max_bytes, resync_max_syncs, resync_shrink_window, progress_timeout_seconds, finalize_grace_seconds, updated_at,
+  max_downtime_ms)
+  VALUES ('settings', $1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp(), $9)
+  ON CONFLICT (key) DO UPDATE SET allow_user_migrations = EXCLUDED.allow_user_migrations, updated_at = EXCLUDED.updated_at,
+    max_downtime_ms = EXCLUDED.max_downtime_ms`,
 		s.AllowUserMigrations, s.MaxRunningMigrationsPerNode, s.SendMbpsLimit, s.ResyncMaxBytes, s.ResyncMaxSyncs,
-		s.ResyncShrinkWindow, s.ProgressTimeoutSeconds, s.FinalizeGraceSeconds)
+		s.ResyncShrinkWindow, s.ProgressTimeoutSeconds, s.FinalizeGraceSeconds, s.MaxDowntimeMS)
 }
 
 // topic reads every committed event of a topic.
@@ -359,6 +362,7 @@ func TestSettings(t *testing.T) {
 		{`{"progress_timeout_seconds": 0}`, "progress_timeout_seconds"},
 		{`{"finalize_grace_seconds": -5}`, "finalize_grace_seconds"},
 		{`{"resync_max_bytes": -1}`, "resync_max_bytes"},
+		{`{"max_downtime_ms": -1}`, "max_downtime_ms"},
 		{`{"allow_user_migrations": "yes"}`, "allow_user_migrations"},
 		{`{"max_users": 3}`, "max_users"},
 		{``, "body"},
@@ -376,7 +380,7 @@ func TestSettings(t *testing.T) {
 	}
 	// Two partial changes in a row merge, even before the views show the
 	// first.
-	for _, b := range []string{`{"allow_user_migrations": true}`, `{"max_running_migrations_per_node": 1, "send_mbps_limit": 80}`} {
+	for _, b := range []string{`{"allow_user_migrations": true}`, `{"max_running_migrations_per_node": 1, "send_mbps_limit": 80, "max_downtime_ms": 500}`} {
 		if status, body := e.do("PUT", "/v1/settings", b, bearer(opToken)...); status != 200 {
 			t.Fatalf("PUT %s = %d %s", b, status, body)
 		}
@@ -387,7 +391,7 @@ func TestSettings(t *testing.T) {
 	}
 	last := as[events.SettingsChanged](t, recs[1].Event)
 	want := events.DefaultSettings()
-	want.AllowUserMigrations, want.MaxRunningMigrationsPerNode, want.SendMbpsLimit = true, 1, 80
+	want.AllowUserMigrations, want.MaxRunningMigrationsPerNode, want.SendMbpsLimit, want.MaxDowntimeMS = true, 1, 80, 500
 	if last != want {
 		t.Fatalf("settings %+v, want %+v", last, want)
 	}
@@ -436,13 +440,16 @@ func TestMigrationRecordDowntime(t *testing.T) {
 	e.instanceRow("d2", "acct-1", nil)
 	e.record(events.MigrationStateChanged{Migration: "m-d1", Instance: "d1", Account: "ops", Role: events.RoleOperator,
 		Target: "node-a2", State: events.MigrationSuccessful, Phase: events.PhaseSwitch, Switched: true,
-		DowntimeMS: 140, WorkloadDowntimeMS: 161})
+		DowntimeMS: 140, WorkloadDowntimeMS: 161, PredictedDowntimeMS: 120, MaxDowntimeMS: 300})
 	e.record(events.MigrationStateChanged{Migration: "m-d2", Instance: "d2", Account: "ops", Role: events.RoleOperator,
 		Target: "node-a2", State: events.MigrationRunning, Phase: events.PhaseSync})
 	var rec map[string]any
 	e.get("/v1/migrations/m-d1", &rec)
 	if rec["downtime_ms"] != 140.0 || rec["workload_downtime_ms"] != 161.0 {
 		t.Errorf("the switched record says downtime %v ms, the workload's %v ms; want 140 and 161", rec["downtime_ms"], rec["workload_downtime_ms"])
+	}
+	if rec["predicted_downtime_ms"] != 120.0 || rec["max_downtime_ms"] != 300.0 {
+		t.Errorf("the switched record predicted %v ms, budget %v ms; want 120 and 300", rec["predicted_downtime_ms"], rec["max_downtime_ms"])
 	}
 	rec = nil
 	e.get("/v1/migrations/m-d2", &rec)

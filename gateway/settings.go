@@ -56,7 +56,7 @@ func (g *Gateway) viewSettings(ctx context.Context) (events.SettingsChanged, tim
 	var at time.Time
 	err := g.db.pool.QueryRow(ctx, g.db.q.get("settings_get")).Scan(&s.AllowUserMigrations,
 		&s.MaxRunningMigrationsPerNode, &s.SendMbpsLimit, &s.ResyncMaxBytes, &s.ResyncMaxSyncs,
-		&s.ResyncShrinkWindow, &s.ProgressTimeoutSeconds, &s.FinalizeGraceSeconds, &at)
+		&s.ResyncShrinkWindow, &s.ProgressTimeoutSeconds, &s.FinalizeGraceSeconds, &s.MaxDowntimeMS, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return events.DefaultSettings(), time.Time{}, nil
 	}
@@ -95,6 +95,12 @@ func mergeSettings(b wire.SettingsBody, s *events.SettingsChanged) error {
 			return badRequest("resync_max_bytes", fmt.Sprintf("resync_max_bytes: %d is negative", *v))
 		}
 		s.ResyncMaxBytes = *v
+	}
+	if v := b.MaxDowntimeMS; v != nil {
+		if *v < 0 {
+			return badRequest("max_downtime_ms", fmt.Sprintf("max_downtime_ms: %d is negative (0 means no budget)", *v))
+		}
+		s.MaxDowntimeMS = *v
 	}
 	if err := atLeast("resync_max_syncs", b.ResyncMaxSyncs, 1, &s.ResyncMaxSyncs); err != nil {
 		return err

@@ -44,13 +44,14 @@ func TestPlannerImportsNoIO(t *testing.T) {
 const stagedJSON = "github.com/go-json-experiment/json"
 
 // The planner service's decisions (planner/inventory, planner/jobs,
-// planner/migration) are pure too: folds and decisions over events, with
-// the service's loop the only I/O. They may import events and the planner,
+// planner/migration, and their downtime model planner/downtime) are pure
+// too: folds and decisions over events, with the service's loop the only
+// I/O. They may import events and the planner,
 // nothing else of Drove's (no events/kafka), nothing outside the standard
 // library, and nothing of it that reaches the network, files or processes.
 func TestDecisionPackagesDoNoIO(t *testing.T) {
 	pkgs := []string{"github.com/drovehq/drove/planner/inventory", "github.com/drovehq/drove/planner/jobs",
-		"github.com/drovehq/drove/planner/migration", "github.com/drovehq/drove/planner/nodes"}
+		"github.com/drovehq/drove/planner/migration", "github.com/drovehq/drove/planner/nodes", "github.com/drovehq/drove/planner/downtime"}
 	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, pkgs...)...).Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)

@@ -218,19 +218,19 @@ func migrationEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 		return []stmt{st("migration_recorded", e.Migration, e.Instance, e.Account, string(e.Role), e.Source,
 			e.Target, e.Automatic, string(e.State), e.Phase, e.Syncs, e.LastSyncBytes, e.ScheduledAt,
 			string(e.PriorRunState), e.Switched, e.Finalized, e.Message, e.Error, e.ErrorDetail, t, e.PhaseRunning,
-			e.DowntimeMS, e.WorkloadDowntimeMS)}, true
+			e.DowntimeMS, e.WorkloadDowntimeMS, e.PredictedDowntimeMS, e.MaxDowntimeMS)}, true
 	case events.MigrationPhaseDispatched:
 		return []stmt{st("migration_phase_dispatched", e.Migration, e.Seq, e.Instance, e.Phase, e.Node,
 			e.Sync, e.SendMbps, t)}, true
 	case events.MigrationPhaseEnded:
 		return []stmt{st("migration_phase_ended", e.Migration, e.Seq, e.Instance, e.Phase, e.Node, t,
-			string(e.Status), e.Bytes, e.DowntimeMS, e.Error, e.WorkloadDowntimeMS)}, true
+			string(e.Status), e.Bytes, e.DowntimeMS, e.Error, e.WorkloadDowntimeMS, e.OverheadMS)}, true
 	case events.ReceiverReady, events.TargetNotified:
 		return nil, true // a rendezvous between executors: the event log is enough
 	case events.SettingsChanged:
 		return []stmt{st("settings_changed", e.AllowUserMigrations, e.MaxRunningMigrationsPerNode,
 			e.SendMbpsLimit, e.ResyncMaxBytes, e.ResyncMaxSyncs, e.ResyncShrinkWindow,
-			e.ProgressTimeoutSeconds, e.FinalizeGraceSeconds, t)}, true
+			e.ProgressTimeoutSeconds, e.FinalizeGraceSeconds, t, e.MaxDowntimeMS)}, true
 	}
 	return nil, false
 }

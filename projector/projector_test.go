@@ -106,20 +106,21 @@ func instanceMigration() []events.Envelope {
 	switched := synced
 	switched.State, switched.Phase, switched.Switched, switched.Message = events.MigrationSuccessful, events.PhaseSwitch, true, "switched"
 	switched.DowntimeMS, switched.WorkloadDowntimeMS = 120, 135
+	switched.PredictedDowntimeMS, switched.MaxDowntimeMS = 110, 300
 	finalizing := switched
 	finalizing.PhaseRunning, finalizing.Message = true, "finalizing"
 	phase := func(seq int, name string) (events.Envelope, events.Envelope) {
 		return ev(events.MigrationPhaseDispatched{Migration: mig, Instance: "vm1", Node: "n2", Seq: seq, Phase: name,
 				Source: "n2", Target: "n1", Sync: seq, SendMbps: 100}, 40+3*seq, mig),
 			ev(events.MigrationPhaseEnded{Migration: mig, Instance: "vm1", Node: "n2", Seq: seq, Phase: name,
-				Status: events.JobSuccess, Bytes: int64(seq) * 4096, WorkloadDowntimeMS: int64(seq) * 7}, 42+3*seq, mig)
+				Status: events.JobSuccess, Bytes: int64(seq) * 4096, WorkloadDowntimeMS: int64(seq) * 7, OverheadMS: int64(seq) * 5}, 42+3*seq, mig)
 	}
 	d0, e0 := phase(0, events.PhaseBegin)
 	d1, e1 := phase(1, events.PhaseSync)
 	d2, e2 := phase(2, events.PhaseSwitch)
 	d3, _ := phase(3, "finalize")
 	settings := events.DefaultSettings()
-	settings.SendMbpsLimit = 100
+	settings.SendMbpsLimit, settings.MaxDowntimeMS = 100, 250
 	return []events.Envelope{
 		ev(settings, 39, ""),
 		ev(events.MigrationActionRequested{Migration: mig, Instance: "vm1", Action: events.ActionBegin, Target: "n1",
@@ -276,9 +277,13 @@ func checkInstanceMigrationViews(t *testing.T, e *env) {
 	check(t, "the record's downtime, Drove's and the workload's", []any{i1, i2}, []any{int64(120), int64(135)})
 	e.get(`SELECT sum(workload_downtime_ms) FROM migration_phases WHERE migration = 'mig-1'`, &i1)
 	check(t, "the phases' workload downtime", i1, int64(21))
+	e.get(`SELECT predicted_downtime_ms, max_downtime_ms FROM instance_migrations WHERE id = 'mig-1'`, &i1, &i2)
+	check(t, "the record's predicted downtime and budget", []any{i1, i2}, []any{int64(110), int64(300)})
+	e.get(`SELECT sum(overhead_ms) FROM migration_phases WHERE migration = 'mig-1'`, &i1)
+	check(t, "the phases' overhead", i1, int64(15))
 	var mbps float64
-	e.get(`SELECT send_mbps_limit, max_running_migrations_per_node FROM settings`, &mbps, &n)
-	check(t, "settings", []any{mbps, n}, []any{100.0, 2})
+	e.get(`SELECT send_mbps_limit, max_running_migrations_per_node, max_downtime_ms FROM settings`, &mbps, &n, &i1)
+	check(t, "settings", []any{mbps, n, i1}, []any{100.0, 2, int64(250)})
 	e.get(`SELECT count(*) FROM event_log WHERE instance = 'vm1' AND type LIKE 'migration.%'`, &n)
 	check(t, "migration events logged by instance", n, 13)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -48,6 +49,10 @@ yourself: --begin, then --sync (any number of times), then --switch.
                      delay such as 2h30m); again on a scheduled migration
                      changes its time
   --target NODE      the server to move to (default: the planner's choice)
+  --max-downtime MS  the downtime budget in milliseconds (default: the
+                     settings'): the migration re-syncs until its switch is
+                     predicted to fit, and fails, the instance left on its
+                     source, when it cannot
   --estimate         say how long a migration would take, and stop
   --watch            follow the migration: each step with a check mark and
                      its duration when done, percent and ETA while running.
@@ -72,6 +77,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	schedule := fs.String("schedule", "", "begin and sync now, switch at this time (RFC 3339 or a delay like 2h)")
 	target := fs.String("target", "", "the server to migrate to")
+	maxDown := fs.Int64("max-downtime", 0, "the downtime budget in milliseconds")
 	estimate := fs.Bool("estimate", false, "print an estimate and stop")
 	watch := fs.Bool("watch", false, "follow the migration until its phase ends")
 	list := fs.Bool("list", false, "list migrations")
@@ -91,6 +97,11 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	instance := pos[0]
 	opts := client.MigrateOptions{Target: *target}
+	fs.Visit(func(f *flag.Flag) { // given, even as 0 or a negative the gateway refuses
+		if f.Name == "max-downtime" {
+			opts.MaxDowntimeMS = maxDown
+		}
+	})
 	action, code := chosenAction(actions, *schedule, &opts, stderr)
 	if code != exitOK {
 		return code
@@ -161,6 +172,9 @@ func printEstimate(ctx context.Context, api *client.Client, cf clientFlags, inst
 	}
 	fmt.Fprintf(stdout, "Migrating %s would take about %s, with %s of downtime, sending %s.\n(%s)\n",
 		instance, human(e.TotalSeconds), human(e.DowntimeSeconds), events.FormatBytes(e.Bytes), e.How)
+	if e.MaxDowntimeMS > 0 {
+		fmt.Fprintf(stdout, "Downtime budget: %d ms; the switch waits, re-syncing, until its predicted downtime fits.\n", e.MaxDowntimeMS)
+	}
 	return exitOK
 }
 
@@ -415,6 +429,7 @@ func outcome(ctx context.Context, api *client.Client, instance string, last wire
 		fmt.Fprintln(stdout, "Migration was aborted.", m.Message)
 	case m.State == "failed":
 		fmt.Fprintf(stdout, "Migration failed: %s\n", m.Error)
+		fmt.Fprint(stdout, downtimeText(m))
 		if m.ErrorDetail != "" {
 			fmt.Fprintln(stdout, m.ErrorDetail)
 		}
@@ -430,16 +445,26 @@ func outcome(ctx context.Context, api *client.Client, instance string, last wire
 }
 
 // downtimeText says how long the switch kept the instance down: Drove's
-// figure and, when its workload keeps a timeline, the workload's own.
+// figure and, when its workload keeps a timeline, the workload's own;
+// then what was predicted, against the budget if there is one.
 func downtimeText(m *wire.InstanceMigration) string {
+	s := ""
 	switch {
 	case m.DowntimeMS == 0 && m.WorkloadDowntimeMS == 0:
-		return ""
 	case m.WorkloadDowntimeMS == 0:
-		return fmt.Sprintf("Downtime: %d ms (measured by Drove; the workload keeps no timeline).\n", m.DowntimeMS)
+		s = fmt.Sprintf("Downtime: %d ms (measured by Drove; the workload keeps no timeline).\n", m.DowntimeMS)
+	default:
+		s = fmt.Sprintf("Downtime: %d ms as the workload saw it (its own timeline), %d ms as measured by Drove.\n",
+			m.WorkloadDowntimeMS, m.DowntimeMS)
 	}
-	return fmt.Sprintf("Downtime: %d ms as the workload saw it (its own timeline), %d ms as measured by Drove.\n",
-		m.WorkloadDowntimeMS, m.DowntimeMS)
+	switch {
+	case m.PredictedDowntimeMS == 0:
+	case m.MaxDowntimeMS > 0:
+		s += fmt.Sprintf("Predicted downtime: %d ms, budget %d ms.\n", m.PredictedDowntimeMS, m.MaxDowntimeMS)
+	default:
+		s += fmt.Sprintf("Predicted downtime: %d ms (no budget).\n", m.PredictedDowntimeMS)
+	}
+	return s
 }
 
 // human formats seconds as 1h02m03s, 3m18s, 19s or 0.4s.

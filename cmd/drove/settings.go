@@ -29,6 +29,8 @@ running migrations within seconds.
   --progress-timeout SECONDS           no progress for that long: stalled
   --finalize-grace SECONDS             finalize switched migrations after that
                                        long (0: wait for an explicit finalize)
+  --max-downtime MS                    the downtime budget of every migration
+                                       that asks for none (0: no budget)
   --instance NAME --user-migration V   override allow-user-migrations for one
                                        instance: true, false, or default
                                        (follow the global setting)`
@@ -62,6 +64,7 @@ func runSettings(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	setter("resync-shrink-window", "resync_shrink_window", asInt)
 	setter("progress-timeout", "progress_timeout_seconds", asInt)
 	setter("finalize-grace", "finalize_grace_seconds", asInt)
+	setter("max-downtime", "max_downtime_ms", func(v string) (any, error) { return strconv.ParseInt(v, 10, 64) })
 	instance := fs.String("instance", "", "the instance whose --user-migration to set")
 	userMig := fs.String("user-migration", "", "true, false or default (with --instance)")
 	if _, err := parse(fs, args); err != nil {
@@ -112,6 +115,7 @@ func runSettings(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		{"resync_shrink_window", strconv.Itoa(s.ResyncShrinkWindow)},
 		{"progress_timeout_seconds", strconv.Itoa(s.ProgressTimeoutSeconds)},
 		{"finalize_grace_seconds", strconv.Itoa(s.FinalizeGraceSeconds)},
+		{"max_downtime_ms", strconv.FormatInt(s.MaxDowntimeMS, 10) + " (0: no budget)"},
 	} {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}

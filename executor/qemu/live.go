@@ -338,14 +338,15 @@ func (d *Driver) liveSwitch(ctx context.Context, mp executor.MigrationPhase, hoo
 	if err := d.setRate(v, op.SendBytesPerSecond); err != nil {
 		return executor.PhaseResult{}, executor.Transient(err)
 	}
-	if err := d.exec(v, "migrate-set-parameters", map[string]any{"downtime-limit": d.cfg.DowntimeLimit.Milliseconds()}, nil); err != nil {
+	limit := switchLimit(d.cfg.DowntimeLimit, mp.MaxDowntime)
+	if err := d.exec(v, "migrate-set-parameters", map[string]any{"downtime-limit": limit.Milliseconds()}, nil); err != nil {
 		return executor.PhaseResult{}, executor.Transient(err)
 	}
 	r := &outgoing{d: d, op: op, v: v, wasRunning: true, hook: hook, log: d.log.With("instance", mp.Instance, "migration", mp.Migration, "to", mp.Target)}
 	r.completion = d.completionTimeout(mp.Size)
 	r.s = &sourceState{op: op, v: v, report: report, began: time.Now()}
 	report(executor.Progress{Message: fmt.Sprintf("switch: downtime limit %s; post-copy after %s if allowed (%v)",
-		d.cfg.DowntimeLimit, r.completion.Round(time.Millisecond), d.cfg.AllowPostCopy)})
+		limit, r.completion.Round(time.Millisecond), d.cfg.AllowPostCopy)})
 	res, err := r.watch(ctx, evs)
 	if err != nil {
 		if !r.s.postcopy {
@@ -440,4 +441,16 @@ func (d *Driver) liveAbort(mp executor.MigrationPhase, report func(executor.Prog
 		mp.Instance, info.Status, mp.Source, mp.Target)
 	report(executor.Progress{Current: 1, Total: 1, Message: msg})
 	return executor.PhaseResult{Message: msg}, nil
+}
+
+// switchLimit is the downtime limit of a live switch: the configured one,
+// lowered to the migration's downtime budget when it has a tighter one,
+// so QEMU keeps pre-copying until its final pause fits the budget (then
+// post-copy, if allowed, or the completion timeout fails the switch and
+// the guest runs on at the source).
+func switchLimit(configured, budget time.Duration) time.Duration {
+	if budget > 0 && budget < configured {
+		return max(budget, time.Millisecond)
+	}
+	return configured
 }

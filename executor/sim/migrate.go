@@ -288,7 +288,11 @@ func (r *phaseRun) switchOver() (executor.PhaseResult, error) {
 	r.d.mu.Unlock()
 	r.cur = r.total
 	r.emit(fmt.Sprintf("NICs moved; %s started on %s", r.mp.Instance, r.mp.Target), 0)
-	return executor.PhaseResult{Bytes: delta, Downtime: down,
+	overhead := time.Duration(0)
+	if down > 0 {
+		overhead = cfg.StopTime + cfg.StartTime
+	}
+	return executor.PhaseResult{Bytes: delta, Downtime: down, Overhead: overhead,
 		Message: fmt.Sprintf("switched %s to %s: final delta %s, downtime %s", r.mp.Instance, r.mp.Target,
 			events.FormatBytes(delta), down.Round(time.Millisecond))}, nil
 }

@@ -354,8 +354,14 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if err := m.dropSnapshots(bg, final); err != nil {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
+	// The overhead is what the downtime spent on other than the final
+	// send: the stop and the start (the checksum and the commit come after).
+	var overhead time.Duration
+	if m.rep.Downtime > 0 {
+		overhead = max(m.rep.Downtime-sendTime, 0)
+	}
 	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime, WorkloadDowntime: m.rep.WorkloadDowntime,
-		Message: m.switchedText(prior, sendTime, commitTime, sum)}, nil
+		Overhead: overhead, Message: m.switchedText(prior, sendTime, commitTime, sum)}, nil
 }
 
 // switchedText is a switch's result message: its sends, its downtime

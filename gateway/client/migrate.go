@@ -20,10 +20,12 @@ type MigrateOptions struct {
 	Affinity    []string
 	ScheduledAt *time.Time
 	Reason      string
+	// MaxDowntimeMS is the downtime budget asked for (nil: the settings')
+	MaxDowntimeMS *int64
 }
 
 func (o MigrateOptions) body() wire.MigrateBody {
-	b := wire.MigrateBody{Target: o.Target, Affinity: o.Affinity, Reason: o.Reason}
+	b := wire.MigrateBody{Target: o.Target, Affinity: o.Affinity, Reason: o.Reason, MaxDowntimeMS: o.MaxDowntimeMS}
 	if o.ScheduledAt != nil {
 		b.ScheduledAt = o.ScheduledAt.Format(time.RFC3339Nano)
 	}

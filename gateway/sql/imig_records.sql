@@ -10,7 +10,7 @@ SELECT m.id, m.instance, m.account, m.role, coalesce(i.owner, '') AS owner,
        m.message, m.error, m.error_detail, m.created_at, m.started_at, m.finished_at,
        coalesce(m.updated_at, m.created_at) AS updated_at,
        m.current_bytes, m.total_bytes, m.eta_seconds, m.bytes_per_second, m.phase_running,
-       m.downtime_ms, m.workload_downtime_ms
+       m.downtime_ms, m.workload_downtime_ms, m.predicted_downtime_ms, m.max_downtime_ms
 FROM {schema}.instance_migrations m
 LEFT JOIN {schema}.instances i ON i.name = m.instance
 WHERE ($1::text = '' OR m.id = $1)

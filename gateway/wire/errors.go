@@ -12,7 +12,7 @@ type Error struct {
 	// Status is the HTTP status the error is answered with.
 	Status int `json:"-"`
 	// stable; clients branch on it
-	Code    string `json:"code" enum:"bad_request,not_found,conflict,active_request,migrating,unavailable,internal,too_slow,too_many_watchers,unauthorized,forbidden,client_gone,not_implemented"`
+	Code    string `json:"code" enum:"bad_request,not_found,conflict,active_request,migrating,over_budget,unavailable,internal,too_slow,too_many_watchers,unauthorized,forbidden,client_gone,not_implemented"`
 	Message string `json:"message"`
 	// the body field, path or query parameter at fault
 	Field string `json:"field,omitempty"`

@@ -30,6 +30,13 @@ type InstanceMigration struct {
 	// its own data on the target; absent before a switch
 	DowntimeMS         int64 `db:"downtime_ms" json:"downtime_ms,omitempty"`
 	WorkloadDowntimeMS int64 `db:"workload_downtime_ms" json:"workload_downtime_ms,omitempty"`
+	// the switch's predicted downtime in milliseconds: the gateway's when
+	// it accepted the migration, then the coordinator's after each sync
+	// (for a switch then), the one the switch went ahead on
+	PredictedDowntimeMS int64 `db:"predicted_downtime_ms" json:"predicted_downtime_ms,omitempty"`
+	// the downtime budget in force, in milliseconds (the request's
+	// max_downtime_ms, else the settings'); absent for none
+	MaxDowntimeMS int64 `db:"max_downtime_ms" json:"max_downtime_ms,omitempty"`
 	MigrationProgress
 }
 
@@ -97,7 +104,11 @@ type MigrateBody struct {
 	Affinity []string `json:"affinity,omitempty"`
 	// action=schedule: when to switch
 	ScheduledAt string `json:"scheduled_at,omitempty" format:"date-time"`
-	Reason      string `json:"reason,omitempty"`
+	// begin, automatic, schedule and estimate: the downtime budget in
+	// milliseconds, over the settings' (absent or 0 follows them); the
+	// migration does not switch while its predicted downtime is over it
+	MaxDowntimeMS *int64 `json:"max_downtime_ms,omitempty" minimum:"0"`
+	Reason        string `json:"reason,omitempty"`
 }
 
 // MigrateAnswer is the answer to an accepted action.
@@ -123,6 +134,24 @@ type Estimate struct {
 	DirtyBytesPerS int64   `json:"dirty_bytes_per_second"`
 	Syncs          int     `json:"syncs"`
 	SendMbpsLimit  float64 `json:"send_mbps_limit,omitempty"`
+	// the parts of DowntimeSeconds
+	Downtime DowntimeParts `json:"downtime"`
+	// the downtime budget in force (max_downtime_ms asked, else the
+	// settings'), in milliseconds; absent for none
+	MaxDowntimeMS int64 `json:"max_downtime_ms,omitempty"`
+}
+
+// DowntimeParts are what a predicted downtime is built from (one model,
+// planner/downtime's, for estimates and the downtime budget).
+type DowntimeParts struct {
+	// the switch's stop, commit and start: measured on earlier switches,
+	// else the stated default
+	OverheadMS int64 `json:"overhead_ms"`
+	// the final delta sent while the instance is down, at the link's rate
+	TransferMS      int64 `json:"transfer_ms"`
+	FinalDeltaBytes int64 `json:"final_delta_bytes"`
+	// the check of the final delta (copied disks only)
+	ChecksumMS int64 `json:"checksum_ms"`
 }
 
 // SettingsBody is PUT /v1/settings: any subset of the settings; absent
@@ -137,6 +166,7 @@ type SettingsBody struct {
 	ResyncShrinkWindow          *int     `json:"resync_shrink_window,omitempty" minimum:"1"`
 	ProgressTimeoutSeconds      *int     `json:"progress_timeout_seconds,omitempty" minimum:"1"`
 	FinalizeGraceSeconds        *int     `json:"finalize_grace_seconds,omitempty" minimum:"0"`
+	MaxDowntimeMS               *int64   `json:"max_downtime_ms,omitempty" minimum:"0"`
 	Reason                      string   `json:"reason,omitempty"`
 }
 

@@ -16,6 +16,10 @@ func (p *pass) create(c events.Envelope, a events.MigrationActionRequested) {
 		Migration: a.Migration, Instance: a.Instance, Account: a.Account, Role: a.Role,
 		Automatic: a.Action != events.ActionBegin, ScheduledAt: a.ScheduledAt,
 		State: events.MigrationRunning, Phase: events.PhaseBegin, Source: "unknown",
+		MaxDowntimeMS: p.budget().Milliseconds(),
+	}
+	if b := a.Downtime; b != nil {
+		r.PredictedDowntimeMS = b.PredictedMS // the gateway's, before any sync
 	}
 	in := inv.Instances[a.Instance]
 	refuse := func(why string) {
@@ -132,10 +136,14 @@ func (p *pass) emitPhase(r *events.MigrationStateChanged, phase string, sync int
 	}
 	_, seq := p.m.latest()
 	seq++
+	budget := int64(0)
+	if phase == events.PhaseSwitch {
+		budget = p.budget().Milliseconds()
+	}
 	p.emit(events.MigrationPhaseDispatched{
 		Migration: r.Migration, Instance: r.Instance, Node: r.Source, Seq: seq, Phase: phase,
 		Source: r.Source, Target: r.Target, Sync: sync, SendMbps: p.settings().SendMbpsLimit,
-		Facts: p.env.Inv.Facts(r.Instance, r.Source, r.Target),
+		MaxDowntimeMS: budget, Facts: p.env.Inv.Facts(r.Instance, r.Source, r.Target),
 	}, fmt.Sprintf("dispatch %s (phase %d) of migration %s to %s", phase, seq, r.Migration, r.Source), cause)
 	r.PhaseRunning = true
 	return true

@@ -103,6 +103,9 @@ func (p *pass) step(r *events.MigrationStateChanged, c events.Envelope, phase st
 		p.dispatch(r, phase, syncs+1, c)
 		return ""
 	}
+	if why := p.overBudget(p.m.syncSizes()); why != "" {
+		return why
+	}
 	r.Message = fmt.Sprintf("switch asked for after %d syncs", syncs)
 	p.dispatch(r, phase, syncs+1, c)
 	return ""
@@ -135,14 +138,20 @@ func (p *pass) advance(r *events.MigrationStateChanged, cause events.Envelope) {
 		return
 	}
 	r.State = events.MigrationRunning
-	sw, why := switchNow(sizes, p.settings())
-	r.Message = why
-	if sw {
+	pred, budget := p.predicted(r, sizes)
+	next, why := nextStep(switchNow(sizes, p.settings()), pred, budget)
+	switch next {
+	case stepSwitch:
 		r.Message = "switching: " + why
 		p.dispatch(r, events.PhaseSwitch, len(sizes)+1, cause)
-		return
+	case stepFail:
+		r.State, r.Error = events.MigrationFailed, why
+		r.Message = "failed; aborting to return the source to its prior state"
+		p.dispatch(r, "abort", 0, cause)
+	default:
+		r.Message = why
+		p.dispatch(r, events.PhaseSync, len(sizes)+1, cause)
 	}
-	p.dispatch(r, events.PhaseSync, len(sizes)+1, cause)
 }
 
 // pause stops a migration's running sync at once (seed 000: pausing stops

@@ -44,9 +44,9 @@ func TestResyncRule(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			got, why := switchNow(c.sizes, c.s)
-			if got != c.want || !strings.Contains(why, c.why) {
-				t.Errorf("switchNow(%v) = %v, %q; want %v, %q", c.sizes, got, why, c.want, c.why)
+			v := switchNow(c.sizes, c.s)
+			if v.Switch != c.want || !strings.Contains(v.Why, c.why) {
+				t.Errorf("switchNow(%v) = %v, %q; want %v, %q", c.sizes, v.Switch, v.Why, c.want, c.why)
 			}
 		})
 	}

@@ -31,6 +31,7 @@ func (p *pass) ended(ph *phaseRun) {
 	case events.PhaseSync:
 		sizes := m.syncSizes()
 		r.Syncs, r.LastSyncBytes = len(sizes), e.Bytes
+		p.predicted(&r, sizes)
 		msg := fmt.Sprintf("sync %d done: %d bytes sent", d.Sync, e.Bytes)
 		switch {
 		case r.State == events.MigrationPaused:

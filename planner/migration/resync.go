@@ -14,26 +14,44 @@ import (
 // cap of a phase already running is the executor's to follow (it reads
 // drove.settings too).
 
+// verdict is the re-sync rule's answer.
+type verdict struct {
+	// Switch says switch now.
+	Switch bool
+	// Stalled says why more syncs will not help, "" when they may: the
+	// syncs allowed are spent or the size stopped shrinking (the downtime
+	// budget fails a migration that still does not fit then).
+	Stalled string
+	// Why is for the record's message.
+	Why string
+}
+
 // switchNow is RFD 34's re-sync rule over the sizes of the syncs so far
 // (the first is the full send): switch when the last sync sent less than
 // ResyncMaxBytes, after ResyncMaxSyncs syncs, or when the size stopped
 // shrinking over the last ResyncShrinkWindow syncs (the last is no
-// smaller than the one that many passes before it). The reason is for the
-// record's message.
-func switchNow(sizes []int64, s events.SettingsChanged) (bool, string) {
+// smaller than the one that many passes before it).
+func switchNow(sizes []int64, s events.SettingsChanged) verdict {
 	n := len(sizes)
 	if n == 0 {
-		return false, "no sync yet"
+		return verdict{Why: "no sync yet"}
 	}
-	last := sizes[n-1]
-	switch w := s.ResyncShrinkWindow; {
-	case last < s.ResyncMaxBytes:
-		return true, fmt.Sprintf("the last sync sent %d bytes, under %d", last, s.ResyncMaxBytes)
+	last, w := sizes[n-1], s.ResyncShrinkWindow
+	v := verdict{Switch: true}
+	switch {
 	case n >= s.ResyncMaxSyncs:
-		return true, fmt.Sprintf("%d syncs done, the most the settings allow", n)
+		v.Stalled = fmt.Sprintf("%d syncs done, the most the settings allow", n)
 	case w > 0 && n > w && last >= sizes[n-1-w]:
-		return true, fmt.Sprintf("the sync size stopped shrinking over the last %d syncs (%d, then %d bytes)",
+		v.Stalled = fmt.Sprintf("the sync size stopped shrinking over the last %d syncs (%d, then %d bytes)",
 			w, sizes[n-1-w], last)
 	}
-	return false, fmt.Sprintf("the last sync sent %d bytes; syncing again", last)
+	switch {
+	case last < s.ResyncMaxBytes:
+		v.Why = fmt.Sprintf("the last sync sent %d bytes, under %d", last, s.ResyncMaxBytes)
+	case v.Stalled != "":
+		v.Why = v.Stalled
+	default:
+		v = verdict{Why: fmt.Sprintf("the last sync sent %d bytes; syncing again", last)}
+	}
+	return v
 }

@@ -81,6 +81,7 @@ type migImage struct {
 	CreatedPos inventory.Pos                 `json:"created_pos"`
 	Commands   []events.Envelope             `json:"commands,omitempty"`
 	Phases     map[int]phaseImage            `json:"phases,omitempty"`
+	Rate       int64                         `json:"rate,omitempty"`
 }
 
 type phaseImage struct {
@@ -97,7 +98,7 @@ func (ms *State) MarshalJSON() ([]byte, error) {
 	for _, id := range ms.Sorted() {
 		m := ms.byID[id]
 		mi := migImage{ID: m.id, Rec: m.rec, Records: m.records, Causes: m.causes, Created: m.created, CreatedPos: m.createdPos,
-			Commands: m.commands, Phases: map[int]phaseImage{}}
+			Commands: m.commands, Phases: map[int]phaseImage{}, Rate: m.rate}
 		for seq, p := range m.phases {
 			mi.Phases[seq] = phaseImage{p.d, p.dEnv, p.end, p.endEnv}
 		}
@@ -130,7 +131,7 @@ func (ms *State) UnmarshalJSON(b []byte) error {
 	for _, mi := range im.Migrations {
 		m := ms.get(mi.ID)
 		m.rec, m.records, m.causes = mi.Rec, mi.Records, mi.Causes
-		m.created, m.createdPos, m.commands = mi.Created, mi.CreatedPos, mi.Commands
+		m.created, m.createdPos, m.commands, m.rate = mi.Created, mi.CreatedPos, mi.Commands, mi.Rate
 		for seq, p := range mi.Phases {
 			m.phases[seq] = &phaseRun{p.D, p.DEnv, p.End, p.EndEnv}
 		}

@@ -63,6 +63,9 @@ type mig struct {
 	commands   []events.Envelope // in log order
 	phases     map[int]*phaseRun
 	postcopy   bool // a live move went post-copy (its source reported paused)
+	// rate is the send rate its latest sync reported (bytes a second):
+	// the link rate of its downtime predictions (budget.go).
+	rate int64
 	// records and causes are the ids this migration put in applied and
 	// handled, taken out with it when it ends.
 	records, causes []string
@@ -166,8 +169,11 @@ func (ms *State) applyPhase(env events.Envelope, p events.Payload) {
 		}
 	case events.Progress:
 		if e.Job == 0 {
-			if _, ok := ms.byID[e.Request]; ok {
+			if m, ok := ms.byID[e.Request]; ok {
 				ms.seen[seenKey(e.Request, e.Index)] = ms.now()
+				if e.Phase == events.PhaseSync && e.BytesPerSecond > 0 {
+					m.rate = e.BytesPerSecond
+				}
 			}
 		}
 	}

@@ -57,7 +57,9 @@ SELECT m.id, m.instance, m.account, m.role, m.source_node, m.target_node, m.auto
        coalesce(p.progress_end_state, '') AS progress_end_state,
        m.phase_running,
        m.downtime_ms,
-       m.workload_downtime_ms
+       m.workload_downtime_ms,
+       m.predicted_downtime_ms,
+       m.max_downtime_ms
 FROM moves m
 LEFT JOIN LATERAL (
     SELECT x.* FROM moves x

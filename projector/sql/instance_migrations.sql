@@ -21,12 +21,12 @@ INSERT INTO moves (id, request, job, idx, kind, instance, account, role, source_
                         automatic, record_state, queued, phase, syncs, last_sync_bytes, scheduled_at,
                         prior_run_state, switched, finalized, message, error, error_detail,
                         created_at, started_at, finished_at, updated_at, phase_running,
-                        downtime_ms, workload_downtime_ms)
+                        downtime_ms, workload_downtime_ms, predicted_downtime_ms, max_downtime_ms)
 VALUES ($1, $1, 0, 0, 'instance', $2, $3, $4, $5, $6, $7, $8, $8 = 'queued', $9, $10, $11, $12,
         $13, $14, $15, $16, $17, $18,
         $19, CASE WHEN $8 = 'running' THEN $19::timestamptz END,
         CASE WHEN $8 IN ('aborted', 'failed', 'successful') THEN $19::timestamptz END, $19, $20,
-        $21, $22)
+        $21, $22, $23, $24)
 ON CONFLICT (id) DO UPDATE SET
     kind            = 'instance',
     instance        = EXCLUDED.instance,
@@ -50,6 +50,8 @@ ON CONFLICT (id) DO UPDATE SET
     phase_running   = EXCLUDED.phase_running,
     downtime_ms     = EXCLUDED.downtime_ms,
     workload_downtime_ms = EXCLUDED.workload_downtime_ms,
+    predicted_downtime_ms = EXCLUDED.predicted_downtime_ms,
+    max_downtime_ms = EXCLUDED.max_downtime_ms,
     created_at      = LEAST(moves.created_at, EXCLUDED.created_at),
     started_at      = LEAST(moves.started_at, EXCLUDED.started_at),
     finished_at     = CASE WHEN EXCLUDED.finished_at IS NULL THEN NULL
@@ -72,23 +74,24 @@ ON CONFLICT (migration, seq) DO UPDATE SET
 -- name: migration_phase_ended
 -- The phase and instance only fill a row the dispatch has not made yet.
 INSERT INTO migration_phases (migration, seq, instance, phase, node, ended_at, status, bytes, downtime_ms, error,
-                              workload_downtime_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                              workload_downtime_ms, overhead_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (migration, seq) DO UPDATE SET
     ended_at    = EXCLUDED.ended_at,
     status      = EXCLUDED.status,
     bytes       = EXCLUDED.bytes,
     downtime_ms = EXCLUDED.downtime_ms,
     error       = EXCLUDED.error,
-    workload_downtime_ms = EXCLUDED.workload_downtime_ms
+    workload_downtime_ms = EXCLUDED.workload_downtime_ms,
+    overhead_ms = EXCLUDED.overhead_ms
 
 -- ---- drove.settings (one key)
 
 -- name: settings_changed
 INSERT INTO settings (key, allow_user_migrations, max_running_migrations_per_node, send_mbps_limit,
                       resync_max_bytes, resync_max_syncs, resync_shrink_window,
-                      progress_timeout_seconds, finalize_grace_seconds, updated_at)
-VALUES ('settings', $1, $2, $3, $4, $5, $6, $7, $8, $9)
+                      progress_timeout_seconds, finalize_grace_seconds, updated_at, max_downtime_ms)
+VALUES ('settings', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (key) DO UPDATE SET
     allow_user_migrations           = EXCLUDED.allow_user_migrations,
     max_running_migrations_per_node = EXCLUDED.max_running_migrations_per_node,
@@ -98,6 +101,7 @@ ON CONFLICT (key) DO UPDATE SET
     resync_shrink_window            = EXCLUDED.resync_shrink_window,
     progress_timeout_seconds        = EXCLUDED.progress_timeout_seconds,
     finalize_grace_seconds          = EXCLUDED.finalize_grace_seconds,
+    max_downtime_ms                 = EXCLUDED.max_downtime_ms,
     updated_at                      = EXCLUDED.updated_at
 
 -- name: checksum_migration_phases

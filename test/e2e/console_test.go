@@ -339,9 +339,31 @@ func migrateFromThePage(t *testing.T, e *env, b *browser) string {
 		t.Errorf("steps not drawn as folded (label, ✓, 100%%): %v", bad)
 	}
 	checkReportedStatuses(t, e, b, m)
+	checkDowntimeShown(t, b, m)
 	b.noBannerError("migration")
 	b.shoot("migration-done.png")
 	return mid
+}
+
+// checkDowntimeShown: the page shows the switch's downtime, predicted
+// and measured, as the API's record has them.
+func checkDowntimeShown(t *testing.T, b *browser, m *wire.InstanceMigration) {
+	t.Helper()
+	if m.PredictedDowntimeMS == 0 {
+		t.Errorf("migration %s has no predicted downtime", m.ID)
+	}
+	var want []string
+	for _, f := range []struct {
+		ms   int64
+		text string
+	}{{m.DowntimeMS, " ms measured by Drove"}, {m.PredictedDowntimeMS, " ms predicted"}} {
+		if f.ms > 0 {
+			want = append(want, fmt.Sprint(f.ms)+f.text)
+		}
+	}
+	js, _ := json.Marshal(want)
+	b.await("the downtime, predicted and measured", time.Minute, fmt.Sprintf(
+		`%s.every(w => (document.getElementById("mig-downtime") || {textContent: ""}).textContent.includes(w))`, js))
 }
 
 // checkReportedStatuses: the page's source and target say what each node

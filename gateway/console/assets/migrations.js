@@ -75,11 +75,16 @@ function derivedSides(m) {
   return [src, dst];
 }
 
-// downtimeText: the latest switch's downtime, the workload's own figure
-// (from the timeline it writes with its data) first when there is one.
+// downtimeText: the switch's downtime, predicted (and the budget, if
+// any) and, once it switched, measured: the workload's own figure (from
+// the timeline it writes with its data) first when there is one.
 function downtimeText(m) {
-  if (!m.workload_downtime_ms) return m.downtime_ms + " ms, measured by Drove";
-  return m.workload_downtime_ms + " ms as the workload saw it · " + (m.downtime_ms || 0) + " ms measured by Drove";
+  const parts = [];
+  if (m.workload_downtime_ms) parts.push(m.workload_downtime_ms + " ms as the workload saw it");
+  if (m.downtime_ms) parts.push(m.downtime_ms + " ms measured by Drove");
+  if (m.predicted_downtime_ms) parts.push(m.predicted_downtime_ms + " ms predicted");
+  if (m.max_downtime_ms) parts.push("budget " + m.max_downtime_ms + " ms");
+  return parts.join(" · ");
 }
 
 function drawMigrationHead(m, reported) {
@@ -90,7 +95,7 @@ function drawMigrationHead(m, reported) {
     h("dt", {}, "source"), h("dd", { id: "mig-source" }, m.source_server + " — " + src),
     h("dt", {}, "target"), h("dd", { id: "mig-target" }, (m.target_server || "chosen by the planner") + (dst ? " — " + dst : "")),
     h("dt", {}, "syncs"), h("dd", { id: "mig-syncs" }, m.num_sync_phases + (m.last_sync_size ? ", the last " + bytes(m.last_sync_size) : "")),
-    m.downtime_ms || m.workload_downtime_ms ? [h("dt", {}, "downtime"), h("dd", { id: "mig-downtime" }, downtimeText(m))] : "",
+    downtimeText(m) ? [h("dt", {}, "downtime"), h("dd", { id: "mig-downtime" }, downtimeText(m))] : "",
     h("dt", {}, "asked by"), h("dd", {}, m.account + " (" + m.role + ")"),
     h("dt", {}, "created"), h("dd", {}, when(m.created_timestamp)),
     m.finished_timestamp ? [h("dt", {}, "finished"), h("dd", {}, when(m.finished_timestamp))] : "",
@@ -164,7 +169,8 @@ async function instance() {
     h("div", { class: "actions" }, target,
       h("button", { id: "estimate", onclick: async () => {
         const e = await migrateAction(null, i.name, "estimate", { target: target.value.trim() });
-        if (e) show("About " + dur(e.total_seconds) + " with " + dur(e.downtime_seconds) + " of downtime (" + bytes(e.bytes) + " to send)", true);
+        if (e) show("About " + dur(e.total_seconds) + " with " + dur(e.downtime_seconds) + " of downtime (" + bytes(e.bytes) + " to send)" +
+          (e.max_downtime_ms ? "; downtime budget " + e.max_downtime_ms + " ms" : ""), true);
       } }, "Estimate"),
       h("button", { id: "migrate", class: "primary", onclick: async ev => {
         const a = await migrateAction(ev.target, i.name, "automatic", { target: target.value.trim(), reason: "migrate from the console" });

@@ -1,0 +1,112 @@
+package downtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/drovehq/drove/events"
+)
+
+// The stated defaults, used when nothing was measured. The figures are
+// docs/benchmarks.md's first moves (issue 30).
+const (
+	// CopiedOverhead is the stop, commit and start of a switch that sends
+	// the final delta of local disks (zfs-local): a process runtime on
+	// ZFS measured 635 to 725 ms down in all, a QEMU hand-over 260 to 309.
+	CopiedOverhead = 750 * time.Millisecond
+	// SharedOverhead is a live switch of shared storage (QEMU's pause,
+	// its last memory pass and the resume on the target): 40 to 44 ms.
+	SharedOverhead = 100 * time.Millisecond
+	// ChecksumBytesPerSecond is how fast the switch's check reads the
+	// final delta on each node: one core hashing.
+	ChecksumBytesPerSecond = 200 << 20
+)
+
+// Parts are what a prediction is built from.
+type Parts struct {
+	// Overhead is the switch's fixed cost: stop, commit and start.
+	Overhead time.Duration
+	// DeltaBytes is the final delta, sent while the instance is down.
+	DeltaBytes int64
+	// LinkBytesPerSecond is the rate the delta is sent at; 0 or less is
+	// read as planner.DefaultLinkBytesPerSecond's 100 MiB/s.
+	LinkBytesPerSecond int64
+	// ChecksumBytesPerSecond is how fast the delta is checked; 0 means
+	// the move checks nothing (shared storage sends no delta).
+	ChecksumBytesPerSecond int64
+}
+
+// Prediction is a predicted downtime and its parts.
+type Prediction struct {
+	Overhead, Transfer, Checksum time.Duration
+	Parts                        Parts
+}
+
+// defaultLink is planner.DefaultLinkBytesPerSecond, which this package
+// does not import: the planner library imports nothing of Drove's, and
+// this package imports events.
+const defaultLink = 100 << 20
+
+// Predict builds the downtime from its parts.
+func Predict(p Parts) Prediction {
+	if p.LinkBytesPerSecond <= 0 {
+		p.LinkBytesPerSecond = defaultLink
+	}
+	out := Prediction{Overhead: p.Overhead, Parts: p}
+	delta := max(p.DeltaBytes, 0)
+	out.Transfer = per(delta, p.LinkBytesPerSecond)
+	if p.ChecksumBytesPerSecond > 0 {
+		out.Checksum = per(delta, p.ChecksumBytesPerSecond)
+	}
+	return out
+}
+
+func per(bytes, rate int64) time.Duration {
+	return time.Duration(float64(bytes) / float64(rate) * float64(time.Second))
+}
+
+// Total is the predicted downtime.
+func (p Prediction) Total() time.Duration { return p.Overhead + p.Transfer + p.Checksum }
+
+// String says how the figure was built, for estimates and records.
+func (p Prediction) String() string {
+	s := fmt.Sprintf("%s = %s stop, commit and start + %s final delta of %s at %s/s",
+		ms(p.Total()), ms(p.Overhead), ms(p.Transfer), events.FormatBytes(p.Parts.DeltaBytes),
+		events.FormatBytes(p.Parts.LinkBytesPerSecond))
+	if p.Parts.ChecksumBytesPerSecond > 0 {
+		s += fmt.Sprintf(" + %s checksum of it at %s/s", ms(p.Checksum), events.FormatBytes(p.Parts.ChecksumBytesPerSecond))
+	}
+	return s
+}
+
+// ms renders a duration in whole milliseconds, as budgets are given.
+func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+// DefaultOverhead is the stated overhead of an instance of kind k in run
+// state rs when no switch was measured, and what it assumes. A stopped
+// instance has nothing to stop or start. The runtime is the executor's
+// to know, not the log's, so the storage kind stands for it: copied
+// disks are switched offline or handed over, shared ones moved live.
+func DefaultOverhead(k events.StorageKind, rs events.RunState) (time.Duration, string) {
+	switch {
+	case rs != events.RunRunning:
+		return 0, fmt.Sprintf("the instance is %s: nothing to stop or start", rs)
+	case k.CopiedOnMove():
+		return CopiedOverhead, fmt.Sprintf("no switch measured yet: %s assumed to stop, commit and start (a process runtime on ZFS measured 0.64 to 0.73 s down)", ms(CopiedOverhead))
+	}
+	return SharedOverhead, fmt.Sprintf("no switch measured yet: %s assumed for a live switch (QEMU on shared storage measured 40 to 44 ms)", ms(SharedOverhead))
+}
+
+// ChecksumRate is the checksum rate of kind k's switch: copied disks
+// are checked on both nodes in the switch's pause; shared ones not.
+func ChecksumRate(k events.StorageKind) int64 {
+	if k.CopiedOnMove() {
+		return ChecksumBytesPerSecond
+	}
+	return 0
+}
+
+// Fits reports whether p is within budget; a budget of 0 is none.
+func Fits(p Prediction, budget time.Duration) bool {
+	return budget <= 0 || p.Total() <= budget
+}
