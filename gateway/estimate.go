@@ -101,7 +101,11 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 		return estimate{}, err
 	}
 	kind := events.StorageKind(in.Storage)
-	pred := downtime.Predict(downtime.Parts{Overhead: overhead, DeltaBytes: int64(delta), LinkBytesPerSecond: link,
+	finalDelta := int64(delta)
+	if !kind.CopiedOnMove() {
+		finalDelta = 0 // shared disks send none; the last memory pass is the overhead's
+	}
+	pred := downtime.Predict(downtime.Parts{Overhead: overhead, DeltaBytes: finalDelta, LinkBytesPerSecond: link,
 		ChecksumBytesPerSecond: downtime.ChecksumRate(kind)})
 	down := pred.Total().Seconds()
 	total += down

@@ -278,3 +278,59 @@ func TestTargetLosesItsDisk(t *testing.T) {
 	}
 	sourceIntact(t, poolA, rtA, rtB, "vm10", want)
 }
+
+// TestSwitchAfterAnEarlyStartCutShort: an attempt of the switch started
+// the instance on the target and died before its commit (the source
+// stopped, the target running over the final snapshot and writing after
+// it). The next attempt stops the target first and drops what it wrote
+// there, then switches: the instance ends on the target only, over the
+// source's data, and never ran on both nodes.
+func TestSwitchAfterAnEarlyStartCutShort(t *testing.T) {
+	const size = 4 << 20
+	poolA, poolB := zfsenv.Pool(t, "a", 128), zfsenv.Pool(t, "b", 128)
+	w := newWorld(t, []string{"na", "nb"}, instance("vm9", events.StorageZFSLocal, "na", ""))
+	zfsenv.Run(t, "zfs", "create", poolA+"/vm9")
+	fill(t, "/"+poolA+"/vm9", size)
+	rtA, rtB := zfs.NewMemRuntime("vm9"), zfs.NewMemRuntime()
+	w.node("na", poolA, rtA, nil)
+	w.node("nb", poolB, rtB, nil)
+	m := w.migration("m9", "vm9", "na", "nb")
+	m.must(events.PhaseBegin)
+	m.must(events.PhaseSync)
+
+	// What the attempt cut short left: stopped here, started there, and
+	// written to there after the snapshot it received.
+	in := zfs.Instance{Name: "vm9", Dataset: poolB + "/vm9", Mountpoint: "/" + poolB + "/vm9"}
+	if err := rtA.Stop(t.Context(), zfs.Instance{Name: "vm9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rtB.Start(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("/"+poolB+"/vm9/written-on-the-target", []byte("uncommitted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fileSum(t, filepath.Join("/"+poolA, "vm9", "base"))
+	running, most := oneWriter(rtA, rtB)
+	running.Store(1) // on the target
+	var stoppedOnB atomic.Int32
+	count := rtB.OnStop
+	rtB.OnStop = func(in zfs.Instance) { stoppedOnB.Add(1); count(in) }
+
+	m.must(events.PhaseSwitch)
+	if stoppedOnB.Load() == 0 {
+		t.Error("the switch received under the instance running uncommitted on the target: it was never stopped there")
+	}
+	if rtA.IsRunning("vm9") || !rtB.IsRunning("vm9") {
+		t.Fatalf("after the switch: running on na %v, on nb %v", rtA.IsRunning("vm9"), rtB.IsRunning("vm9"))
+	}
+	if n := most.Load(); n > 1 {
+		t.Errorf("the instance ran on %d nodes at once", n)
+	}
+	if _, err := os.Stat("/" + poolB + "/vm9/written-on-the-target"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("what the uncommitted start wrote is still on the target (%v)", err)
+	}
+	if got := fileSum(t, filepath.Join("/"+poolB, "vm9", "base")); got != want {
+		t.Errorf("the target's base is %s, the source's %s", got, want)
+	}
+}

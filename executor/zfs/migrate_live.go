@@ -59,8 +59,11 @@ func (m *move) switchLive(ctx context.Context, lr LiveRuntime, base int) (execut
 	if err := m.dropSnapshots(context.WithoutCancel(ctx), h.final); err != nil {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
+	// The overhead is the pause less its final send and checksum, which a
+	// prediction adds from the next final delta (planner/downtime).
+	overhead := max(h.down-h.sendTime-m.rep.ChecksumTime, 0)
 	return executor.PhaseResult{Bytes: m.sent, Downtime: h.down, WorkloadDowntime: m.rep.WorkloadDowntime,
-		Message: h.message(m, commitTime)}, nil
+		Overhead: overhead, Message: h.message(m, commitTime)}, nil
 }
 
 // handedOver is what a live hand-over did.

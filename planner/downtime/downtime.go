@@ -72,8 +72,11 @@ func (p Prediction) Total() time.Duration { return p.Overhead + p.Transfer + p.C
 
 // String says how the figure was built, for estimates and records.
 func (p Prediction) String() string {
-	s := fmt.Sprintf("%s = %s stop, commit and start + %s final delta of %s at %s/s",
-		ms(p.Total()), ms(p.Overhead), ms(p.Transfer), events.FormatBytes(p.Parts.DeltaBytes),
+	s := fmt.Sprintf("%s = %s stop, commit and start", ms(p.Total()), ms(p.Overhead))
+	if p.Parts.DeltaBytes <= 0 {
+		return s + ", no final delta"
+	}
+	s += fmt.Sprintf(" + %s final delta of %s at %s/s", ms(p.Transfer), events.FormatBytes(p.Parts.DeltaBytes),
 		events.FormatBytes(p.Parts.LinkBytesPerSecond))
 	if p.Parts.ChecksumBytesPerSecond > 0 {
 		s += fmt.Sprintf(" + %s checksum of it at %s/s", ms(p.Checksum), events.FormatBytes(p.Parts.ChecksumBytesPerSecond))
