@@ -20,6 +20,9 @@ import (
 //     reached Postgres, which refused it: a 500.
 //   - A body of null (PUT /v1/settings with `null`) was read as an empty
 //     object and answered 200.
+//   - A setting beyond its view's int column (progress_timeout_seconds
+//     258087847989856096) was accepted, and the projector, unable to
+//     write it, stopped at that event for good.
 func TestSchemathesisFindingsAreRefused(t *testing.T) {
 	e := newBadInputEnv(t)
 	for _, c := range []struct {
@@ -44,6 +47,8 @@ func TestSchemathesisFindingsAreRefused(t *testing.T) {
 		{"POST", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "dry_run": null}`, "dry_run"},
 		{"POST", "/v1/group-changes", `{"instances": null}`, "instances"},
 		{"PUT", "/v1/settings", `null`, "body"},
+		{"PUT", "/v1/settings", `{"progress_timeout_seconds": 258087847989856096}`, "progress_timeout_seconds"},
+		{"PUT", "/v1/settings", `{"resync_max_syncs": 2147483648}`, "resync_max_syncs"},
 		{"POST", "/v1/instances/i1/stop", `null`, "body"},
 		{"POST", "/v1/evacuations", ` null `, "body"},
 		{"POST", "/v1/group-changes", `{"instances": ["i1", "x\u0000y"], "dry_run": true}`, "instances[1]"},

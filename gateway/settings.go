@@ -75,6 +75,9 @@ func mergeSettings(b wire.SettingsBody, s *events.SettingsChanged) error {
 		if *v < least {
 			return badRequest(field, fmt.Sprintf("%s: %d is below %d", field, *v, least))
 		}
+		if *v > events.MaxSettingInt {
+			return badRequest(field, fmt.Sprintf("%s: %d is above %d", field, *v, events.MaxSettingInt))
+		}
 		*dst = *v
 		return nil
 	}

@@ -159,13 +159,13 @@ type DowntimeParts struct {
 // force, events.SettingsChanged.
 type SettingsBody struct {
 	AllowUserMigrations         *bool    `json:"allow_user_migrations,omitempty"`
-	MaxRunningMigrationsPerNode *int     `json:"max_running_migrations_per_node,omitempty" minimum:"1"`
+	MaxRunningMigrationsPerNode *int     `json:"max_running_migrations_per_node,omitempty" minimum:"1" maximum:"2147483647"`
 	SendMbpsLimit               *float64 `json:"send_mbps_limit,omitempty" minimum:"0"`
 	ResyncMaxBytes              *int64   `json:"resync_max_bytes,omitempty" minimum:"0"`
-	ResyncMaxSyncs              *int     `json:"resync_max_syncs,omitempty" minimum:"1"`
-	ResyncShrinkWindow          *int     `json:"resync_shrink_window,omitempty" minimum:"1"`
-	ProgressTimeoutSeconds      *int     `json:"progress_timeout_seconds,omitempty" minimum:"1"`
-	FinalizeGraceSeconds        *int     `json:"finalize_grace_seconds,omitempty" minimum:"0"`
+	ResyncMaxSyncs              *int     `json:"resync_max_syncs,omitempty" minimum:"1" maximum:"2147483647"`
+	ResyncShrinkWindow          *int     `json:"resync_shrink_window,omitempty" minimum:"1" maximum:"2147483647"`
+	ProgressTimeoutSeconds      *int     `json:"progress_timeout_seconds,omitempty" minimum:"1" maximum:"2147483647"`
+	FinalizeGraceSeconds        *int     `json:"finalize_grace_seconds,omitempty" minimum:"0" maximum:"2147483647"`
 	MaxDowntimeMS               *int64   `json:"max_downtime_ms,omitempty" minimum:"0"`
 	Reason                      string   `json:"reason,omitempty"`
 }

@@ -371,19 +371,22 @@ func (b *builder) fields(t reflect.Type, props obj, required *[]string) {
 }
 
 // fieldSchema is field f's schema with what its tags and doc comment
-// add: enum, minimum, format, description, and null where Go sends it.
+// add: enum, minimum, maximum, format, description, and null where Go
+// sends it.
 func (b *builder) fieldSchema(owner reflect.Type, f reflect.StructField, omit bool) obj {
 	s := b.schemaOf(f.Type)
 	extra := obj{}
 	if e := f.Tag.Get("enum"); e != "" {
 		extra["enum"] = strings.Split(e, ",")
 	}
-	if m := f.Tag.Get("minimum"); m != "" {
-		n, err := strconv.ParseFloat(m, 64)
-		if err != nil {
-			panic(fmt.Sprintf("openapi/gen: %s.%s: minimum %q: %v", owner, f.Name, m, err))
+	for _, bound := range []string{"minimum", "maximum"} {
+		if m := f.Tag.Get(bound); m != "" {
+			n, err := strconv.ParseFloat(m, 64)
+			if err != nil {
+				panic(fmt.Sprintf("openapi/gen: %s.%s: %s %q: %v", owner, f.Name, bound, m, err))
+			}
+			extra[bound] = n
 		}
-		extra["minimum"] = n
 	}
 	if fm := f.Tag.Get("format"); fm != "" {
 		extra["format"] = fm
