@@ -352,22 +352,12 @@ func (r ReceiverReady) check(p *problems) {
 	p.require("addr", r.Addr)
 }
 
-// MaxSettingInt bounds the settings that are whole numbers of syncs,
-// migrations or seconds: what a view's int column holds. A setting over
-// it would stop every fold of the log at that event.
-const MaxSettingInt = 1<<31 - 1
-
 func (s SettingsChanged) check(p *problems) {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"max_running_migrations_per_node", s.MaxRunningMigrationsPerNode}, {"resync_max_syncs", s.ResyncMaxSyncs},
-		{"resync_shrink_window", s.ResyncShrinkWindow}, {"progress_timeout_seconds", s.ProgressTimeoutSeconds},
-		{"finalize_grace_seconds", s.FinalizeGraceSeconds}} {
-		if f.v > MaxSettingInt {
-			p.addf(f.name, "must be at most %d", MaxSettingInt)
-		}
-	}
+	viewInt(p, "max_running_migrations_per_node", s.MaxRunningMigrationsPerNode)
+	viewInt(p, "resync_max_syncs", s.ResyncMaxSyncs)
+	viewInt(p, "resync_shrink_window", s.ResyncShrinkWindow)
+	viewInt(p, "progress_timeout_seconds", s.ProgressTimeoutSeconds)
+	viewInt(p, "finalize_grace_seconds", s.FinalizeGraceSeconds)
 	if s.MaxRunningMigrationsPerNode < 1 {
 		p.addf("max_running_migrations_per_node", "must be at least 1")
 	}

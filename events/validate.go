@@ -25,6 +25,18 @@ func nonNegative[T int | int64 | float64](p *problems, field string, v T) {
 	}
 }
 
+// MaxViewInt bounds the whole numbers of counts and seconds an event
+// carries from a request: what a view's int column holds. An event over
+// it would stop every fold of the log at that event.
+const MaxViewInt = 1<<31 - 1
+
+// viewInt checks that v fits a view's int column.
+func viewInt(p *problems, field string, v int) {
+	if v > MaxViewInt {
+		p.addf(field, "must be at most %d", MaxViewInt)
+	}
+}
+
 func noEmpty(p *problems, field string, vs []string) {
 	for i, v := range vs {
 		if v == "" {
@@ -102,6 +114,7 @@ func (r EvacuationRequested) check(p *problems) {
 	noEmpty(p, "nodes", r.Nodes)
 	oneOf(p, "mode", r.Mode, EvacPrimaryOnly, EvacSecondaryOnly, EvacAll)
 	nonNegative(p, "max_moves_per_node", r.MaxMovesPerNode)
+	viewInt(p, "max_moves_per_node", r.MaxMovesPerNode)
 }
 
 func (r GroupChangeRequested) check(p *problems) {

@@ -104,6 +104,9 @@ func (g *Gateway) postEvacuation(c *gin.Context) error {
 	if b.MaxMovesPerNode < 0 {
 		return badRequest("max_moves_per_node", fmt.Sprintf("max_moves_per_node: negative (%d); 0 means the service default", b.MaxMovesPerNode))
 	}
+	if b.MaxMovesPerNode > events.MaxViewInt {
+		return badRequest("max_moves_per_node", fmt.Sprintf("max_moves_per_node: %d is above %d", b.MaxMovesPerNode, events.MaxViewInt))
+	}
 	known, err := g.db.column(c, "nodes_known", b.Nodes)
 	if err != nil {
 		return err

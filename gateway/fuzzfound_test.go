@@ -22,7 +22,8 @@ import (
 //     object and answered 200.
 //   - A setting beyond its view's int column (progress_timeout_seconds
 //     258087847989856096) was accepted, and the projector, unable to
-//     write it, stopped at that event for good.
+//     write it, stopped at that event for good; an evacuation's
+//     max_moves_per_node could do the same.
 func TestSchemathesisFindingsAreRefused(t *testing.T) {
 	e := newBadInputEnv(t)
 	for _, c := range []struct {
@@ -49,6 +50,7 @@ func TestSchemathesisFindingsAreRefused(t *testing.T) {
 		{"PUT", "/v1/settings", `null`, "body"},
 		{"PUT", "/v1/settings", `{"progress_timeout_seconds": 258087847989856096}`, "progress_timeout_seconds"},
 		{"PUT", "/v1/settings", `{"resync_max_syncs": 2147483648}`, "resync_max_syncs"},
+		{"POST", "/v1/evacuations", `{"nodes": ["node-a1"], "mode": "all", "max_moves_per_node": 2147483648}`, "max_moves_per_node"},
 		{"POST", "/v1/instances/i1/stop", `null`, "body"},
 		{"POST", "/v1/evacuations", ` null `, "body"},
 		{"POST", "/v1/group-changes", `{"instances": ["i1", "x\u0000y"], "dry_run": true}`, "instances[1]"},

@@ -75,8 +75,8 @@ func mergeSettings(b wire.SettingsBody, s *events.SettingsChanged) error {
 		if *v < least {
 			return badRequest(field, fmt.Sprintf("%s: %d is below %d", field, *v, least))
 		}
-		if *v > events.MaxSettingInt {
-			return badRequest(field, fmt.Sprintf("%s: %d is above %d", field, *v, events.MaxSettingInt))
+		if *v > events.MaxViewInt {
+			return badRequest(field, fmt.Sprintf("%s: %d is above %d", field, *v, events.MaxViewInt))
 		}
 		*dst = *v
 		return nil

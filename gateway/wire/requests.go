@@ -15,7 +15,7 @@ type Evacuation struct {
 	DryRun           bool     `json:"dry_run,omitempty"`
 	IgnoreSoftErrors bool     `json:"ignore_soft_errors,omitempty"`
 	// 0 means the service default
-	MaxMovesPerNode int    `json:"max_moves_per_node,omitempty" minimum:"0"`
+	MaxMovesPerNode int    `json:"max_moves_per_node,omitempty" minimum:"0" maximum:"2147483647"`
 	Reason          string `json:"reason,omitempty"`
 }
 
