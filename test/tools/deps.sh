@@ -99,9 +99,11 @@ zfs_fuse_args=(--fuse-attr-timeout 0 --fuse-entry-timeout 0)
 if zpool list -H >/dev/null 2>&1 && [ -z "$(zpool list -H -o name)" ] &&
   ! pgrep -a -x zfs-fuse | grep -q -- "${zfs_fuse_args[*]}"; then
   $sudo pkill -x zfs-fuse || true
+  # It takes seconds to exit, answering meanwhile, and refuses a new one.
+  for _ in $(seq 1 100); do pgrep -x zfs-fuse >/dev/null || break; sleep 0.2; done
 fi
 if ! zpool list -H >/dev/null 2>&1; then
-  # One still exiting (it takes seconds) would refuse the new one.
+  # One still exiting would refuse the new one.
   for _ in $(seq 1 100); do pgrep -x zfs-fuse >/dev/null || break; sleep 0.2; done
   echo "deps: starting the zfs-fuse daemon"
   $sudo zfs-fuse "${zfs_fuse_args[@]}" || true
