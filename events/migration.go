@@ -100,7 +100,7 @@ type MigrationActionRequested struct {
 // ones: what does not depend on the final delta's size.
 type DowntimeBasis struct {
 	PredictedMS int64 `json:"predicted_ms"`
-	// OverheadMS is the switch's stop, commit and start: measured on
+	// OverheadMS is the switch's stop and start: measured on
 	// earlier switches, else the stated default.
 	OverheadMS int64 `json:"overhead_ms"`
 	// LinkBytesPerSecond is the link rate the prediction used, until the
@@ -198,9 +198,10 @@ type MigrationPhaseEnded struct {
 	// from its last write on the source to its first on the target, read
 	// on the target after the move. 0 when its workload keeps none.
 	WorkloadDowntimeMS int64 `json:"workload_downtime_ms,omitempty"`
-	// OverheadMS is the part of DowntimeMS that moved no data: the stop,
-	// the commit and the start, as the driver timed them; 0 when the
-	// driver does not split its downtime. Later predictions read it.
+	// OverheadMS is the part of DowntimeMS that was not the final delta's
+	// send or its check (the stop and the start), as the driver timed it;
+	// 0 when the driver does not split its downtime. Later predictions
+	// read it.
 	OverheadMS int64  `json:"overhead_ms,omitempty"`
 	Error      string `json:"error,omitempty"`
 }

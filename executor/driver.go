@@ -229,9 +229,10 @@ type PhaseResult struct {
 	// source to its first on the target, read on the target after the
 	// move; 0 when the workload keeps no timeline.
 	WorkloadDowntime time.Duration
-	// Overhead is the part of Downtime that moved no data (the stop, the
-	// commit and the start), for later moves' predictions
-	// (planner/downtime); 0 when the driver does not split it.
+	// Overhead is the part of Downtime that was not the final delta's
+	// send or its check (the stop and the start; a live pause's device
+	// state), for later moves' predictions (planner/downtime); 0 when the
+	// driver does not split it.
 	Overhead time.Duration
 	Message  string
 }

@@ -47,7 +47,7 @@ func (g *Gateway) predictFor(ctx context.Context, in wire.Instance, s events.Set
 	bud, over := budgetOf(b, s), est.down.Overhead.Milliseconds()
 	if bud.ms > 0 && over > bud.ms {
 		e := conflict(codeOverBudget, "max_downtime_ms", fmt.Sprintf(
-			"the downtime budget of %d ms (%s) is below the overhead of %s's switch alone, %d ms to stop, commit and start, which no sync shrinks (predicted downtime %d ms: %s); ask for at least %d ms",
+			"the downtime budget of %d ms (%s) is below the overhead of %s's switch alone, %d ms to stop and start, which no sync shrinks (predicted downtime %d ms: %s); ask for at least %d ms",
 			bud.ms, bud.from, in.Name, over, est.down.Total().Milliseconds(), est.down, over))
 		e.Instance = in.Name
 		return nil, e

@@ -28,7 +28,7 @@ func TestEstimateFromParts(t *testing.T) {
 	if est.DowntimeSeconds != 0.507 || p.OverheadMS != 200 || p.TransferMS != 204 || p.ChecksumMS != 102 || est.MaxDowntimeMS != 2000 {
 		t.Fatalf("estimate %.3f s from %+v, budget %d ms; want 0.507 s = 200 + 204 + 102 ms, budget 2000 ms", est.DowntimeSeconds, p, est.MaxDowntimeMS)
 	}
-	for _, part := range []string{"200 ms stop, commit and start", "final delta of 20.5 MiB at 100.0 MiB/s", "checksum of it at 200.0 MiB/s",
+	for _, part := range []string{"200 ms stop and start", "final delta of 20.5 MiB at 100.0 MiB/s", "checksum of it at 200.0 MiB/s",
 		"overhead: no switch measured yet: 200 ms assumed"} {
 		if !strings.Contains(est.How, part) {
 			t.Errorf("how %q does not say %q", est.How, part)

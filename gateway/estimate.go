@@ -161,7 +161,7 @@ type switchOverhead struct {
 	OverheadMS int64  `db:"overhead_ms"`
 }
 
-// overhead is a switch's fixed cost, stop, commit and start, as the
+// overhead is a switch's fixed cost, stop and start, as the
 // median of recent switches measured it (sql/switch_overheads.sql): the
 // instance's own when it has any, since they were of the same runtime and
 // the same workload; else those from its node; else any node's. With

@@ -81,7 +81,7 @@ INSERT INTO migration_phases (migration, seq, instance, phase, node, status, dow
   ('m5', 2, 'x5', 'switch', 'node-a1', 'error', 7000, now());`)
 	down, how := estimate()
 	if down != 0.4 || !strings.Contains(how, "overhead: median of the last 3 switches measured from node-a1") ||
-		!strings.Contains(how, "400 ms = 400 ms stop, commit and start, no final delta") {
+		!strings.Contains(how, "400 ms = 400 ms stop and start, no final delta") {
 		t.Fatalf("estimate: downtime %g s, %q; want 0.4 s from node-a1's three switches", down, how)
 	}
 	// The instance's own switches come first, from whichever node: the

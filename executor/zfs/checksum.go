@@ -209,10 +209,7 @@ func sumFile(path string, info fs.FileInfo, buf []byte, base *fileSum, spans []s
 	if err != nil {
 		return fileSum{}, 0, err
 	}
-	// The pages read go again after: zfs-fuse does not drop them when a
-	// receive changes the file, and whatever reads it next (the instance
-	// started over it) would read them as they were.
-	defer func() { _ = dropCache(f); f.Close() }()
+	defer f.Close()
 	if err := dropCache(f); err != nil {
 		return fileSum{}, 0, fmt.Errorf("dropping the cached pages of %s: %w", path, err)
 	}

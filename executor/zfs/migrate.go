@@ -356,10 +356,7 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	}
 	// The overhead is what the downtime spent on other than the final
 	// send: the stop and the start (the checksum and the commit come after).
-	var overhead time.Duration
-	if m.rep.Downtime > 0 {
-		overhead = max(m.rep.Downtime-sendTime, 0)
-	}
+	overhead := max(m.rep.Downtime-sendTime, 0) // 0 for a stopped instance
 	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime, WorkloadDowntime: m.rep.WorkloadDowntime,
 		Overhead: overhead, Message: m.switchedText(prior, sendTime, commitTime, sum)}, nil
 }

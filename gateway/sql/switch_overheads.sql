@@ -1,5 +1,5 @@
 -- Recent switches that stopped their instance, for the overhead of a
--- downtime prediction (stop, commit and start): the instance's own first
+-- downtime prediction (stop and start): the instance's own first
 -- ($3: the same runtime, the same workload), then the source node's ($1),
 -- then any node's, newest first, at most $2 rows. A switch whose driver
 -- split out its overhead gives that; one whose driver did not gives its

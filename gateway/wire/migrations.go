@@ -144,7 +144,7 @@ type Estimate struct {
 // DowntimeParts are what a predicted downtime is built from (one model,
 // planner/downtime's, for estimates and the downtime budget).
 type DowntimeParts struct {
-	// the switch's stop, commit and start: measured on earlier switches,
+	// the switch's stop and start: measured on earlier switches,
 	// else the stated default
 	OverheadMS int64 `json:"overhead_ms"`
 	// the final delta sent while the instance is down, at the link's rate

@@ -3,7 +3,7 @@
 // coordinator's downtime budget (planner/migration, after each sync): a
 // prediction built from parts, each measured where it can be.
 //
-//	downtime = overhead                       stop, commit and start of the runtime
+//	downtime = overhead                       stop and start of the runtime
 //	         + final delta / link rate        what is sent while the instance is down
 //	         + final delta / checksum rate    the check of that delta (copied disks only)
 //

@@ -26,7 +26,7 @@ const (
 
 // Parts are what a prediction is built from.
 type Parts struct {
-	// Overhead is the switch's fixed cost: stop, commit and start.
+	// Overhead is the switch's fixed cost: stop and start.
 	Overhead time.Duration
 	// DeltaBytes is the final delta, sent while the instance is down.
 	DeltaBytes int64
@@ -72,7 +72,7 @@ func (p Prediction) Total() time.Duration { return p.Overhead + p.Transfer + p.C
 
 // String says how the figure was built, for estimates and records.
 func (p Prediction) String() string {
-	s := fmt.Sprintf("%s = %s stop, commit and start", ms(p.Total()), ms(p.Overhead))
+	s := fmt.Sprintf("%s = %s stop and start", ms(p.Total()), ms(p.Overhead))
 	if p.Parts.DeltaBytes <= 0 {
 		return s + ", no final delta"
 	}
@@ -97,7 +97,7 @@ func DefaultOverhead(k events.StorageKind, rs events.RunState) (time.Duration, s
 	case rs != events.RunRunning:
 		return 0, fmt.Sprintf("the instance is %s: nothing to stop or start", rs)
 	case k.CopiedOnMove():
-		return CopiedOverhead, fmt.Sprintf("no switch measured yet: %s assumed to stop, commit and start (a process runtime on ZFS measured 0.11 to 0.13 s down, a QEMU hand-over 0.26 to 0.31 s)", ms(CopiedOverhead))
+		return CopiedOverhead, fmt.Sprintf("no switch measured yet: %s assumed to stop and start (a process runtime on ZFS measured 0.11 to 0.13 s down, a QEMU hand-over 0.26 to 0.31 s)", ms(CopiedOverhead))
 	}
 	return SharedOverhead, fmt.Sprintf("no switch measured yet: %s assumed for a live switch (QEMU on shared storage measured 40 to 44 ms)", ms(SharedOverhead))
 }

@@ -19,7 +19,7 @@ func TestPredictFromParts(t *testing.T) {
 		want  time.Duration
 		says  string
 	}{
-		{"overhead only", Parts{Overhead: 600 * time.Millisecond}, 600 * time.Millisecond, "600 ms stop, commit and start"},
+		{"overhead only", Parts{Overhead: 600 * time.Millisecond}, 600 * time.Millisecond, "600 ms stop and start"},
 		{"delta at the link's rate", Parts{Overhead: 100 * time.Millisecond, DeltaBytes: 10 * mib, LinkBytesPerSecond: 100 * mib},
 			200 * time.Millisecond, "100 ms final delta of 10.0 MiB at 100.0 MiB/s"},
 		{"checksum of the delta", Parts{DeltaBytes: 20 * mib, LinkBytesPerSecond: 100 * mib, ChecksumBytesPerSecond: 200 * mib},

@@ -35,7 +35,7 @@ func TestBudgetFitsSwitches(t *testing.T) {
 	}
 	d.end(events.JobSuccess, 1<<30) // the full send
 	d.check(d.end(events.JobSuccess, 5*mib), want{state: events.MigrationRunning, phase: events.PhaseSwitch,
-		dispatched: []string{events.PhaseSwitch}, running: true, message: "predicted downtime 250 ms = 200 ms stop, commit and start + 50 ms final delta"})
+		dispatched: []string{events.PhaseSwitch}, running: true, message: "predicted downtime 250 ms = 200 ms stop and start + 50 ms final delta"})
 	if r := d.rec(); r.PredictedDowntimeMS != 250 || r.MaxDowntimeMS != 300 {
 		t.Fatalf("record predicts %d ms, budget %d ms; want 250, 300", r.PredictedDowntimeMS, r.MaxDowntimeMS)
 	}
@@ -52,7 +52,7 @@ func TestBudgetOverKeepsSyncing(t *testing.T) {
 	d := budgeted(t, 300)
 	d.end(events.JobSuccess, 1<<30)
 	d.check(d.end(events.JobSuccess, 20*mib), want{state: events.MigrationRunning, phase: events.PhaseSync,
-		dispatched: []string{events.PhaseSync}, running: true, message: "predicted downtime 400 ms = 200 ms stop, commit and start + 200 ms final delta of 20.0 MiB at 100.0 MiB/s is over the budget of 300 ms; syncing again"})
+		dispatched: []string{events.PhaseSync}, running: true, message: "predicted downtime 400 ms = 200 ms stop and start + 200 ms final delta of 20.0 MiB at 100.0 MiB/s is over the budget of 300 ms; syncing again"})
 	d.check(d.end(events.JobSuccess, 9*mib), want{state: events.MigrationRunning, phase: events.PhaseSwitch,
 		dispatched: []string{events.PhaseSwitch}, running: true, message: "within the budget of 300 ms"})
 }
@@ -124,7 +124,7 @@ func TestBudgetRefusesAnOperatorsSwitch(t *testing.T) {
 	// of overhead, and the checksum of 1 GiB.
 	d.check(d.act(events.ActionSwitch), want{state: events.MigrationPaused,
 		message: "switch refused: the switch's predicted downtime is"})
-	if r := d.rec(); !strings.Contains(r.Message, "over the budget of 700 ms") || !strings.Contains(r.Message, "200 ms stop, commit and start") {
+	if r := d.rec(); !strings.Contains(r.Message, "over the budget of 700 ms") || !strings.Contains(r.Message, "200 ms stop and start") {
 		t.Fatalf("message %q; want the budget and the prediction's parts", r.Message)
 	}
 }
