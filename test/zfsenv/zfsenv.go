@@ -231,9 +231,16 @@ func Release(pool string, err *error) {
 // Destroy destroys a dataset, and fails t if it cannot.
 func Destroy(t testing.TB, dataset string) {
 	t.Helper()
-	if _, err := retryBusy("zfs", "destroy", "-r", dataset); err != nil {
+	if err := DestroyDataset(dataset); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// DestroyDataset destroys a dataset and what it holds, waiting out
+// zfs-fuse's "busy" as retryBusy does.
+func DestroyDataset(dataset string) error {
+	_, err := retryBusy("zfs", "destroy", "-r", dataset)
+	return err
 }
 
 // retryBusy runs a zfs or zpool command until it succeeds or fails for

@@ -9,7 +9,7 @@
 // The full send is measured twice: over plain TCP and over TLS 1.3 with
 // node certificates (as executors move), the TLS figure beside the plain.
 //
-//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5] [-system=false]
+//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5] [-system=false | -direct=false]
 //
 // It needs root and zfs-fuse (make test-deps) and creates and destroys its
 // own file-backed pools.
@@ -39,19 +39,23 @@ import (
 func main() {
 	sizeMiB := flag.Int("size-mib", 1024, "dataset size in MiB")
 	writeMiBps := flag.Float64("write-mibps", 5, "write load during the sync phase, MiB/s")
+	direct := flag.Bool("direct", true, "measure the driver's own sends against a bare send first (-direct=false: the system's move alone)")
 	system := flag.Bool("system", true, "also migrate an instance through the whole system, over HTTP")
 	out := flag.String("out", "test/bench/results/zfs-migration.json", "where the system migration's figures go, as JSON")
 	downtimeOut := flag.String("downtime-out", "test/bench/results/downtime.json", "where the system moves' downtimes go (workload's, reported, predicted), as JSON, beside the live bench's")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process during the system's moves to this file")
 	moves := flag.Int("moves", 2, "system moves, there and back: each predicted with what the ones before it measured (the first has no history)")
 	flag.Parse()
-	if err := run(*sizeMiB, *writeMiBps); err != nil {
-		fmt.Fprintln(os.Stderr, "bench zfs:", err)
-		os.Exit(1)
+	if *direct {
+		if err := run(*sizeMiB, *writeMiBps); err != nil {
+			fmt.Fprintln(os.Stderr, "bench zfs:", err)
+			os.Exit(1)
+		}
 	}
 	if !*system {
 		return
 	}
-	if err := runSystem(*sizeMiB, *writeMiBps, *out, *downtimeOut, *moves); err != nil {
+	if err := runSystem(*sizeMiB, *writeMiBps, *out, *downtimeOut, *moves, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "bench zfs: system:", err)
 		os.Exit(1)
 	}
