@@ -31,6 +31,9 @@
 //     names (nodeid), plus a per-move token derived from the cluster's
 //     secret as a second factor. The handshake ends before the header is
 //     sent, so a wrong peer never sees the move's key, token or data.
+//     The stream then goes on in sealed records keyed from the TLS
+//     session (seal.go): a record that fails to open cuts the stream
+//     there (ErrSealed), and nothing after the last good one is read.
 //     Without a Link streams are plain TCP: the executor allows that only
 //     when told to, and says so in its log.
 //

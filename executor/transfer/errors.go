@@ -22,6 +22,12 @@ var (
 	// the same address again will not change that.
 	ErrPeer = errors.New("transfer: the peer is not the node the move names")
 
+	// ErrSealed is returned when a secure stream's record fails to open:
+	// altered, dropped, replayed or reordered on the way, or not sealed
+	// with this stream's keys. Whatever was read before it is whole; the
+	// stream is cut there (seal.go).
+	ErrSealed = errors.New("transfer: a sealed record failed to open")
+
 	// ErrClosed is returned by Accept after Close.
 	ErrClosed = errors.New("transfer: listener closed")
 )

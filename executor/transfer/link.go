@@ -1,13 +1,11 @@
 package transfer
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 )
 
@@ -65,126 +63,79 @@ func (l Link) token(key string) string {
 }
 
 // client wraps a dialled connection in TLS and completes the handshake,
-// so that a wrong peer is known before a byte of the move is sent.
+// so that a wrong peer is known before a byte of the move is sent; the
+// stream then goes on in sealed records keyed by the session (seal.go).
 func (l Link) client(ctx context.Context, c net.Conn) (net.Conn, error) {
 	if l.Identity == nil {
 		return c, nil
 	}
-	bc := &batchConn{Conn: c}
-	tc := tls.Client(bc, l.Identity.ClientConfig(l.Peer))
+	cfg := l.Identity.ClientConfig(l.Peer).Clone()
+	cfg.NextProtos = []string{alpnSealed}
+	tc := tls.Client(c, cfg)
 	hctx, cancel := context.WithTimeout(ctx, headerTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {
 		return nil, handshakeError(err)
 	}
-	bc.batch()
-	return tc, nil
-}
-
-// batchConn gathers what TLS writes into the socket and hands it over in
-// one write(2) at each flush (flushConn), once batch is called: TLS
-// writes every record of 16 KiB by itself, so a frame of 256 KiB cost 16
-// writes into the socket, and as many wakeups of the receiver, where a
-// plain stream makes one (issue 30: moves at full speed with encryption
-// on). The handshake, before batch, goes through as it is written, since
-// TLS waits for the answer to each flight. The mutex orders a flush
-// against a write TLS makes while reading (a key update's answer).
-type batchConn struct {
-	net.Conn
-	mu      sync.Mutex
-	batched bool
-	buf     []byte
-}
-
-// batchMax is the most a batchConn holds before it writes: a frame and
-// its records' overhead.
-const batchMax = chunkSize + 64<<10
-
-func (c *batchConn) batch() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.batched, c.buf = true, make([]byte, 0, batchMax)
-}
-
-func (c *batchConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.batched {
-		return c.Conn.Write(p)
+	if err := sealedAgreed(tc, "receiver"); err != nil {
+		return nil, err
 	}
-	if len(c.buf)+len(p) > cap(c.buf) {
-		if err := c.flushLocked(); err != nil {
-			return 0, err
-		}
-		if len(p) > cap(c.buf) {
-			return c.Conn.Write(p)
-		}
-	}
-	c.buf = append(c.buf, p...)
-	return len(p), nil
+	deadline, _ := hctx.Deadline()
+	return sealClient(c, tc, deadline)
 }
 
-func (c *batchConn) Flush() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.flushLocked()
-}
+// alpnSealed names, in the TLS handshake (ALPN), the streams that go on
+// in sealed records. An executor from before them offers or accepts no
+// protocol, and the other end refuses it by name rather than misread its
+// bytes.
+const alpnSealed = "drove-transfer/2"
 
-func (c *batchConn) flushLocked() error {
-	if len(c.buf) == 0 {
-		return nil
-	}
-	_, err := c.Conn.Write(c.buf)
-	c.buf = c.buf[:0]
-	return err
-}
-
-// Close sends what is held first (TLS's close_notify alert among it),
-// unless a write is under way: a write blocked on a receiver that reads
-// nothing holds the lock, and closing the socket under it is what frees it
-// (a cancelled stream), so Close must not wait for the lock.
-func (c *batchConn) Close() error {
-	if c.mu.TryLock() {
-		_ = c.flushLocked()
-		c.mu.Unlock()
-	}
-	return c.Conn.Close()
-}
-
-// readAheadConn reads the socket a frame's worth at a time for TLS, which
-// asks for one record (16 KiB) a read: the receiving side of batchConn.
-type readAheadConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *readAheadConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-// flushConn writes out what c holds back: a TLS stream's batched records.
-// Plain connections hold nothing.
-func flushConn(c net.Conn) error {
-	if tc, ok := c.(*tls.Conn); ok {
-		if bc, ok := tc.NetConn().(*batchConn); ok {
-			return bc.Flush()
-		}
+// sealedAgreed checks that the other end (the peer, by its role) agreed
+// to sealed records. An older peer is ErrPeer: asking it again will not
+// change its answer, and a receiver tells the operator of it (Refused).
+func sealedAgreed(tc *tls.Conn, peer string) error {
+	if p := tc.ConnectionState().NegotiatedProtocol; p != alpnSealed {
+		return fmt.Errorf("%w: the %s speaks an older transfer protocol (ALPN %q, want %q): upgrade its executor",
+			ErrPeer, peer, p, alpnSealed)
 	}
 	return nil
 }
 
-// server wraps an accepted connection in TLS and completes the handshake.
+// flushConn writes out what c holds back: a secure stream's sealed
+// records. Plain connections hold nothing.
+func flushConn(c net.Conn) error {
+	if sc, ok := c.(*sealedConn); ok {
+		return sc.Flush()
+	}
+	return nil
+}
+
+// server wraps an accepted connection in TLS and completes the handshake,
+// then goes on in sealed records. Its TLS sends no session ticket: a
+// ticket would follow the handshake, behind which the records begin.
 func (l Link) server(ctx context.Context, c net.Conn) (net.Conn, error) {
 	if l.Identity == nil {
 		return c, nil
 	}
-	tc := tls.Server(&readAheadConn{Conn: c, r: bufio.NewReaderSize(c, batchMax)}, l.Identity.ServerConfig(l.Peer))
+	cfg := l.Identity.ServerConfig(l.Peer).Clone()
+	cfg.SessionTicketsDisabled = true
+	cfg.NextProtos = []string{alpnSealed}
+	tc := tls.Server(c, cfg)
 	hctx, cancel := context.WithTimeout(ctx, headerTimeout)
 	defer cancel()
 	_ = c.SetDeadline(time.Now().Add(headerTimeout))
 	if err := tc.HandshakeContext(hctx); err != nil {
 		return nil, handshakeError(err)
 	}
+	if err := sealedAgreed(tc, "sender"); err != nil {
+		return nil, err
+	}
+	sc, err := sealServer(c, tc)
+	if err != nil {
+		return nil, err
+	}
 	_ = c.SetDeadline(time.Time{})
-	return tc, nil
+	return sc, nil
 }
 
 // handshakeError marks a refused handshake as ErrPeer: the other end is

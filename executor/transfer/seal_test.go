@@ -1,0 +1,176 @@
+package transfer_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drovehq/drove/executor/transfer"
+)
+
+// flipper forwards a sender's bytes to to, flipping one bit of the byte at
+// offset at: an attacker on the wire altering a record.
+func flipper(t *testing.T, to string, at int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", to)
+		if err != nil {
+			_ = c.Close()
+			return
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = io.Copy(c, up); _ = c.Close() }()
+		buf, seen := make([]byte, 32<<10), 0
+		for {
+			n, err := c.Read(buf)
+			if at >= seen && at < seen+n {
+				buf[at-seen] ^= 0x10
+			}
+			seen += n
+			if n > 0 {
+				if _, werr := up.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = up.Close()
+	}()
+	return ln.Addr().String()
+}
+
+// An altered byte anywhere in a secure stream's body stops the stream
+// there: the receiver never hands on a byte that did not come from the
+// sender as it sent it, by either way of reading (into a pipe, as zfs
+// receive takes it, and by Read).
+func TestAnAlteredRecordCutsTheStream(t *testing.T) {
+	c := newCluster(t)
+	body := markedBody()
+	for _, into := range []string{"pipe", "read"} {
+		for _, at := range []int{100 << 10, 600 << 10} {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			toB, fromA, l := c.aToB(t, true)
+			type result struct {
+				got []byte
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				s, err := l.Accept(transfer.WithLink(ctx, fromA))
+				if err != nil {
+					done <- result{err: err}
+					return
+				}
+				got, err := receive(s, into)
+				_ = s.Reply(transfer.Reply{OK: err == nil})
+				done <- result{got, err}
+			}()
+			serr := send(ctx, flipper(t, l.Addr(), at), toB, body)
+			r := <-done
+			cancel()
+			if !errors.Is(r.err, transfer.ErrSealed) || !errors.Is(r.err, transfer.ErrCut) {
+				t.Fatalf("%s, byte %d altered: the receiver's error is %v, want ErrCut and ErrSealed", into, at, r.err)
+			}
+			if !bytes.HasPrefix(body, r.got) {
+				t.Fatalf("%s, byte %d altered: the receiver handed on %d bytes that are not the body's start", into, at, len(r.got))
+			}
+			if serr == nil {
+				t.Fatalf("%s, byte %d altered: the sender was told the stream arrived", into, at)
+			}
+		}
+	}
+}
+
+// receive reads s's body into a pipe (as zfs receive takes it) or by Read.
+func receive(s *transfer.Stream, into string) ([]byte, error) {
+	if into == "read" {
+		return io.ReadAll(s)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	got := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(pr); got <- b }()
+	_, err = s.WriteTo(pw)
+	_ = pw.Close()
+	b := <-got
+	_ = pr.Close()
+	return b, err
+}
+
+// An executor from before sealed records is refused by name at either
+// end, and the receiver tells the operator of it.
+func TestAnOlderExecutorIsRefusedByName(t *testing.T) {
+	c := newCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	// An older receiver: TLS with no application protocol.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		raw, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer raw.Close()
+		tc := tls.Server(raw, c.ids["b"].ServerConfig("a"))
+		if tc.HandshakeContext(ctx) == nil {
+			_, _ = io.Copy(io.Discard, tc)
+		}
+	}()
+	_, err = transfer.Dial(transfer.WithLink(ctx, transfer.Link{Identity: c.ids["a"], Peer: "b"}), ln.Addr().String(),
+		transfer.Header{Key: "req/0/0", Kind: "recv"}, nil)
+	if !errors.Is(err, transfer.ErrPeer) || !strings.Contains(err.Error(), "older transfer protocol") {
+		t.Fatalf("dialling an older receiver: %v, want ErrPeer naming the older protocol", err)
+	}
+
+	// An older sender.
+	_, fromA, l := c.aToB(t, true)
+	refused := make(chan error, 1)
+	fromA.Refused = func(err error) { refused <- err }
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	go func() { _, _ = l.Accept(transfer.WithLink(actx, fromA)) }()
+	raw, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tc := tls.Client(raw, c.ids["a"].ClientConfig("b"))
+	_ = tc.HandshakeContext(ctx)
+	select {
+	case err := <-refused:
+		if !strings.Contains(err.Error(), "older transfer protocol") {
+			t.Fatalf("the receiver refused an older sender saying %v, want the older protocol named", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the receiver did not report the older sender")
+	}
+}
