@@ -193,6 +193,8 @@ func TestPayloadRules(t *testing.T) {
 		{"unknown storage", InstanceDeclared{Name: "i", Owner: "o", PrimaryNode: "n1", Storage: "tape", RunState: RunRunning}, "storage"},
 		{"mirrored without secondary", InstanceDeclared{Name: "i", Owner: "o", PrimaryNode: "n1", Storage: StorageDRBD, RunState: RunRunning}, "secondary_node"},
 		{"plain with secondary", InstanceDeclared{Name: "i", Owner: "o", PrimaryNode: "n1", SecondaryNode: "n2", Storage: StoragePlain, RunState: RunRunning}, "secondary_node"},
+		{"negative instance budget", InstanceDeclared{Name: "i", Owner: "o", PrimaryNode: "n1", Storage: StoragePlain, RunState: RunRunning, MaxDowntimeMS: -1}, "max_downtime_ms"},
+		{"instance budget over a view's int", InstanceDeclared{Name: "i", Owner: "o", PrimaryNode: "n1", Storage: StoragePlain, RunState: RunRunning, MaxDowntimeMS: MaxViewInt + 1}, "max_downtime_ms"},
 		{"unknown evac mode", EvacuationRequested{Request: "r", Nodes: []string{"n"}, Mode: "some"}, "mode"},
 		{"evacuation of no nodes", EvacuationRequested{Request: "r", Mode: EvacAll}, "nodes"},
 		{"unknown opcode", OpcodeDispatched{Request: "r", Node: "n", Opcode: Opcode{OpID: "OP_INSTANCE_REBOOT", Instance: "i"}}, "op_id"},

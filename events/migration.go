@@ -307,7 +307,7 @@ func (m MigrationActionRequested) check(p *problems) {
 	if m.Action == ActionSchedule && m.ScheduledAt == nil {
 		p.addf("scheduled_at", "required for a scheduled migration")
 	}
-	nonNegative(p, "max_downtime_ms", m.MaxDowntimeMS)
+	downtimeBudget(p, "max_downtime_ms", m.MaxDowntimeMS)
 }
 
 func (m MigrationStateChanged) check(p *problems) {
@@ -377,5 +377,5 @@ func (s SettingsChanged) check(p *problems) {
 	if s.FinalizeGraceSeconds < 0 {
 		p.addf("finalize_grace_seconds", "must not be negative")
 	}
-	nonNegative(p, "max_downtime_ms", s.MaxDowntimeMS)
+	downtimeBudget(p, "max_downtime_ms", s.MaxDowntimeMS)
 }

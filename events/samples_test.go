@@ -45,7 +45,7 @@ func samples() []Payload {
 			Storage: StorageZFSReplicated, RunState: RunRunning,
 			PrimaryNode: "node1", SecondaryNode: "node2",
 			NICs: []NIC{{MAC: "aa:00:00:00:00:01", Network: "public"}},
-			Tags: []string{"<web>&co"}, UserMigration: &no,
+			Tags: []string{"<web>&co"}, UserMigration: &no, MaxDowntimeMS: 300,
 		},
 		InstancePlaced{Instance: "inst1", Group: "g2", PrimaryNode: "node2", SecondaryNode: "node4",
 			PreviousGroup: "g1", PreviousPrimary: "node1", PreviousSecondary: "node2", Request: "req-1"},

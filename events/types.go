@@ -330,6 +330,10 @@ type InstanceDeclared struct {
 	// UserMigration overrides the global "owners may migrate" setting for
 	// this instance; nil follows the global setting.
 	UserMigration *bool `json:"user_migration,omitempty"`
+	// MaxDowntimeMS is the instance's downtime budget: a migration of it
+	// that asks for none is held to it, over the settings' budget. 0
+	// follows the settings'.
+	MaxDowntimeMS int64 `json:"max_downtime_ms,omitempty"`
 }
 
 // InstancePlaced records a placement change: where the instance was and

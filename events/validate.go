@@ -96,6 +96,17 @@ func (in InstanceDeclared) check(p *problems) {
 	if in.SecondaryNode != "" && in.SecondaryNode == in.PrimaryNode {
 		p.addf("secondary_node", "same as primary_node %q", in.PrimaryNode)
 	}
+	downtimeBudget(p, "max_downtime_ms", in.MaxDowntimeMS)
+}
+
+// downtimeBudget checks a downtime budget in milliseconds: 0 is none (or
+// follows the next one), a negative one means nothing, and the views keep
+// it in an int column.
+func downtimeBudget(p *problems, field string, ms int64) {
+	nonNegative(p, field, ms)
+	if ms > MaxViewInt {
+		p.addf(field, "must be at most %d", MaxViewInt)
+	}
 }
 
 func (ip InstancePlaced) check(p *problems) {

@@ -30,6 +30,7 @@ var (
 		"/healthz", "/v1/evacuations", "/v1/group-changes", "/v1/requests", "/v1/requests/{}",
 		"/v1/requests/{}/approve", "/v1/requests/{}/cancel", "/v1/requests/{}/plan", "/v1/requests/{}/jobs",
 		"/v1/jobs", "/v1/nodes", "/v1/nodes/{}", "/v1/groups", "/v1/settings", "/v1/instances/{}/user-migration",
+		"/v1/instances/{}/max-downtime",
 		"/v1/migrations", "/v1/migrations/{}", "/v1/migrations/{}/{}/{}", "/v1/instances", "/v1/instances/{}",
 		"/v1/instances/{}/migrate", "/v1/instances/{}/stop", "/v1/instances/{}/start", "/v1/{}", "/{}",
 	}
@@ -97,7 +98,7 @@ func routeMethod(path string) string {
 			return http.MethodPost
 		}
 	}
-	if strings.HasSuffix(path, "/settings") || strings.HasSuffix(path, "/user-migration") {
+	if strings.HasSuffix(path, "/settings") || strings.HasSuffix(path, "/user-migration") || strings.HasSuffix(path, "/max-downtime") {
 		return http.MethodPut
 	}
 	return http.MethodGet

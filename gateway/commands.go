@@ -278,7 +278,8 @@ func (g *Gateway) checkClaims(ctx context.Context, field string, instances []str
 }
 
 // answerAccepted answers an appended request: 202 at once, or for a dry
-// run 200 with the plan once the views show it.
+// run 200 with the plan once the views show it, each move with its
+// predicted downtime.
 func (g *Gateway) answerAccepted(c *gin.Context, id string, entry recentEntry) error {
 	ans := wire.Accepted{Request: id, Status: "accepted", Links: linksFor(id, entry.dryRun)}
 	if !entry.dryRun {
@@ -298,6 +299,9 @@ func (g *Gateway) answerAccepted(c *gin.Context, id string, entry recentEntry) e
 		ans.Status, ans.Message = "rejected", r.RejectedReason
 		c.JSON(http.StatusOK, ans)
 		return nil
+	}
+	if pl.Moves, err = g.planDowntimes(c, pl); err != nil {
+		return err
 	}
 	ans.Status, ans.Plan = "awaiting-approval", &pl
 	c.JSON(http.StatusOK, ans)

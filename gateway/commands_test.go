@@ -203,7 +203,8 @@ func TestDryRunAnswersWithThePlan(t *testing.T) {
   VALUES ($1, 'evacuation', '{node-a1}', 'all', true, now(), now(), 1)`, id)
 			if err == nil {
 				_, err = tx.Exec(e.ctx, `INSERT INTO views.plans (request, moved, failed, jobs, score_before, score_after, computed_at)
-  VALUES ($1, '[{"instance":"i1","group":"g1","nodes":["node-a2"]}]', '[]', '[{"index":0,"opcodes":[]}]', 2.5, 1.25, now())`, id)
+  VALUES ($1, '[{"instance":"i1","group":"g1","nodes":["node-a2"]}]', '[]',
+  '[{"index":0,"opcodes":[{"op_id":"OP_INSTANCE_MIGRATE","instance":"i1","from":"node-a1","to":"node-a2"}]}]', 2.5, 1.25, now())`, id)
 			}
 			return err
 		})
@@ -224,6 +225,11 @@ func TestDryRunAnswersWithThePlan(t *testing.T) {
 			Jobs        []events.Job   `json:"jobs"`
 			ScoreBefore float64        `json:"score_before"`
 			ScoreAfter  float64        `json:"score_after"`
+			Moves       []struct {
+				Instance            string `json:"instance"`
+				PredictedDowntimeMS int64  `json:"predicted_downtime_ms"`
+				How                 string `json:"how"`
+			} `json:"moves"`
 		} `json:"plan"`
 		Links map[string]string `json:"links"`
 	}
@@ -233,6 +239,12 @@ func TestDryRunAnswersWithThePlan(t *testing.T) {
 	if ans.Status != "awaiting-approval" || len(ans.Plan.Moved) != 1 || ans.Plan.Moved[0].Instance != "i1" ||
 		len(ans.Plan.Jobs) != 1 || ans.Plan.ScoreAfter != 1.25 || ans.Links["approve"] == "" {
 		t.Fatalf("answer %s", body)
+	}
+	// Each move with its predicted downtime: i1's drbd disks send no
+	// final delta, so the stated default of a live switch.
+	if m := ans.Plan.Moves; len(m) != 1 || m[0].Instance != "i1" || m[0].PredictedDowntimeMS != 100 ||
+		!strings.Contains(m[0].How, "no switch measured yet: 100 ms assumed") {
+		t.Fatalf("the plan's moves %+v; want i1's, 100 ms by the stated default", m)
 	}
 	got := as[events.EvacuationRequested](t, e.appended()[0].Event)
 	if !got.DryRun {

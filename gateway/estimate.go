@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,22 +26,7 @@ const (
 	defaultLinkBytesPerSecond  = planner.DefaultLinkBytesPerSecond // when nothing was measured
 	defaultDirtyBytesPerSecond = 1 << 20
 	assumedBeginSeconds        = 5 // reserving the target
-	rateSamples                = 50
-	rateWindow                 = 2000 // the latest progress events read for link rates
 )
-
-type linkRate struct {
-	Node           string `db:"node"`
-	BytesPerSecond int64  `db:"bytes_per_second"`
-}
-
-type syncPhase struct {
-	Request  string  `db:"request"`
-	Index    int     `db:"idx"`
-	FirstSeq int64   `db:"first_seq"`
-	Bytes    int64   `db:"bytes"`
-	Seconds  float64 `db:"seconds"`
-}
 
 // estimate is an instance's estimate and the downtime prediction in it.
 type estimate struct {
@@ -58,15 +42,24 @@ func (e estimate) basis() *events.DowntimeBasis {
 		LinkBytesPerSecond: p.LinkBytesPerSecond, ChecksumBytesPerSecond: p.ChecksumBytesPerSecond}
 }
 
+// estimate is the estimate of moving in off its primary under settings s.
 func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.SettingsChanged) (estimate, error) {
+	m, err := g.measure(ctx, []string{in.Name}, []string{in.Primary})
+	if err != nil {
+		return estimate{}, err
+	}
+	return estimateFrom(in, s, m), nil
+}
+
+// estimateFrom is the estimate of moving in off its primary under
+// settings s from what m measured: the one model of a move before it
+// runs, the estimate's and each move's of a dry run's plan. No I/O.
+func estimateFrom(in wire.Instance, s events.SettingsChanged, m measured) estimate {
 	var how []string
 	data := in.DiskMiB << 20
 	how = append(how, fmt.Sprintf("data: the instance's %d MiB of disks", in.DiskMiB))
 
-	link, linkHow, err := g.linkRate(ctx, in.Primary)
-	if err != nil {
-		return estimate{}, err
-	}
+	link, linkHow := m.linkRate(in.Primary)
 	if s.SendMbpsLimit > 0 {
 		if capped := int64(s.SendMbpsLimit * 1e6 / 8); capped < link {
 			link = capped
@@ -75,10 +68,7 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 	}
 	how = append(how, linkHow)
 
-	dirty, dirtyHow, err := g.dirtyRate(ctx, in.Name)
-	if err != nil {
-		return estimate{}, err
-	}
+	dirty, dirtyHow := m.dirtyRate(in.Name)
 	how = append(how, dirtyHow)
 
 	// The re-sync rule: sync until the delta is under ResyncMaxBytes, or
@@ -96,10 +86,7 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 		syncs++
 		delta = D * t
 	}
-	overhead, overheadHow, err := g.overhead(ctx, in)
-	if err != nil {
-		return estimate{}, err
-	}
+	overhead, overheadHow := m.overhead(in)
 	kind := events.StorageKind(in.Storage)
 	finalDelta := int64(delta)
 	if !kind.CopiedOnMove() {
@@ -118,112 +105,7 @@ func (g *Gateway) estimate(ctx context.Context, in wire.Instance, s events.Setti
 		Syncs: syncs, SendMbpsLimit: s.SendMbpsLimit,
 		Downtime: wire.DowntimeParts{OverheadMS: pred.Overhead.Milliseconds(), TransferMS: pred.Transfer.Milliseconds(),
 			ChecksumMS: pred.Checksum.Milliseconds(), FinalDeltaBytes: int64(delta)},
-	}, down: pred}, nil
-}
-
-// linkRate is the median rate of recent sends (among the latest
-// rateWindow progress events), the source node's own when it sent any.
-func (g *Gateway) linkRate(ctx context.Context, node string) (int64, string, error) {
-	rs, err := many[linkRate](ctx, g.db, "link_rates", node, rateSamples, rateWindow)
-	if err != nil {
-		return 0, "", err
-	}
-	if len(rs) == 0 {
-		return defaultLinkBytesPerSecond, fmt.Sprintf("link: no send measured yet, assumed %d MiB/s", defaultLinkBytesPerSecond>>20), nil
-	}
-	xs, own := nodeFirst(rs, node, func(r linkRate) (string, int64) { return r.Node, r.BytesPerSecond })
-	if own {
-		return median(xs), fmt.Sprintf("link: median of the last %d rates measured sending from %s", len(xs), node), nil
-	}
-	return median(xs), fmt.Sprintf("link: median of the last %d rates measured on any node (none from %s)", len(xs), node), nil
-}
-
-// nodeFirst is the values of the samples node measured when there are any
-// (own), else of them all.
-func nodeFirst[T any](samples []T, node string, of func(T) (string, int64)) (xs []int64, own bool) {
-	var all []int64
-	for _, s := range samples {
-		n, x := of(s)
-		all = append(all, x)
-		if n == node {
-			xs = append(xs, x)
-		}
-	}
-	if len(xs) > 0 {
-		return xs, true
-	}
-	return all, false
-}
-
-type switchOverhead struct {
-	Instance   string `db:"instance"`
-	Node       string `db:"node"`
-	OverheadMS int64  `db:"overhead_ms"`
-}
-
-// overhead is a switch's fixed cost, stop and start, as the
-// median of recent switches measured it (sql/switch_overheads.sql): the
-// instance's own when it has any, since they were of the same runtime and
-// the same workload; else those from its node; else any node's. With
-// none measured, planner/downtime's stated default for its kind.
-func (g *Gateway) overhead(ctx context.Context, in wire.Instance) (time.Duration, string, error) {
-	node := in.Primary
-	ds, err := many[switchOverhead](ctx, g.db, "switch_overheads", node, rateSamples, in.Name)
-	if err != nil {
-		return 0, "", err
-	}
-	var own []int64
-	for _, d := range ds {
-		if d.Instance == in.Name {
-			own = append(own, d.OverheadMS)
-		}
-	}
-	ms := func(x int64) time.Duration { return time.Duration(x) * time.Millisecond }
-	if len(own) > 0 {
-		return ms(median(own)), fmt.Sprintf("overhead: median of the last %d switches of %s", len(own), in.Name), nil
-	}
-	xs, fromNode := nodeFirst(ds, node, func(d switchOverhead) (string, int64) { return d.Node, d.OverheadMS })
-	switch {
-	case fromNode:
-		return ms(median(xs)), fmt.Sprintf("overhead: median of the last %d switches measured from %s", len(xs), node), nil
-	case len(xs) > 0:
-		return ms(median(xs)), fmt.Sprintf("overhead: median of the last %d switches measured on any node (none from %s)", len(xs), node), nil
-	}
-	d, why := downtime.DefaultOverhead(events.StorageKind(in.Storage), events.RunState(in.RunState))
-	return d, "overhead: " + why, nil
-}
-
-// dirtyRate is how fast the instance wrote during its past syncs: the
-// bytes of sync k+1 over the duration of sync k, averaged.
-func (g *Gateway) dirtyRate(ctx context.Context, name string) (int64, string, error) {
-	ps, err := many[syncPhase](ctx, g.db, "sync_phases", name)
-	if err != nil {
-		return 0, "", err
-	}
-	byReq := map[string][]syncPhase{}
-	for _, p := range ps {
-		byReq[p.Request] = append(byReq[p.Request], p)
-	}
-	var sum float64
-	n := 0
-	for _, xs := range byReq {
-		slices.SortFunc(xs, func(a, b syncPhase) int { return a.Index - b.Index })
-		for i := 0; i+1 < len(xs); i++ {
-			if xs[i].Seconds > 0 {
-				sum += float64(xs[i+1].Bytes) / xs[i].Seconds
-				n++
-			}
-		}
-	}
-	if n == 0 {
-		return defaultDirtyBytesPerSecond, fmt.Sprintf("dirty rate: no re-sync of this instance measured yet, assumed %d MiB/s", defaultDirtyBytesPerSecond>>20), nil
-	}
-	return int64(sum / float64(n)), fmt.Sprintf("dirty rate: measured over %d re-sync(s) of this instance's past migrations", n), nil
-}
-
-func median(xs []int64) int64 {
-	slices.Sort(xs)
-	return xs[len(xs)/2]
+	}, down: pred}
 }
 
 type payloadRow struct {

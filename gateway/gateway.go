@@ -220,6 +220,7 @@ func (g *Gateway) routes() *gin.Engine {
 	instances.POST("/:name/stop", g.handle(g.postRunState(events.RunStopped)))
 	instances.POST("/:name/start", g.handle(g.postRunState(events.RunRunning)))
 	instances.PUT("/:name/user-migration", g.operatorsOnly, g.handle(g.putUserMigration))
+	instances.PUT("/:name/max-downtime", g.handle(g.putMaxDowntime))
 
 	// Audit (history.go): owners read their own instances' histories;
 	// the audit trail (audit.go) is the operators', checked there.

@@ -34,12 +34,15 @@ const tailInterval = 20 * time.Millisecond
 
 // env is one test's gateway over a fresh database and Kafka cluster.
 type env struct {
-	t      *testing.T
-	ctx    context.Context
-	pool   *pgxpool.Pool
-	kafka  kafka.Config
-	g      *gateway.Gateway
-	srv    *httptest.Server
+	t     *testing.T
+	ctx   context.Context
+	pool  *pgxpool.Pool
+	kafka kafka.Config
+	g     *gateway.Gateway
+	srv   *httptest.Server
+	cfg   gateway.Config  // g's, for a second gateway over another pool
+	prod  *kafka.Producer // g's
+
 	offset atomic.Int64 // for event_log rows the tests insert
 }
 
@@ -68,7 +71,7 @@ func newEnv(t *testing.T, tune ...func(*gateway.Config)) *env {
 	}
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
-	return &env{t: t, ctx: ctx, pool: pool, kafka: kcfg, g: g, srv: srv}
+	return &env{t: t, ctx: ctx, pool: pool, kafka: kcfg, g: g, srv: srv, cfg: cfg, prod: producer}
 }
 
 // exec runs SQL in the test schema.

@@ -144,7 +144,7 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		est.MaxDowntimeMS = budgetOf(b, settings).ms
+		est.MaxDowntimeMS = budgetOf(b, in, settings).ms
 		c.JSON(http.StatusOK, est.Estimate)
 		return nil
 	}
@@ -217,8 +217,10 @@ func parseMigrate(c *gin.Context) (action string, b wire.MigrateBody, at *time.T
 		}
 		b.MaxDowntimeMS = &n
 	}
-	if v := b.MaxDowntimeMS; v != nil && *v < 0 {
-		return "", b, nil, badRequest("max_downtime_ms", fmt.Sprintf("max_downtime_ms: %d is negative (0 or absent follows the settings' budget)", *v))
+	if v := b.MaxDowntimeMS; v != nil {
+		if err := checkBudget(*v, "0 or absent follows the instance's or the settings' budget"); err != nil {
+			return "", b, nil, err
+		}
 	}
 	if b.ScheduledAt != "" {
 		t, err := time.Parse(time.RFC3339, b.ScheduledAt)

@@ -168,7 +168,8 @@ func (g *Gateway) requireRequest(c *gin.Context, id string) (wire.Request, error
 
 func (g *Gateway) getPlan(c *gin.Context) error {
 	id := c.Param("id")
-	if _, err := g.requireRequest(c, id); err != nil {
+	r, err := g.requireRequest(c, id)
+	if err != nil {
 		return err
 	}
 	p, err := g.db.plan(c, id)
@@ -177,6 +178,11 @@ func (g *Gateway) getPlan(c *gin.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if r.DryRun { // for review: each move's predicted downtime
+		if p.Moves, err = g.planDowntimes(c, p); err != nil {
+			return err
+		}
 	}
 	c.JSON(http.StatusOK, p)
 	return nil

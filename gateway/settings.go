@@ -18,7 +18,9 @@ import (
 )
 
 // Settings (operators only): GET and PUT /v1/settings, and the
-// per-instance override PUT /v1/instances/{name}/user-migration. The
+// per-instance override PUT /v1/instances/{name}/user-migration (the
+// instance's own downtime budget, PUT /v1/instances/{name}/max-downtime,
+// is in budget.go: owners may set theirs). The
 // settings in force are the latest SettingsChanged; before the first one,
 // events.DefaultSettings().
 
@@ -100,8 +102,8 @@ func mergeSettings(b wire.SettingsBody, s *events.SettingsChanged) error {
 		s.ResyncMaxBytes = *v
 	}
 	if v := b.MaxDowntimeMS; v != nil {
-		if *v < 0 {
-			return badRequest("max_downtime_ms", fmt.Sprintf("max_downtime_ms: %d is negative (0 means no budget)", *v))
+		if err := checkBudget(*v, "0 means no budget"); err != nil {
+			return err
 		}
 		s.MaxDowntimeMS = *v
 	}
@@ -244,7 +246,7 @@ func (g *Gateway) restate(c *gin.Context, who caller, name, reason string, chang
 	d.Size.MemoryMiB, d.Size.VCPUs = in.MemoryMiB, in.VCPUs
 	d.Storage, d.RunState = events.StorageKind(in.Storage), events.RunState(in.RunState)
 	d.PrimaryNode, d.SecondaryNode = in.Primary, in.Secondary
-	d.Tags, d.UserMigration = in.Tags, in.UserMigration
+	d.Tags, d.UserMigration, d.MaxDowntimeMS = in.Tags, in.UserMigration, in.MaxDowntimeMS
 	why, err := change(&d)
 	if err != nil {
 		return err
@@ -257,7 +259,7 @@ func (g *Gateway) restate(c *gin.Context, who caller, name, reason string, chang
 	}
 	g.log.Info("instance restated", "instance", name, "account", who.Name, "why", why)
 	c.JSON(http.StatusAccepted, wire.InstanceChanged{Instance: name, Status: "accepted", Message: why,
-		RunState: string(d.RunState), UserMigration: d.UserMigration})
+		RunState: string(d.RunState), UserMigration: d.UserMigration, MaxDowntimeMS: d.MaxDowntimeMS})
 	return nil
 }
 

@@ -65,7 +65,7 @@ func inventoryEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 		}
 		return []stmt{st("instance_declared", e.Name, e.Owner, e.Size.MemoryMiB, e.Size.VCPUs, disk,
 			string(e.Storage), string(e.RunState), e.PrimaryNode, e.SecondaryNode, strs(e.Tags),
-			e.UserMigration, t)}, true
+			e.UserMigration, t, e.MaxDowntimeMS)}, true
 	case events.InstancePlaced:
 		return []stmt{st("instance_placed", e.Instance, e.Group, e.PrimaryNode, e.SecondaryNode, e.Request, t)}, true
 	}

@@ -44,7 +44,7 @@ func scenario() []events.Envelope {
 		ev(node, 2, ""),
 		ev(events.NodeAnnounced{Name: "n2", Group: "g1", Total: node.Total, Free: node.Total, VMCapable: true}, 2, ""),
 		ev(events.InstanceDeclared{Name: "vm1", Owner: "acct-1", Size: events.Size{MemoryMiB: 512, VCPUs: 2, DisksMiB: []int64{100, 200}},
-			Storage: events.StorageDRBD, RunState: events.RunRunning, PrimaryNode: "n1", SecondaryNode: "n2", UserMigration: &yes}, 3, ""),
+			Storage: events.StorageDRBD, RunState: events.RunRunning, PrimaryNode: "n1", SecondaryNode: "n2", UserMigration: &yes, MaxDowntimeMS: 450}, 3, ""),
 		ev(events.EvacuationRequested{Request: req, Nodes: []string{"n1"}, Mode: events.EvacAll, DryRun: true, MaxMovesPerNode: 2}, 10, req),
 		ev(drained, 11, req),
 		ev(events.PlanComputed{Request: req, Moved: []events.Moved{{Instance: "vm1", Group: "g1", Nodes: []string{"n2", "n1"}}},
@@ -190,9 +190,9 @@ func checkInventoryViews(t *testing.T, e *env) {
 	check(t, "node n1 heartbeat", beat.UTC(), time.Date(2025, 1, 1, 0, 0, 35, 0, time.UTC))
 	e.get(`SELECT node || ' ' || action || ' ' || actor || ' ' || state || ' ' || reason FROM node_actions WHERE request = 'na-1'`, &s1)
 	check(t, "node action", s1, "n1 undrain operator:alice refused undrain of node n1 refused: testing")
-	e.get(`SELECT primary_node, secondary_node, group_name, last_request, disk_mib, user_migration FROM instances WHERE name = 'vm1'`,
-		&s1, &s2, &s3, new(string), &i1, &b2)
-	check(t, "instance vm1", []any{s1, s2, s3, i1, b2}, []any{"n2", "n1", "g1", int64(300), true})
+	e.get(`SELECT primary_node, secondary_node, group_name, last_request, disk_mib, user_migration, max_downtime_ms FROM instances WHERE name = 'vm1'`,
+		&s1, &s2, &s3, new(string), &i1, &b2, &i2)
+	check(t, "instance vm1", []any{s1, s2, s3, i1, b2, i2}, []any{"n2", "n1", "g1", int64(300), true, int64(450)})
 }
 
 // checkRequestViews checks the scenario's requests, plan, jobs and opcodes.

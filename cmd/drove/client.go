@@ -98,8 +98,9 @@ Empties nodes: moves their instances to other nodes of their groups, in
 parallel jobs that never overfill a node, and shows live progress (a line
 per job with state, percent and ETA, then a summary). The nodes are marked
 drained at once, so no later plan uses them. Ctrl-C stops watching, not the
-evacuation. With --dry-run it prints the plan for review; run it with
-'drove approve REQUEST'.
+evacuation. With --dry-run it prints the plan for review, each move with
+its predicted downtime (the model of 'drove migrate --estimate', from
+what earlier moves measured); run it with 'drove approve REQUEST'.
 
 Exit status: 0 all moved, 3 some instances could not move, 1 error.`, stderr)
 	var cf clientFlags
@@ -415,17 +416,25 @@ func printPlan(w io.Writer, request string, raw json.RawMessage) {
 	}
 	fmt.Fprintf(w, "Plan for request %s: %d to move, %d cannot move; cluster score %.4f → %.4f (lower is better)\n",
 		request, len(p.Moved), len(p.Failed), p.ScoreBefore, p.ScoreAfter)
+	down := map[[2]int]wire.MoveDowntime{}
+	for _, m := range p.Moves {
+		down[[2]int{m.Job, m.Index}] = m
+	}
 	for i, j := range p.Jobs {
 		var steps []string
 		inst := ""
-		for _, op := range j.Opcodes {
+		for k, op := range j.Opcodes {
 			inst = op.Instance
 			to := op.To
 			if to == "" {
 				to = op.TargetNode + op.RemoteNode
 			}
 			name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(string(op.OpID), "OP_INSTANCE_"), "_", "-"))
-			steps = append(steps, name+" → "+to)
+			step := name + " → " + to
+			if m, ok := down[[2]int{j.Index, k}]; ok {
+				step += fmt.Sprintf(" (%d ms down)", m.PredictedDowntimeMS)
+			}
+			steps = append(steps, step)
 		}
 		fmt.Fprintf(w, "  job %-3d %-20s %s\n", j.Index, inst, strings.Join(steps, ", "))
 		for _, d := range j.Depends {
@@ -440,12 +449,29 @@ func printPlan(w io.Writer, request string, raw json.RawMessage) {
 			fmt.Fprintf(w, "          waits for job %d (%s)\n", i+d.Job, st)
 		}
 	}
+	printLongestDowntime(w, p.Moves)
 	if len(p.Failed) > 0 {
 		fmt.Fprintln(w, "Cannot move:")
 		for _, f := range p.Failed {
 			fmt.Fprintf(w, "  %-20s %s\n", f.Instance, f.Reason)
 		}
 	}
+}
+
+// printLongestDowntime says how a dry run's downtimes were predicted,
+// by the move predicted longest, in the estimate's words.
+func printLongestDowntime(w io.Writer, moves []wire.MoveDowntime) {
+	if len(moves) == 0 {
+		return
+	}
+	longest := moves[0]
+	for _, m := range moves[1:] {
+		if m.PredictedDowntimeMS > longest.PredictedDowntimeMS {
+			longest = m
+		}
+	}
+	fmt.Fprintf(w, "Downtime predicted per move from earlier moves' measurements, as 'drove migrate --estimate' predicts it (--json shows how for each).\n"+
+		"Longest: %d ms, %s in job %d (%s).\n", longest.PredictedDowntimeMS, longest.Instance, longest.Job, longest.How)
 }
 
 // termSize is the terminal's columns and rows; 0, 0 when w is not one.

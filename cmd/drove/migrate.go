@@ -50,7 +50,8 @@ yourself: --begin, then --sync (any number of times), then --switch.
                      changes its time
   --target NODE      the server to move to (default: the planner's choice)
   --max-downtime MS  the downtime budget in milliseconds (default: the
-                     settings'): the migration re-syncs until its switch is
+                     instance's own, else the settings'; see drove settings
+                     --instance): the migration re-syncs until its switch is
                      predicted to fit, and fails, the instance left on its
                      source, when it cannot
   --estimate         say how long a migration would take, and stop

@@ -2,18 +2,19 @@ package main
 
 import (
 	"context"
-
 	"fmt"
 	"io"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/gateway/client"
 )
 
 const settingsUsage = `
 Usage: drove settings [flags]
-       drove settings --instance NAME --user-migration true|false|default
+       drove settings --instance NAME [--user-migration true|false|default]
+                      [--max-downtime MS] [--reason WHY]
 
 Reads (no flags) or changes the operators' migration settings; a change
 prints the whole settings now in force. Operators only. Changes apply to
@@ -31,9 +32,23 @@ running migrations within seconds.
                                        long (0: wait for an explicit finalize)
   --max-downtime MS                    the downtime budget of every migration
                                        that asks for none (0: no budget)
-  --instance NAME --user-migration V   override allow-user-migrations for one
+
+With --instance, the settings of one instance, over the global ones:
+reads them (no other flag) or changes them.
+
+  --user-migration V                   override allow-user-migrations for the
                                        instance: true, false, or default
-                                       (follow the global setting)`
+                                       (follow the global setting); operators
+  --max-downtime MS                    the instance's own downtime budget: a
+                                       migration of it that asks for none
+                                       (drove migrate --max-downtime) does not
+                                       switch while its predicted downtime is
+                                       over MS; 0 follows the global budget.
+                                       Its owner may set it too
+  --reason WHY                         why, recorded with the change
+
+A migration's budget is the one it asks for, else its instance's, else
+the global one.`
 
 func runSettings(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("settings", settingsUsage, stderr)
@@ -65,32 +80,16 @@ func runSettings(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	setter("progress-timeout", "progress_timeout_seconds", asInt)
 	setter("finalize-grace", "finalize_grace_seconds", asInt)
 	setter("max-downtime", "max_downtime_ms", func(v string) (any, error) { return strconv.ParseInt(v, 10, 64) })
-	instance := fs.String("instance", "", "the instance whose --user-migration to set")
+	instance := fs.String("instance", "", "the instance whose own settings to read or change")
 	userMig := fs.String("user-migration", "", "true, false or default (with --instance)")
+	reason := fs.String("reason", "", "why, recorded with an instance's change (with --instance)")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
 	}
 	ctx := context.Background()
 	api := cf.client()
-	if *instance != "" || *userMig != "" {
-		if *instance == "" || *userMig == "" || len(changes) > 0 {
-			fmt.Fprintln(stderr, "drove settings: --instance and --user-migration go together, without other settings")
-			return exitUsage
-		}
-		var allowed *bool
-		if *userMig != "default" {
-			b, err := strconv.ParseBool(*userMig)
-			if err != nil {
-				fmt.Fprintln(stderr, "drove settings: --user-migration: want true, false or default")
-				return exitUsage
-			}
-			allowed = &b
-		}
-		if err := api.SetUserMigration(ctx, *instance, allowed); err != nil {
-			return fail(stderr, "settings", err)
-		}
-		fmt.Fprintf(stdout, "User migrations of %s: %s.\n", *instance, *userMig)
-		return exitOK
+	if *instance != "" || *userMig != "" || *reason != "" {
+		return instanceSettings(ctx, api, cf, *instance, *userMig, *reason, changes, stdout, stderr)
 	}
 	var s *events.SettingsChanged
 	var err error
@@ -121,4 +120,66 @@ func runSettings(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// instanceSettings reads or changes one instance's own settings: the
+// user-migration override and its downtime budget (in changes, as
+// max_downtime_ms, the only global setting with an instance's override).
+func instanceSettings(ctx context.Context, api *client.Client, cf clientFlags, instance, userMig, reason string,
+	changes map[string]any, stdout, stderr io.Writer) int {
+	budget, setBudget := changes["max_downtime_ms"].(int64)
+	if instance == "" || len(changes) > 1 || (len(changes) == 1 && !setBudget) {
+		fmt.Fprintln(stderr, "drove settings: --instance takes only --user-migration, --max-downtime and --reason")
+		return exitUsage
+	}
+	if userMig != "" {
+		var allowed *bool
+		if userMig != "default" {
+			b, err := strconv.ParseBool(userMig)
+			if err != nil {
+				fmt.Fprintln(stderr, "drove settings: --user-migration: want true, false or default")
+				return exitUsage
+			}
+			allowed = &b
+		}
+		if err := api.SetUserMigration(ctx, instance, allowed); err != nil {
+			return fail(stderr, "settings", err)
+		}
+		fmt.Fprintf(stdout, "User migrations of %s: %s.\n", instance, userMig)
+	}
+	if setBudget {
+		ans, err := api.SetMaxDowntime(ctx, instance, budget, reason)
+		if err != nil {
+			return fail(stderr, "settings", err)
+		}
+		fmt.Fprintf(stdout, "Downtime budget of %s: %s.\n", instance, budgetWords(ans.MaxDowntimeMS))
+	}
+	if userMig != "" || setBudget {
+		return exitOK
+	}
+	in, err := api.Instance(ctx, instance)
+	if err != nil {
+		return fail(stderr, "settings", err)
+	}
+	if cf.json {
+		return printJSON(stdout, map[string]any{"instance": in.Name, "user_migration": in.UserMigration, "max_downtime_ms": in.MaxDowntimeMS})
+	}
+	um := "default (follows allow_user_migrations)"
+	if in.UserMigration != nil {
+		um = strconv.FormatBool(*in.UserMigration)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "instance\t%s\n", in.Name)
+	fmt.Fprintf(tw, "user_migration\t%s\n", um)
+	fmt.Fprintf(tw, "max_downtime_ms\t%s\n", budgetWords(in.MaxDowntimeMS))
+	tw.Flush()
+	return exitOK
+}
+
+// budgetWords says an instance's own budget: 0 follows the global one.
+func budgetWords(ms int64) string {
+	if ms == 0 {
+		return "0 (follows the settings' max_downtime_ms)"
+	}
+	return strconv.FormatInt(ms, 10) + " ms"
 }

@@ -140,6 +140,22 @@ func (c *Client) SetUserMigration(ctx context.Context, instance string, allowed 
 	return err
 }
 
+// SetMaxDowntime sets the instance's own downtime budget in milliseconds,
+// over the settings' (0: follow the settings').
+func (c *Client) SetMaxDowntime(ctx context.Context, instance string, ms int64, reason string) (*wire.InstanceChanged, error) {
+	var out wire.InstanceChanged
+	_, err := c.Do(ctx, http.MethodPut, "/v1/instances/"+url.PathEscape(instance)+"/max-downtime",
+		wire.InstanceBudget{MaxDowntimeMS: ms, Reason: reason}, &out)
+	return &out, err
+}
+
+// Instance reads one instance as the views hold it.
+func (c *Client) Instance(ctx context.Context, name string) (*wire.Instance, error) {
+	var out wire.Instance
+	err := c.Get(ctx, "/v1/instances/"+url.PathEscape(name), &out)
+	return &out, err
+}
+
 // Stop and Start change an instance's run state.
 func (c *Client) Stop(ctx context.Context, instance string) error {
 	_, err := c.Do(ctx, http.MethodPost, "/v1/instances/"+url.PathEscape(instance)+"/stop", struct{}{}, nil)

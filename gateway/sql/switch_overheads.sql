@@ -1,11 +1,19 @@
 -- Recent switches that stopped their instance, for the overhead of a
--- downtime prediction (stop and start): the instance's own first
--- ($3: the same runtime, the same workload), then the source node's ($1),
--- then any node's, newest first, at most $2 rows. A switch whose driver
--- split out its overhead gives that; one whose driver did not gives its
--- whole downtime, an upper bound of its overhead.
-SELECT instance, node, CASE WHEN overhead_ms > 0 THEN overhead_ms ELSE downtime_ms END AS overhead_ms
-FROM {schema}.migration_phases
-WHERE phase = 'switch' AND status = 'success' AND downtime_ms > 0
-ORDER BY (instance = $3) DESC, (node = $1) DESC, ended_at DESC NULLS LAST
-LIMIT $2
+-- downtime prediction (stop and start): the newest $3 of each instance
+-- named in $1 (the same runtime, the same workload), of each source node
+-- named in $2, and of any node, newest first; the caller picks in that
+-- order. One read for every move of a plan. A switch whose driver split
+-- out its overhead gives that; one whose driver did not gives its whole
+-- downtime, an upper bound of its overhead.
+SELECT instance, node, overhead_ms
+FROM (SELECT instance, node, ended_at,
+             CASE WHEN overhead_ms > 0 THEN overhead_ms ELSE downtime_ms END AS overhead_ms,
+             row_number() OVER (PARTITION BY instance ORDER BY ended_at DESC NULLS LAST) AS of_instance,
+             row_number() OVER (PARTITION BY node ORDER BY ended_at DESC NULLS LAST) AS of_node,
+             row_number() OVER (ORDER BY ended_at DESC NULLS LAST) AS of_all
+      FROM {schema}.migration_phases
+      WHERE phase = 'switch' AND status = 'success' AND downtime_ms > 0) switches
+WHERE (instance = ANY($1::text[]) AND of_instance <= $3)
+   OR (node = ANY($2::text[]) AND of_node <= $3)
+   OR of_all <= $3
+ORDER BY ended_at DESC NULLS LAST

@@ -43,7 +43,11 @@ type Instance struct {
 	Tags      []string `db:"tags" json:"tags"`
 	// whether the owner may migrate it: true or false override the
 	// setting, null follows it
-	UserMigration *bool     `db:"user_migration" json:"user_migration"`
+	UserMigration *bool `db:"user_migration" json:"user_migration"`
+	// its own downtime budget (PUT .../max-downtime): a migration of it
+	// that asks for none is held to it, over the settings'; 0 follows the
+	// settings'
+	MaxDowntimeMS int64     `db:"max_downtime_ms" json:"max_downtime_ms"`
 	LastRequest   string    `db:"last_request" json:"last_request,omitempty"`
 	UpdatedAt     time.Time `db:"updated_at" json:"updated_at"`
 }

@@ -166,7 +166,7 @@ type SettingsBody struct {
 	ResyncShrinkWindow          *int     `json:"resync_shrink_window,omitempty" minimum:"1" maximum:"2147483647"`
 	ProgressTimeoutSeconds      *int     `json:"progress_timeout_seconds,omitempty" minimum:"1" maximum:"2147483647"`
 	FinalizeGraceSeconds        *int     `json:"finalize_grace_seconds,omitempty" minimum:"0" maximum:"2147483647"`
-	MaxDowntimeMS               *int64   `json:"max_downtime_ms,omitempty" minimum:"0"`
+	MaxDowntimeMS               *int64   `json:"max_downtime_ms,omitempty" minimum:"0" maximum:"2147483647"`
 	Reason                      string   `json:"reason,omitempty"`
 }
 
@@ -178,12 +178,24 @@ type UserMigration struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
+// InstanceBudget is PUT /v1/instances/{name}/max-downtime: the
+// instance's own downtime budget in milliseconds. A migration of the
+// instance that asks for no budget (max_downtime_ms) is held to it, over
+// the settings' max_downtime_ms; 0 follows the settings'. MaxDowntimeMS
+// must be present.
+type InstanceBudget struct {
+	MaxDowntimeMS int64  `json:"max_downtime_ms" minimum:"0" maximum:"2147483647"`
+	Reason        string `json:"reason,omitempty"`
+}
+
 // InstanceChanged is the answer to a change of an instance's declaration
-// (user-migration, stop, start).
+// (user-migration, max-downtime, stop, start).
 type InstanceChanged struct {
 	Instance      string `json:"instance"`
 	Status        string `json:"status"`
 	Message       string `json:"message"`
 	RunState      string `json:"run_state"`
 	UserMigration *bool  `json:"user_migration"`
+	// the instance's own downtime budget; 0 follows the settings'
+	MaxDowntimeMS int64 `json:"max_downtime_ms"`
 }

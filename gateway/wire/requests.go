@@ -151,12 +151,36 @@ type PlanRow struct {
 	ScoreBefore float64         `db:"score_before" json:"score_before"`
 	ScoreAfter  float64         `db:"score_after" json:"score_after"`
 	ComputedAt  time.Time       `db:"computed_at" json:"computed_at"`
+	// a dry run's moves, each with the downtime predicted for it; absent
+	// for a request that is no dry run
+	Moves []MoveDowntime `db:"-" json:"moves,omitempty"`
 }
 
 // Plan is a plan as Go callers read it: PlanRow with its parts decoded.
 type Plan struct {
 	events.PlanComputed
-	ComputedAt time.Time `json:"computed_at"`
+	ComputedAt time.Time      `json:"computed_at"`
+	Moves      []MoveDowntime `json:"moves,omitempty"`
+}
+
+// MoveDowntime is one move of a dry run's plan (an opcode of a job) and
+// the downtime predicted for it before it runs, by action=estimate's
+// model (planner/downtime, from what earlier moves measured, else stated
+// defaults), the move going off its planned source.
+type MoveDowntime struct {
+	Job int `json:"job"`
+	// the opcode's place in its job
+	Index    int    `json:"index"`
+	Instance string `json:"instance"`
+	OpID     string `json:"op_id"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	// 0 for a move that does not stop its instance (replace-disks)
+	PredictedDowntimeMS int64 `json:"predicted_downtime_ms"`
+	// the prediction's parts, as an estimate's
+	Downtime DowntimeParts `json:"downtime"`
+	// how the figure was reached, in the estimate's words
+	How string `json:"how"`
 }
 
 // Job is one job of a plan with its lifecycle.

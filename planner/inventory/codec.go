@@ -136,6 +136,7 @@ func (w *writer) instance(in *events.InstanceDeclared) {
 	if in.UserMigration != nil {
 		w.boolean(*in.UserMigration)
 	}
+	w.varint(in.MaxDowntimeMS)
 }
 
 // reader reads what writer wrote; its first error sticks and every later
@@ -312,5 +313,6 @@ func (r *reader) instance() *events.InstanceDeclared {
 		b := r.boolean()
 		in.UserMigration = &b
 	}
+	in.MaxDowntimeMS = r.varint()
 	return in
 }

@@ -28,7 +28,7 @@ func sample() *Inventory {
 	inv.Apply(events.GroupDeclared{Name: "g1", AllocPolicy: events.AllocLastResort, ClusterTags: []string{"htools:iextags:service"}}, at(2))
 	inv.Apply(events.NodeAnnounced{Name: "n2", Group: "g2", Total: events.Resources{MemoryMiB: 4096, DiskMiB: 1 << 20}}, at(4))
 	inv.Apply(events.NodeAnnounced{Name: "n1", Group: "g1", VMCapable: true, Tags: []string{"rack:a"}}, at(3))
-	inv.Apply(events.InstanceDeclared{Name: "i2", Owner: "acct", Storage: events.StoragePlain, RunState: events.RunRunning, PrimaryNode: "n2", UserMigration: &no,
+	inv.Apply(events.InstanceDeclared{Name: "i2", Owner: "acct", Storage: events.StoragePlain, RunState: events.RunRunning, PrimaryNode: "n2", UserMigration: &no, MaxDowntimeMS: 450,
 		Size: events.Size{MemoryMiB: 512, DisksMiB: []int64{10, 20}}, NICs: []events.NIC{{MAC: "aa", Network: "x"}}}, at(6))
 	inv.Apply(events.InstanceDeclared{Name: "i1", Owner: "acct", RunState: events.RunStopped, PrimaryNode: "n1", Storage: events.StorageDRBD, SecondaryNode: "n2"}, at(5))
 	inv.Apply(events.InstancePlaced{Instance: "i2", Group: "g1", PrimaryNode: "n1", PreviousGroup: "g2", PreviousPrimary: "n2"}, at(7))

@@ -24,9 +24,15 @@ import (
 // runs), at the rate the migration's own syncs measured.
 
 // budget is the migration's downtime budget: its request's, else the
-// settings' in force; 0 for none.
+// instance's own (InstanceDeclared.MaxDowntimeMS, as the inventory holds
+// it at this step), else the settings' in force; 0 for none. The order is
+// the gateway's too (gateway/budget.go): the narrower scope wins.
 func (p *pass) budget() time.Duration {
-	ms := p.m.request().MaxDowntimeMS
+	a := p.m.request()
+	ms := a.MaxDowntimeMS
+	if in := p.env.Inv.Instances[a.Instance]; ms == 0 && in != nil {
+		ms = in.MaxDowntimeMS
+	}
 	if ms == 0 {
 		ms = p.settings().MaxDowntimeMS
 	}

@@ -17,7 +17,11 @@ const mib = 1 << 20
 // overhead and a 100 MiB/s link, and vm's kind checks nothing here, so
 // a final delta of D MiB is predicted 200 + 10 D ms. The begin ends.
 func budgeted(t *testing.T, budgetMS int64) *driver {
-	d := newDriver(t)
+	return budgetedOn(newDriver(t), budgetMS)
+}
+
+// budgetedOn is budgeted on a driver whose world was set up already.
+func budgetedOn(d *driver, budgetMS int64) *driver {
 	d.command(events.MigrationActionRequested{Migration: d.id, Instance: "vm", Action: events.ActionAutomatic,
 		Target: "n2", Account: "acct", Role: events.RoleOperator, MaxDowntimeMS: budgetMS,
 		Downtime: &events.DowntimeBasis{PredictedMS: 900, OverheadMS: 200, LinkBytesPerSecond: 100 * mib}})
@@ -127,6 +131,56 @@ func TestBudgetRefusesAnOperatorsSwitch(t *testing.T) {
 	if r := d.rec(); !strings.Contains(r.Message, "over the budget of 700 ms") || !strings.Contains(r.Message, "200 ms stop and start") {
 		t.Fatalf("message %q; want the budget and the prediction's parts", r.Message)
 	}
+}
+
+// An instance's own budget holds a migration that asked for none, over
+// the settings'; one the migration asks for holds it over both.
+func TestBudgetOfTheInstance(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name           string
+		asked, want    int64
+		instance, glob int64
+	}{
+		{"the instance's over the settings'", 0, 450, 450, 700},
+		{"the instance's with no settings' budget", 0, 450, 450, 0},
+		{"the settings' when the instance follows them", 0, 700, 0, 700},
+		{"the request's over the instance's", 300, 300, 450, 700},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDriver(t)
+			s := events.DefaultSettings()
+			s.MaxDowntimeMS = c.glob
+			d.w.read(s)
+			in := *d.w.inv.Instances["vm"]
+			in.MaxDowntimeMS = c.instance
+			d.w.read(in)
+			d = budgetedOn(d, c.asked)
+			if r := d.rec(); r.MaxDowntimeMS != c.want {
+				t.Fatalf("record's budget %d ms; want %d", r.MaxDowntimeMS, c.want)
+			}
+			d.end(events.JobSuccess, 1<<30)
+			d.end(events.JobSuccess, 5*mib) // 250 ms predicted: fits each
+			if sw := d.running(); sw.Phase != events.PhaseSwitch || sw.MaxDowntimeMS != c.want {
+				t.Fatalf("dispatched %s with a budget of %d ms; want a switch within %d", sw.Phase, sw.MaxDowntimeMS, c.want)
+			}
+		})
+	}
+}
+
+// The instance's budget is read at each step: one set on the instance
+// while nothing asked otherwise holds the next sync's verdict.
+func TestBudgetOfTheInstanceHoldsTheSwitch(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	in := *d.w.inv.Instances["vm"]
+	in.MaxDowntimeMS = 300
+	d.w.read(in)
+	d = budgetedOn(d, 0)
+	d.end(events.JobSuccess, 1<<30)
+	d.check(d.end(events.JobSuccess, 20*mib), want{state: events.MigrationRunning, phase: events.PhaseSync,
+		dispatched: []string{events.PhaseSync}, running: true, message: "is over the budget of 300 ms; syncing again"})
 }
 
 // The budget never lets a switch through over it, whatever the sizes and

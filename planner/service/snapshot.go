@@ -40,7 +40,7 @@ import (
 
 // snapshotVersion changes whenever the file's layout or a fold's encoding
 // does: a snapshot of another version is ignored.
-const snapshotVersion = 3
+const snapshotVersion = 4
 
 const snapshotFile = "planner.snapshot"
 

@@ -58,8 +58,8 @@ ON CONFLICT (name) DO UPDATE SET
 -- Both are keyed by the instance, so they share a partition and their
 -- order is the log's.
 INSERT INTO instances (name, owner, memory_mib, vcpus, disk_mib, storage, run_state,
-                       primary_node, secondary_node, tags, user_migration, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                       primary_node, secondary_node, tags, user_migration, updated_at, max_downtime_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (name) DO UPDATE SET
     owner          = EXCLUDED.owner,
     memory_mib     = EXCLUDED.memory_mib,
@@ -71,7 +71,8 @@ ON CONFLICT (name) DO UPDATE SET
     secondary_node = EXCLUDED.secondary_node,
     tags           = EXCLUDED.tags,
     user_migration = EXCLUDED.user_migration,
-    updated_at     = EXCLUDED.updated_at
+    updated_at     = EXCLUDED.updated_at,
+    max_downtime_ms = EXCLUDED.max_downtime_ms
 
 -- name: instance_placed
 -- An instance placed before it was declared gets zero sizes until its

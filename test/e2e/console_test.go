@@ -223,6 +223,14 @@ func evacuateFromThePage(t *testing.T, e *env, b *browser, node string) string {
 	if got := eval[int](b, `document.querySelectorAll("#plan-moved tbody tr").length`); got != len(plan.Moved) {
 		t.Errorf("the page shows %d instances moved; the API's plan %d", got, len(plan.Moved))
 	}
+	// A dry run's moves come with their predicted downtimes, one cell per
+	// instance moved.
+	if len(plan.Moves) == 0 {
+		t.Error("the API's dry-run plan predicts no move's downtime")
+	}
+	if got := eval[int](b, `document.querySelectorAll("#plan-moved td[data-downtime]").length`); got != len(plan.Moved) {
+		t.Errorf("the page shows %d predicted downtimes; the API's plan moves %d instances", got, len(plan.Moved))
+	}
 	if got := eval[int](b, `document.querySelectorAll("#job-graph g[data-job]").length`); got != len(plan.Jobs) {
 		t.Errorf("the graph draws %d jobs; the plan has %d", got, len(plan.Jobs))
 	}

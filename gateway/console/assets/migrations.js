@@ -164,7 +164,8 @@ async function instance() {
       h("dt", {}, "primary"), h("dd", {}, role === "operator" ? link("/console/nodes/" + encodeURIComponent(i.primary), i.primary) : i.primary),
       h("dt", {}, "secondary"), h("dd", {}, i.secondary || "none"),
       h("dt", {}, "size"), h("dd", {}, mib(i.memory_mib) + " memory, " + i.vcpus + " vCPUs, " + mib(i.disk_mib) + " disk"),
-      h("dt", {}, "user migrations"), h("dd", {}, i.user_migration === null || i.user_migration === undefined ? "as the settings say" : (i.user_migration ? "allowed" : "forbidden"))),
+      h("dt", {}, "user migrations"), h("dd", {}, i.user_migration === null || i.user_migration === undefined ? "as the settings say" : (i.user_migration ? "allowed" : "forbidden")),
+      h("dt", {}, "downtime budget"), h("dd", { id: "inst-budget" }, i.max_downtime_ms ? i.max_downtime_ms + " ms, its own" : "as the settings say")),
     h("h2", {}, "Migrate"),
     h("div", { class: "actions" }, target,
       h("button", { id: "estimate", onclick: async () => {

@@ -117,9 +117,26 @@ async function act(btn, verb, id) {
   }
 }
 
+// downtimeOf sums a dry run's predicted downtime of each instance's
+// moves, with how each was reached (the estimate's words) for its title.
+function downtimeOf(plan) {
+  const by = new Map();
+  for (const m of plan.moves || []) {
+    const d = by.get(m.instance) || { ms: 0, how: [] };
+    d.ms += m.predicted_downtime_ms;
+    d.how.push(m.op_id.replace(/^OP_INSTANCE_/, "").toLowerCase() + ": " + m.how);
+    by.set(m.instance, d);
+  }
+  return by;
+}
+
 function drawPlan(plan, p) {
-  const moved = table(["Instance", "Group", "Nodes"], (plan.moved || []).map(m =>
-    h("tr", { "data-moved": m.instance }, h("td", {}, link("/console/instances/" + encodeURIComponent(m.instance), m.instance)), h("td", {}, m.group), h("td", {}, (m.nodes || []).join(", ")))), { id: "plan-moved" });
+  const down = downtimeOf(plan), dry = (plan.moves || []).length > 0;
+  const moved = table(["Instance", "Group", "Nodes"].concat(dry ? [">Predicted downtime"] : []), (plan.moved || []).map(m => {
+    const d = down.get(m.instance);
+    return h("tr", { "data-moved": m.instance }, h("td", {}, link("/console/instances/" + encodeURIComponent(m.instance), m.instance)), h("td", {}, m.group), h("td", {}, (m.nodes || []).join(", ")),
+      dry ? h("td", { class: "num", "data-downtime": m.instance, title: d ? d.how.join("\n") : "" }, d ? d.ms + " ms" : "") : null);
+  }), { id: "plan-moved" });
   const failedT = table(["Instance", "Why not"], (plan.failed || []).map(f =>
     h("tr", { "data-failed": f.instance }, h("td", {}, f.instance), h("td", { class: "wrap" }, f.reason))), { id: "plan-failed" });
   document.getElementById("req-plan").replaceChildren(

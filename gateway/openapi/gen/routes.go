@@ -63,7 +63,7 @@ var shapes = map[string]reflect.Type{}
 func init() {
 	for _, v := range []any{
 		wire.Accepted{}, wire.AuditEntry{}, wire.Estimate{}, wire.Evacuation{}, wire.Group{}, wire.GroupChange{},
-		wire.Health{}, wire.HistoryEntry{}, wire.Instance{}, wire.InstanceChanged{}, wire.InstanceMigration{},
+		wire.Health{}, wire.HistoryEntry{}, wire.Instance{}, wire.InstanceBudget{}, wire.InstanceChanged{}, wire.InstanceMigration{},
 		wire.Job{}, wire.MigrateAnswer{}, wire.MigrateBody{}, wire.MigrationLine{}, wire.Move{}, wire.Node{},
 		wire.NodeAction{}, wire.PlanRow{}, wire.Reason{}, wire.Request{}, wire.RequestDetail{}, wire.SettingsBody{},
 		wire.UserMigration{}, wire.WatchLine{}, events.SettingsChanged{},
