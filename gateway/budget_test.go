@@ -11,10 +11,12 @@ import (
 )
 
 // A first move is predicted from its parts, not as 20 s: zfs-local's
-// stated overhead (200 ms) + the final delta (the 2 GiB instance's
-// 20.48 MiB, dirtied at the assumed 1 MiB/s while its full send ran at
-// the assumed 100 MiB/s) at 100 MiB/s, 205 ms + its checksum at 200
-// MiB/s, 102 ms. The estimate names each part and the budget asked.
+// stated overhead (200 ms) + the final delta at 100 MiB/s, 2 ms + its
+// checksum at 200 MiB/s, 1 ms. The final delta follows the re-sync rule:
+// the 2 GiB instance's full send at the assumed 100 MiB/s dirties 20.48
+// MiB at the assumed 1 MiB/s, which a re-sync sends in 205 ms, during
+// which 0.2 MiB more are dirtied. The estimate names each part and the
+// budget asked.
 func TestEstimateFromParts(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
@@ -25,10 +27,11 @@ func TestEstimateFromParts(t *testing.T) {
 		t.Fatalf("estimate: %d %s", code, body)
 	}
 	p := est.Downtime
-	if est.DowntimeSeconds != 0.507 || p.OverheadMS != 200 || p.TransferMS != 204 || p.ChecksumMS != 102 || est.MaxDowntimeMS != 2000 {
-		t.Fatalf("estimate %.3f s from %+v, budget %d ms; want 0.507 s = 200 + 204 + 102 ms, budget 2000 ms", est.DowntimeSeconds, p, est.MaxDowntimeMS)
+	if est.DowntimeSeconds != 0.203 || p.OverheadMS != 200 || p.TransferMS != 2 || p.ChecksumMS != 1 || est.Syncs != 2 || est.MaxDowntimeMS != 2000 {
+		t.Fatalf("estimate %.3f s from %+v in %d syncs, budget %d ms; want 0.203 s = 200 + 2 + 1 ms in 2 syncs, budget 2000 ms",
+			est.DowntimeSeconds, p, est.Syncs, est.MaxDowntimeMS)
 	}
-	for _, part := range []string{"200 ms stop and start", "final delta of 20.5 MiB at 100.0 MiB/s", "checksum of it at 200.0 MiB/s",
+	for _, part := range []string{"200 ms stop and start", "final delta of 209.7 KiB at 100.0 MiB/s", "checksum of it at 200.0 MiB/s",
 		"overhead: no switch measured yet: 200 ms assumed"} {
 		if !strings.Contains(est.How, part) {
 			t.Errorf("how %q does not say %q", est.How, part)
@@ -86,7 +89,7 @@ func TestMigrateBudget(t *testing.T) {
 		t.Fatalf("%d events appended, want 1", len(recs))
 	}
 	a := as[events.MigrationActionRequested](t, recs[0].Event)
-	if b := a.Downtime; a.MaxDowntimeMS != 5000 || b == nil || b.OverheadMS != 200 || b.PredictedMS != 507 ||
+	if b := a.Downtime; a.MaxDowntimeMS != 5000 || b == nil || b.OverheadMS != 200 || b.PredictedMS != 203 ||
 		b.LinkBytesPerSecond != 100<<20 || b.ChecksumBytesPerSecond != 200<<20 {
 		t.Fatalf("appended budget %d ms, prediction %+v; want 5000 ms and the estimate's parts", a.MaxDowntimeMS, b)
 	}

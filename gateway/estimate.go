@@ -13,6 +13,7 @@ import (
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/downtime"
 	"github.com/drovehq/drove/planner/jobs"
+	"github.com/drovehq/drove/planner/migration"
 )
 
 // Estimates (action=estimate) model RFD 34's incremental offline
@@ -71,20 +72,13 @@ func estimateFrom(in wire.Instance, s events.SettingsChanged, m measured) estima
 	dirty, dirtyHow := m.dirtyRate(in.Name)
 	how = append(how, dirtyHow)
 
-	// The re-sync rule: sync until the delta is under ResyncMaxBytes, or
-	// ResyncMaxSyncs syncs ran, or the delta stopped shrinking.
+	// The coordinator's own re-sync rule over the syncs the rates predict.
 	B, D := float64(link), float64(dirty)
-	t := float64(data) / B
-	total := assumedBeginSeconds + t
-	bytes := float64(data)
-	syncs := 1
-	delta := D * t
-	for syncs < s.ResyncMaxSyncs && delta >= float64(s.ResyncMaxBytes) && D < B {
-		t = delta / B
-		total += t
-		bytes += delta
-		syncs++
-		delta = D * t
+	sizes, delta := migration.Rehearse(float64(data), B, D, s)
+	total, bytes, syncs := float64(assumedBeginSeconds), 0.0, len(sizes)
+	for _, size := range sizes {
+		total += size / B
+		bytes += size
 	}
 	overhead, overheadHow := m.overhead(in)
 	kind := events.StorageKind(in.Storage)

@@ -55,3 +55,25 @@ func switchNow(sizes []int64, s events.SettingsChanged) verdict {
 	}
 	return v
 }
+
+// Rehearse runs the re-sync rule over the syncs a model predicts, for
+// the estimate: the first sends data bytes, each next what the instance
+// dirtied (dirty bytes/s) while the one before it sent at link bytes/s.
+// It gives the syncs' sizes and the final delta, what the last sync's
+// time dirtied. The rule judges a sync by what it sent, so a full send
+// is always followed by a re-sync unless it was under ResyncMaxBytes
+// itself; the estimate once judged the next sync's size instead, and
+// predicted the first sync's dirt (10 MB for 1 GiB) as the final delta.
+func Rehearse(data, link, dirty float64, s events.SettingsChanged) (sizes []float64, finalDelta float64) {
+	sizes = []float64{data}
+	whole := []int64{int64(data)}
+	for len(sizes) < maxRehearsed && !switchNow(whole, s).Switch {
+		next := dirty * sizes[len(sizes)-1] / link
+		sizes, whole = append(sizes, next), append(whole, int64(next))
+	}
+	return sizes, dirty * sizes[len(sizes)-1] / link
+}
+
+// maxRehearsed bounds Rehearse where the settings would not (no sync
+// limit, no shrink window, a dirty rate above the link's).
+const maxRehearsed = 1000
