@@ -39,6 +39,24 @@ func TestEstimateFromParts(t *testing.T) {
 	}
 }
 
+// A send cap under a byte a second (schemathesis set one) still gives an
+// estimate, in JSON: the link was taken as 0 and the estimate's figures
+// were infinite, which JSON cannot carry, and the answer was a 200 with
+// an empty body.
+func TestEstimateUnderATinySendCap(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	e.instanceRow("z1", "acct-1", nil)
+	s := events.DefaultSettings()
+	s.SendMbpsLimit = 1e-9
+	e.settings(s)
+	var est wire.Estimate
+	code, body := e.do("POST", "/v1/instances/z1/migrate?action=estimate", "")
+	if code != 200 || json.Unmarshal(body, &est) != nil || est.LinkBytesPerS != 1 {
+		t.Fatalf("estimate under a tiny cap: %d %q; want 200 with a link of 1 byte/s", code, body)
+	}
+}
+
 // A budget is asked with a new migration: a bad or negative one is a
 // 400, one below the switch's overhead alone (which no sync shrinks) a
 // 409 naming both figures, whether asked or the settings'; nothing is

@@ -283,28 +283,28 @@ func (g *Gateway) checkClaims(ctx context.Context, field string, instances []str
 func (g *Gateway) answerAccepted(c *gin.Context, id string, entry recentEntry) error {
 	ans := wire.Accepted{Request: id, Status: "accepted", Links: linksFor(id, entry.dryRun)}
 	if !entry.dryRun {
-		c.JSON(http.StatusAccepted, ans)
+		g.answer(c, http.StatusAccepted, ans)
 		return nil
 	}
 	pl, r, err := g.awaitPlan(c, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		ans.Message = fmt.Sprintf("the plan did not appear within %s; GET %s when it is ready", g.cfg.DryRunWait, ans.Links["plan"])
-		c.JSON(http.StatusAccepted, ans)
+		g.answer(c, http.StatusAccepted, ans)
 		return nil
 	case err != nil:
 		return err
 	}
 	if r.Status == "rejected" {
 		ans.Status, ans.Message = "rejected", r.RejectedReason
-		c.JSON(http.StatusOK, ans)
+		g.answer(c, http.StatusOK, ans)
 		return nil
 	}
 	if pl.Moves, err = g.planDowntimes(c, pl); err != nil {
 		return err
 	}
 	ans.Status, ans.Plan = "awaiting-approval", &pl
-	c.JSON(http.StatusOK, ans)
+	g.answer(c, http.StatusOK, ans)
 	return nil
 }
 
@@ -393,7 +393,7 @@ func (g *Gateway) transition(c *gin.Context, verb string, allowed func(wire.Requ
 		return err
 	}
 	g.log.Info("request "+verb, "request", id, "actor", actor)
-	c.JSON(http.StatusAccepted, wire.Accepted{Request: id, Status: verb + " accepted", Links: linksFor(id, false)})
+	g.answer(c, http.StatusAccepted, wire.Accepted{Request: id, Status: verb + " accepted", Links: linksFor(id, false)})
 	return nil
 }
 

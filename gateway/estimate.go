@@ -67,6 +67,7 @@ func estimateFrom(in wire.Instance, s events.SettingsChanged, m measured) estima
 			linkHow += fmt.Sprintf(", capped by send_mbps_limit %g Mbit/s", s.SendMbpsLimit)
 		}
 	}
+	link = max(link, 1) // a cap under a byte a second would divide by zero
 	how = append(how, linkHow)
 
 	dirty, dirtyHow := m.dirtyRate(in.Name)

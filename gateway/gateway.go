@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -342,9 +343,31 @@ func (g *Gateway) healthz(c *gin.Context) error {
 		checks["parts"] = parts
 	}
 	if !ok {
-		c.JSON(http.StatusServiceUnavailable, wire.Health{Status: "unavailable", Checks: checks})
+		g.answer(c, http.StatusServiceUnavailable, wire.Health{Status: "unavailable", Checks: checks})
 		return nil
 	}
-	c.JSON(http.StatusOK, wire.Health{Status: "ok", Checks: checks})
+	g.answer(c, http.StatusOK, wire.Health{Status: "ok", Checks: checks})
+	return nil
+}
+
+// answer writes v as the JSON answer with code (writeJSON), answering
+// a fault as any other.
+func (g *Gateway) answer(c *gin.Context, code int, v any) {
+	if err := writeJSON(c, code, v); err != nil {
+		g.fail(c, err)
+	}
+}
+
+// writeJSON writes v as the JSON answer with code. gin's c.JSON sends
+// the status before it encodes, so a value JSON cannot encode (a NaN, an
+// infinity) went out as code with an empty body (schemathesis found an
+// estimate answered so); here nothing is written and the error returned
+// is the caller's to answer (a 500).
+func writeJSON(c *gin.Context, code int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("gateway: encoding the answer: %w", err)
+	}
+	c.Data(code, "application/json; charset=utf-8", b)
 	return nil
 }

@@ -145,7 +145,7 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 			return err
 		}
 		est.MaxDowntimeMS = budgetOf(b, in, settings).ms
-		c.JSON(http.StatusOK, est.Estimate)
+		g.answer(c, http.StatusOK, est.Estimate)
 		return nil
 	}
 	if err := g.checkPending(name, cur); err != nil {
@@ -180,7 +180,7 @@ func (g *Gateway) postMigrate(c *gin.Context) error {
 	}
 	g.log.Info("migration action accepted", "migration", id, "instance", name, "action", action, "account", who.Name, "role", who.Role)
 	if action != "schedule" {
-		c.JSON(http.StatusAccepted, wire.MigrateAnswer{Migration: id, Instance: name, Action: action, Status: "accepted",
+		g.answer(c, http.StatusAccepted, wire.MigrateAnswer{Migration: id, Instance: name, Action: action, Status: "accepted",
 			Links: migrationLinks(name, id)})
 		return nil
 	}
@@ -250,7 +250,7 @@ func (g *Gateway) answerSchedule(c *gin.Context, id string, in wire.Instance, wh
 			ScheduledAt: at, UpdatedAt: &now,
 			MigrationProgress: wire.MigrationProgress{CreatedAt: &now, Message: "accepted; the coordinator has not recorded it yet"}}
 	}
-	c.JSON(http.StatusOK, m)
+	g.answer(c, http.StatusOK, m)
 	return nil
 }
 

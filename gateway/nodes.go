@@ -53,7 +53,7 @@ func (g *Gateway) postNodeAction(action events.NodeAction) func(*gin.Context) er
 			return err
 		}
 		g.log.Info("node action accepted", "request", id, "node", name, "action", action, "actor", actor)
-		c.JSON(http.StatusAccepted, wire.Accepted{Request: id, Status: "accepted",
+		g.answer(c, http.StatusAccepted, wire.Accepted{Request: id, Status: "accepted",
 			Message: fmt.Sprintf("%s of node %s requested; the planner service answers it", action, name),
 			Links:   wire.Links{"self": "/v1/node-actions/" + id, "node": "/v1/nodes/" + name}})
 		return nil
@@ -117,6 +117,6 @@ func (g *Gateway) getNodeAction(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, a)
+	g.answer(c, http.StatusOK, a)
 	return nil
 }

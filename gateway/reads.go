@@ -50,8 +50,7 @@ func pageOf[T any](c *gin.Context, items []T, p page, key func(T) string) error 
 		out.Items = items[:p.limit]
 		out.Next = key(out.Items[p.limit-1])
 	}
-	c.JSON(http.StatusOK, out)
-	return nil
+	return writeJSON(c, http.StatusOK, out)
 }
 
 // oneOfQuery reads an optional query parameter that must be one of allowed.
@@ -100,7 +99,7 @@ func (g *Gateway) getRequest(c *gin.Context) error {
 	if errors.Is(err, ErrNotFound) {
 		// Appended here but not in the views yet: say so rather than 404.
 		if rc, ok := g.recent.get(id); ok {
-			c.JSON(http.StatusOK, wire.RequestDetail{Request: rc.asRequest(id), Jobs: []wire.JobState{}, Links: linksFor(id, rc.dryRun),
+			g.answer(c, http.StatusOK, wire.RequestDetail{Request: rc.asRequest(id), Jobs: []wire.JobState{}, Links: linksFor(id, rc.dryRun),
 				Message: "accepted; the views have not caught up with it yet"})
 			return nil
 		}
@@ -133,7 +132,7 @@ func (g *Gateway) getRequest(c *gin.Context) error {
 	if r.FinishedAt != nil {
 		d.Outcome = &wire.Outcome{Moved: jsonOr(r.Moved, "[]"), Failed: jsonOr(r.Failed, "[]")}
 	}
-	c.JSON(http.StatusOK, d)
+	g.answer(c, http.StatusOK, d)
 	return nil
 }
 
@@ -184,7 +183,7 @@ func (g *Gateway) getPlan(c *gin.Context) error {
 			return err
 		}
 	}
-	c.JSON(http.StatusOK, p)
+	g.answer(c, http.StatusOK, p)
 	return nil
 }
 
@@ -324,7 +323,7 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 		for _, r := range rows {
 			m.History = append(m.History, wire.ProgressRecord{Seq: r.Seq, Time: r.Time, Type: r.Type, Payload: r.Payload})
 		}
-		c.JSON(http.StatusOK, m)
+		g.answer(c, http.StatusOK, m)
 		return nil
 	}
 	id := c.Param("id")
@@ -345,7 +344,7 @@ func (g *Gateway) getMigration(c *gin.Context) error {
 	if m.History == nil {
 		m.History = []wire.ProgressRecord{}
 	}
-	c.JSON(http.StatusOK, m)
+	g.answer(c, http.StatusOK, m)
 	return nil
 }
 
@@ -378,7 +377,7 @@ func (g *Gateway) getNode(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, n)
+	g.answer(c, http.StatusOK, n)
 	return nil
 }
 
@@ -410,7 +409,7 @@ func (g *Gateway) getInstance(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, i)
+	g.answer(c, http.StatusOK, i)
 	return nil
 }
 

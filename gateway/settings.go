@@ -124,7 +124,7 @@ func (g *Gateway) getSettings(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, s)
+	g.answer(c, http.StatusOK, s)
 	return nil
 }
 
@@ -158,7 +158,7 @@ func (g *Gateway) putSettings(c *gin.Context) error {
 	g.setCache.s, g.setCache.after = &s, seen
 	g.setCache.mu.Unlock()
 	g.log.Info("settings changed", "account", who.Name)
-	c.JSON(http.StatusOK, s)
+	g.answer(c, http.StatusOK, s)
 	return nil
 }
 
@@ -258,7 +258,7 @@ func (g *Gateway) restate(c *gin.Context, who caller, name, reason string, chang
 		return err
 	}
 	g.log.Info("instance restated", "instance", name, "account", who.Name, "why", why)
-	c.JSON(http.StatusAccepted, wire.InstanceChanged{Instance: name, Status: "accepted", Message: why,
+	g.answer(c, http.StatusAccepted, wire.InstanceChanged{Instance: name, Status: "accepted", Message: why,
 		RunState: string(d.RunState), UserMigration: d.UserMigration, MaxDowntimeMS: d.MaxDowntimeMS})
 	return nil
 }
