@@ -119,9 +119,10 @@ type sealedConn struct {
 	batched bool
 	buf     []byte // sealed records not yet written
 
+	rmu   sync.Mutex    // reads may come at once, as on any net.Conn
 	in    *sealer
 	br    *bufio.Reader // the raw connection's
-	rec   []byte        // the current record, opened in place
+	rec   []byte        // Read's record, opened in place
 	plain []byte        // its plaintext not yet read
 }
 
@@ -202,10 +203,13 @@ func (c *sealedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// Read gives the plaintext of the records in order.
+// Read gives the plaintext of the records in order. A receiver that
+// refuses mid-body drains the stream while its copy may still read.
 func (c *sealedConn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
 	for len(c.plain) == 0 {
-		pt, err := c.record()
+		pt, err := c.record(c.rec)
 		if err != nil {
 			return 0, err
 		}
@@ -216,12 +220,22 @@ func (c *sealedConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// atRecord says whether the next byte read starts a record.
-func (c *sealedConn) atRecord() bool { return len(c.plain) == 0 }
+// recordInto reads the next record into buf (at least maxRecord +
+// sealOverhead long) and opens it there, when the next byte read starts
+// a record; ok is false while Read holds part of one.
+func (c *sealedConn) recordInto(buf []byte) (pt []byte, ok bool, err error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if len(c.plain) > 0 {
+		return nil, false, nil
+	}
+	pt, err = c.record(buf)
+	return pt, true, err
+}
 
-// record reads and opens the next record; its plaintext is valid until
-// the next read. A connection that ends between records gives io.EOF.
-func (c *sealedConn) record() ([]byte, error) {
+// record reads the next record into buf and opens it in place. A
+// connection that ends between records gives io.EOF.
+func (c *sealedConn) record(buf []byte) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
 		return nil, err
@@ -230,7 +244,7 @@ func (c *sealedConn) record() ([]byte, error) {
 	if n > maxRecord {
 		return nil, fmt.Errorf("%w: a record of %d bytes", ErrSealed, n)
 	}
-	sealed := c.rec[:n+sealOverhead]
+	sealed := buf[:n+sealOverhead]
 	if _, err := io.ReadFull(c.br, sealed); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -249,7 +263,7 @@ func sealClient(raw net.Conn, tc *tls.Conn, deadline time.Time) (*sealedConn, er
 	}
 	_ = raw.SetReadDeadline(deadline)
 	defer raw.SetReadDeadline(time.Time{})
-	p, err := c.record()
+	p, err := c.record(c.rec)
 	if err != nil {
 		return nil, fmt.Errorf("transfer: switching to sealed records: %w", err)
 	}

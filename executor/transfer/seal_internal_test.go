@@ -59,7 +59,7 @@ func FuzzSealedRecords(f *testing.F) {
 		c := reader(t, data)
 		var got []byte
 		for {
-			p, err := c.record()
+			p, err := c.record(c.rec)
 			if err != nil {
 				break
 			}

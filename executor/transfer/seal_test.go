@@ -174,3 +174,47 @@ func TestAnOlderExecutorIsRefusedByName(t *testing.T) {
 		t.Fatal("the receiver did not report the older sender")
 	}
 }
+
+// A receiver may refuse mid-body while its copy into zfs receive still
+// reads the stream: the refusal's drain and the copy read at once, as
+// they may on any connection (the race detector watches this one).
+func TestARefusalDrainsWhileTheCopyReads(t *testing.T) {
+	c := newCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	toB, fromA, l := c.aToB(t, true)
+	refused := make(chan error, 1)
+	go func() {
+		s, err := l.Accept(transfer.WithLink(ctx, fromA))
+		if err != nil {
+			refused <- err
+			return
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			refused <- err
+			return
+		}
+		go func() { _, _ = io.Copy(io.Discard, pr) }()
+		copied := make(chan struct{})
+		go func() { defer close(copied); _, _ = s.WriteTo(pw) }()
+		for s.Meter().Stats().Bytes < 1<<20 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond) // polling the copy's progress, with the test's deadline
+		}
+		refused <- s.Reply(transfer.Reply{Error: "no space left"})
+		<-copied
+		_ = pw.Close()
+	}()
+	snd, err := transfer.Dial(transfer.WithLink(ctx, toB), l.Addr(), transfer.Header{Key: "req/0/0", Kind: "recv"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, werr := snd.Write(bytes.Repeat(markedBody(), 64))
+	snd.Close() // as a driver does when its write fails
+	if err := <-refused; err != nil {
+		t.Fatal(err)
+	}
+	if werr == nil || !strings.Contains(werr.Error(), "no space left") {
+		t.Fatalf("the sender saw %v, want the refusal", werr)
+	}
+}

@@ -274,7 +274,7 @@ func (s *Stream) WriteTo(w io.Writer) (int64, error) {
 // small machine those wakeups, not the copies, bound a move's
 // throughput (executor/zfs/cli.go).
 func (s *Stream) writeFrames(w io.Writer) (int64, error) {
-	buf := make([]byte, chunkSize) // a frame's body is never larger
+	buf := make([]byte, chunkSize+sealOverhead) // a frame's body, sealed, is never larger
 	var total int64
 	for {
 		body, err := s.frame(buf)
@@ -294,26 +294,28 @@ func (s *Stream) writeFrames(w io.Writer) (int64, error) {
 	}
 }
 
-// frame reads the next frame's body: in place in its sealed record when
-// the stream is sealed and the body is one (a Sender writes it so), else
-// into buf. It gives io.EOF at the end marker.
+// frame reads the next frame's body into buf: when the stream is sealed
+// and the body is one record (a Sender writes it so), that record opened
+// in place. It gives io.EOF at the end marker.
 func (s *Stream) frame(buf []byte) ([]byte, error) {
 	sc, sealed := s.conn.(*sealedConn)
 	if s.left == 0 && sealed {
 		if err := s.header(); err != nil {
 			return nil, err
 		}
-		if s.br.Buffered() == 0 && sc.atRecord() {
-			body, err := sc.record()
+		if s.br.Buffered() == 0 {
+			body, ok, err := sc.recordInto(buf)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrCut, err)
 			}
-			if len(body) != s.left {
+			if ok && len(body) != s.left {
 				return nil, ErrProtocol
 			}
-			s.left = 0
-			s.meter.Add(len(body))
-			return body, nil
+			if ok {
+				s.left = 0
+				s.meter.Add(len(body))
+				return body, nil
+			}
 		}
 	}
 	n, err := s.Read(buf) // the frame's header when due, then its body
