@@ -119,7 +119,7 @@ type sealedConn struct {
 	batched bool
 	buf     []byte // sealed records not yet written
 
-	rmu   sync.Mutex    // reads may come at once, as on any net.Conn
+	rmu   sync.Mutex // reads may come at once, as on any net.Conn
 	in    *sealer
 	br    *bufio.Reader // the raw connection's
 	rec   []byte        // Read's record, opened in place
