@@ -198,10 +198,11 @@ type MigrationPhaseEnded struct {
 	// from its last write on the source to its first on the target, read
 	// on the target after the move. 0 when its workload keeps none.
 	WorkloadDowntimeMS int64 `json:"workload_downtime_ms,omitempty"`
-	// OverheadMS is the part of DowntimeMS that was not the final delta's
-	// send or its check (the stop and the start), as the driver timed it;
-	// 0 when the driver does not split its downtime. Later predictions
-	// read it.
+	// OverheadMS is the part of the downtime (the workload's when it saw
+	// more) that was not the final delta's bytes at the link's rate or
+	// its check (the stop and the start, the final send's setup), as the
+	// driver timed it; 0 when the driver does not split its downtime.
+	// Later predictions read it.
 	OverheadMS int64  `json:"overhead_ms,omitempty"`
 	Error      string `json:"error,omitempty"`
 }

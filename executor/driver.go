@@ -230,9 +230,10 @@ type PhaseResult struct {
 	// move; 0 when the workload keeps no timeline.
 	WorkloadDowntime time.Duration
 	// Overhead is the part of Downtime that was not the final delta's
-	// send or its check (the stop and the start; a live pause's device
-	// state), for later moves' predictions (planner/downtime); 0 when the
-	// driver does not split it.
+	// bytes at the link's rate or its check (the stop and the start, the
+	// final send's setup; a live pause's device state), for later moves'
+	// predictions (planner/downtime); 0 when the driver does not split it.
+	// Of the workload's downtime when that was the longer.
 	Overhead time.Duration
 	Message  string
 }

@@ -354,11 +354,31 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if err := m.dropSnapshots(bg, final); err != nil {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
-	// The overhead is what the downtime spent on other than the final
-	// send: the stop and the start (the checksum and the commit come after).
-	overhead := max(m.rep.Downtime-sendTime, 0) // 0 for a stopped instance
 	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime, WorkloadDowntime: m.rep.WorkloadDowntime,
-		Overhead: overhead, Message: m.switchedText(prior, sendTime, commitTime, sum)}, nil
+		Overhead: m.overhead(0), Message: m.switchedText(prior, sendTime, commitTime, sum)}, nil
+}
+
+// overhead is the part of the switch's downtime a later move's
+// prediction does not add from its own final delta (planner/downtime):
+// all of it but the final delta's bytes at this move's link rate (its
+// first sync's) and the check, if any, inside the downtime. So the final
+// send's own setup (its snapshot, the stream's handshake: about 50 ms on
+// zfs-fuse, which a small delta's send is mostly made of) is overhead,
+// as the stop and the start are; taken as the final send's whole time
+// it was left out of every prediction. The downtime is the workload's
+// when it saw more: the figure a tenant's budget is about. 0 for a
+// stopped instance.
+func (m *move) overhead(check time.Duration) time.Duration {
+	down := max(m.rep.Downtime, m.rep.WorkloadDowntime)
+	if down == 0 || len(m.rep.Syncs) == 0 {
+		return 0
+	}
+	first := m.rep.Syncs[0]
+	transfer := time.Duration(0)
+	if first.Bytes > 0 && first.Duration > 0 {
+		transfer = time.Duration(float64(m.rep.FinalDelta) / float64(first.Bytes) * float64(first.Duration))
+	}
+	return max(down-transfer-check, 0)
 }
 
 // switchedText is a switch's result message: its sends, its downtime

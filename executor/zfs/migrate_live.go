@@ -59,11 +59,10 @@ func (m *move) switchLive(ctx context.Context, lr LiveRuntime, base int) (execut
 	if err := m.dropSnapshots(context.WithoutCancel(ctx), h.final); err != nil {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
-	// The overhead is the pause less its final send and checksum, which a
-	// prediction adds from the next final delta (planner/downtime).
-	overhead := max(h.down-h.sendTime-m.rep.ChecksumTime, 0)
+	// The checksum is inside the pause, and a prediction adds it from the
+	// next final delta (planner/downtime).
 	return executor.PhaseResult{Bytes: m.sent, Downtime: h.down, WorkloadDowntime: m.rep.WorkloadDowntime,
-		Overhead: overhead, Message: h.message(m, commitTime)}, nil
+		Overhead: m.overhead(m.rep.ChecksumTime), Message: h.message(m, commitTime)}, nil
 }
 
 // handedOver is what a live hand-over did.
