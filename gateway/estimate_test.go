@@ -60,8 +60,9 @@ INSERT INTO jobs (request, idx, instance) VALUES ('r9', 0, 'z1'), ('r9', 1, 'z2'
 // the overhead the switches measured (the median): its own, else those
 // from its node; and says so; with none measured anywhere it says what
 // it assumed. i1's disks are shared: no final delta is sent in its
-// switch, and nothing is checked. A switch whose driver split out its overhead
-// counts that, not its whole downtime.
+// switch, and nothing is checked. A switch whose driver split out its
+// overhead counts that, else its whole downtime, the workload's when that
+// was longer.
 func TestEstimateDowntimeFromMeasuredSwitches(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
@@ -93,6 +94,12 @@ INSERT INTO migration_phases (migration, seq, instance, phase, node, status, dow
 	down, how = estimate()
 	if down != 0.06 || !strings.Contains(how, "median of the last 1 switches of i1") {
 		t.Fatalf("estimate: downtime %g s, %q; want 0.06 s from i1's own switch", down, how)
+	}
+	// Without a split, the workload's downtime when it saw more (a QEMU
+	// guest's resume and next write after QEMU's pause).
+	e.exec(`UPDATE migration_phases SET workload_downtime_ms = 85 WHERE migration = 'm6'`)
+	if down, _ = estimate(); down != 0.085 {
+		t.Fatalf("estimate: downtime %g s; want 0.085 s, the workload's figure of i1's switch", down)
 	}
 	e.exec(`UPDATE migration_phases SET overhead_ms = 30 WHERE migration = 'm6'`)
 	if down, _ = estimate(); down != 0.03 {

@@ -355,20 +355,20 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 		m.d.log.Warn("dropping the older migration snapshots failed", "dataset", m.ds, "err", err)
 	}
 	return executor.PhaseResult{Bytes: m.sent, Downtime: m.rep.Downtime, WorkloadDowntime: m.rep.WorkloadDowntime,
-		Overhead: m.overhead(0), Message: m.switchedText(prior, sendTime, commitTime, sum)}, nil
+		Overhead: m.overhead(), Message: m.switchedText(prior, sendTime, commitTime, sum)}, nil
 }
 
 // overhead is the part of the switch's downtime a later move's
 // prediction does not add from its own final delta (planner/downtime):
 // all of it but the final delta's bytes at this move's link rate (its
-// first sync's) and the check, if any, inside the downtime. So the final
-// send's own setup (its snapshot, the stream's handshake: about 50 ms on
-// zfs-fuse, which a small delta's send is mostly made of) is overhead,
-// as the stop and the start are; taken as the final send's whole time
-// it was left out of every prediction. The downtime is the workload's
-// when it saw more: the figure a tenant's budget is about. 0 for a
-// stopped instance.
-func (m *move) overhead(check time.Duration) time.Duration {
+// first sync's). So the final send's own setup (its snapshot, the
+// stream's handshake: about 50 ms on zfs-fuse, which a small delta's
+// send is mostly made of) is overhead, as the stop and the start are,
+// and a hand-over's checksum; taken as the final send's whole time it
+// was left out of every prediction. The downtime is the workload's when
+// it saw more: the figure a tenant's budget is about. 0 for a stopped
+// instance.
+func (m *move) overhead() time.Duration {
 	down := max(m.rep.Downtime, m.rep.WorkloadDowntime)
 	if down == 0 || len(m.rep.Syncs) == 0 {
 		return 0
@@ -378,7 +378,7 @@ func (m *move) overhead(check time.Duration) time.Duration {
 	if first.Bytes > 0 && first.Duration > 0 {
 		transfer = time.Duration(float64(m.rep.FinalDelta) / float64(first.Bytes) * float64(first.Duration))
 	}
-	return max(down-transfer-check, 0)
+	return max(down-transfer, 0)
 }
 
 // switchedText is a switch's result message: its sends, its downtime
