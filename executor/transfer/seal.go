@@ -126,6 +126,11 @@ type sealedConn struct {
 	plain []byte        // its plaintext not yet read
 }
 
+// readAhead is the raw connection's read buffer: enough for a record's
+// header and a small record whole, little to copy out of for a frame's
+// body, which is read past it straight into the record's buffer.
+const readAhead = 4 << 10
+
 // batchMax is what a sealedConn holds before it writes: a frame's
 // header and body, sealed.
 const batchMax = chunkSize + 1024
@@ -143,7 +148,7 @@ func newSealedConn(raw net.Conn, cs tls.ConnectionState, client bool) (*sealedCo
 	if err != nil {
 		return nil, err
 	}
-	return &sealedConn{Conn: raw, out: out, in: in, br: bufio.NewReaderSize(raw, 64<<10),
+	return &sealedConn{Conn: raw, out: out, in: in, br: bufio.NewReaderSize(raw, readAhead),
 		rec: make([]byte, maxRecord+sealOverhead)}, nil
 }
 
