@@ -366,8 +366,11 @@ func (z *ZFSDemo) Running(ctx context.Context) (map[string][]string, error) {
 }
 
 // StopWorkloads stops every workload and returns what ran where, for
-// StartWorkloads.
+// StartWorkloads. A process whose dataset ZFS no longer lists (a
+// zfs-fuse daemon restarted under a test takes its pools along) is
+// killed all the same: one left behind wrote, and forked, for good.
 func (z *ZFSDemo) StopWorkloads(ctx context.Context) (map[string][]string, error) {
+	defer z.killLeftovers()
 	running, err := z.Running(ctx)
 	if err != nil {
 		return nil, err
@@ -380,6 +383,15 @@ func (z *ZFSDemo) StopWorkloads(ctx context.Context) (map[string][]string, error
 		}
 	}
 	return running, errors.Join(errs...)
+}
+
+// killLeftovers kills every workload process still running on any node.
+func (z *ZFSDemo) killLeftovers() {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for _, n := range z.nodes {
+		n.proc.Destroy()
+	}
 }
 
 // StartWorkloads starts the workloads StopWorkloads stopped, where their
