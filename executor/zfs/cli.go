@@ -111,6 +111,21 @@ func setProp(ctx context.Context, name, p, v string) error {
 	return translate((&gozfs.Dataset{Name: name}).SetProperty(p, v))
 }
 
+// localProps is those of ps set on name itself (source local).
+func localProps(ctx context.Context, name string, ps ...string) ([]string, error) {
+	out, err := run(ctx, "get", "-H", "-o", "property,source", strings.Join(ps, ","), name)
+	if err != nil {
+		return nil, err
+	}
+	var set []string
+	for _, line := range strings.Split(out, "\n") {
+		if k, src, ok := strings.Cut(line, "\t"); ok && strings.TrimSpace(src) == "local" {
+			set = append(set, k)
+		}
+	}
+	return set, nil
+}
+
 func inherit(ctx context.Context, name, p string) error {
 	_, err := run(ctx, "inherit", p, name)
 	return err
