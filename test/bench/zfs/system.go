@@ -41,8 +41,8 @@ type migrationResult struct {
 	// both in the log) divided by the best bare `zfs send | zfs receive`
 	// of the same dataset in this run, before and beside the system.
 	ThroughputRatio float64 `json:"throughput_ratio"`
-	// SendRatio is the first sync's send alone (as the driver timed it)
-	// divided by the bare run.
+	// SendRatio is that first sync's send alone (as the driver timed
+	// it) divided by the same bare run.
 	SendRatio        float64 `json:"send_ratio"`
 	BareMiBps        float64 `json:"bare_mibps"`
 	FirstSyncMiBps   float64 `json:"first_sync_mibps"`
