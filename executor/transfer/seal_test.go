@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,46 +18,11 @@ import (
 // flipper forwards a sender's bytes to to, flipping one bit of the byte at
 // offset at: an attacker on the wire altering a record.
 func flipper(t *testing.T, to string, at int) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c, err := ln.Accept()
-		if err != nil {
-			return
+	return newProxy(t, to, func(off int, b []byte) {
+		if at >= off && at < off+len(b) {
+			b[at-off] ^= 0x10
 		}
-		up, err := net.Dial("tcp", to)
-		if err != nil {
-			_ = c.Close()
-			return
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); _, _ = io.Copy(c, up); _ = c.Close() }()
-		buf, seen := make([]byte, 32<<10), 0
-		for {
-			n, err := c.Read(buf)
-			if at >= seen && at < seen+n {
-				buf[at-seen] ^= 0x10
-			}
-			seen += n
-			if n > 0 {
-				if _, werr := up.Write(buf[:n]); werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		_ = up.Close()
-	}()
-	return ln.Addr().String()
+	}).ln.Addr().String()
 }
 
 // An altered byte anywhere in a secure stream's body stops the stream

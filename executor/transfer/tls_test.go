@@ -57,21 +57,24 @@ func (c cluster) aToB(t *testing.T, secure bool) (toB, fromA transfer.Link, l *t
 }
 
 // proxy forwards one address to another and keeps every byte the client
-// sent, as a tap on the wire would.
+// sent, as a tap on the wire would; alter, when set, changes each piece
+// of them (at its offset in the client's bytes) before it goes on, as an
+// attacker on the wire would.
 type proxy struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	seen bytes.Buffer
-	wg   sync.WaitGroup
+	ln    net.Listener
+	alter func(at int, b []byte)
+	mu    sync.Mutex
+	seen  bytes.Buffer
+	wg    sync.WaitGroup
 }
 
-func newProxy(t *testing.T, to string) *proxy {
+func newProxy(t *testing.T, to string, alter func(at int, b []byte)) *proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln}
+	p := &proxy{ln: ln, alter: alter}
 	t.Cleanup(func() { _ = ln.Close(); p.wg.Wait() })
 	p.wg.Add(1)
 	go func() {
@@ -87,11 +90,32 @@ func newProxy(t *testing.T, to string) *proxy {
 				continue
 			}
 			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(up, io.TeeReader(c, p)); _ = up.(*net.TCPConn).CloseWrite() }()
+			go func() { defer p.wg.Done(); p.forward(up, c); _ = up.(*net.TCPConn).CloseWrite() }()
 			go func() { defer p.wg.Done(); _, _ = io.Copy(c, up); _ = c.Close() }()
 		}
 	}()
 	return p
+}
+
+// forward copies the client's bytes upstream, tapped and altered.
+func (p *proxy) forward(up, c net.Conn) {
+	buf, at := make([]byte, 32<<10), 0
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			_, _ = p.Write(buf[:n])
+			if p.alter != nil {
+				p.alter(at, buf[:n])
+			}
+			at += n
+			if _, werr := up.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *proxy) Write(b []byte) (int, error) {
@@ -155,7 +179,7 @@ func TestSecureStreamCarriesTheBodyEncrypted(t *testing.T) {
 		if secure {
 			toB, fromA = transfer.Link{Identity: c.ids["a"], Peer: "b"}, transfer.Link{Identity: c.ids["b"], Peer: "a"}
 		}
-		p := newProxy(t, l.Addr())
+		p := newProxy(t, l.Addr(), nil)
 		got := serveOne(ctx, l, fromA)
 		body := markedBody()
 		if err := send(ctx, p.ln.Addr().String(), toB, body); err != nil {
