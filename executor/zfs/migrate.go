@@ -367,26 +367,41 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 
 // overhead is the part of the switch's downtime a later move's
 // prediction does not add from its own final delta (planner/downtime):
-// all of it but the final delta's bytes at this move's link rate (its
-// first sync's). So the final send's own setup (its snapshot, the
-// stream's handshake: about 50 ms on zfs-fuse, which a small delta's
-// send is mostly made of) is overhead, as the stop and the start are,
-// and a hand-over's checksum; taken as the final send's whole time it
-// was left out of every prediction. The downtime is the workload's when
-// it saw more: the figure a tenant's budget is about. 0 for a stopped
-// instance.
+// all of it but the final delta's bytes at the link's rate. So the final
+// send's own setup (its snapshot, the stream's handshake: about 50 ms on
+// zfs-fuse, which a small delta's send is mostly made of) is overhead,
+// as the stop and the start are, and a hand-over's checksum; taken as
+// the final send's whole time it was left out of every prediction. The
+// downtime is the workload's when it saw more: the figure a tenant's
+// budget is about. 0 for a stopped instance.
 func (m *move) overhead() time.Duration {
 	down := max(m.rep.Downtime, m.rep.WorkloadDowntime)
-	if down == 0 || len(m.rep.Syncs) == 0 {
+	if down == 0 {
 		return 0
 	}
-	first := m.rep.Syncs[0]
-	transfer := time.Duration(0)
-	if first.Bytes > 0 && first.Duration > 0 {
-		transfer = time.Duration(float64(m.rep.FinalDelta) / float64(first.Bytes) * float64(first.Duration))
-	}
-	return max(down-transfer, 0)
+	return max(down-m.linkTime(m.rep.FinalDelta), 0)
 }
+
+// linkTime is how long n bytes take at the fastest rate a send of this
+// phase reached (the switch's catch-up sends, the final one), counting
+// only sends of at least minRated: a smaller one is mostly its setup,
+// and its rate says nothing of the link. With none, 0: a final delta
+// that small moves within its send's setup.
+func (m *move) linkTime(n int64) time.Duration {
+	var rate float64
+	for _, s := range m.rep.Syncs {
+		if s.Bytes >= minRated && s.Duration > 0 {
+			rate = max(rate, float64(s.Bytes)/s.Duration.Seconds())
+		}
+	}
+	if rate == 0 {
+		return 0
+	}
+	return time.Duration(float64(n) / rate * float64(time.Second))
+}
+
+// minRated is the smallest send whose rate stands for the link's.
+const minRated = 8 << 20
 
 // switchedText is a switch's result message: its sends, its downtime
 // and what that was made of, then what ran after the start.
