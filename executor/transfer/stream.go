@@ -298,24 +298,12 @@ func (s *Stream) writeFrames(w io.Writer) (int64, error) {
 // and the body is one record (a Sender writes it so), that record opened
 // in place. It gives io.EOF at the end marker.
 func (s *Stream) frame(buf []byte) ([]byte, error) {
-	sc, sealed := s.conn.(*sealedConn)
-	if s.left == 0 && sealed {
+	if sc, sealed := s.conn.(*sealedConn); sealed && s.left == 0 {
 		if err := s.header(); err != nil {
 			return nil, err
 		}
-		if s.br.Buffered() == 0 {
-			body, ok, err := sc.recordInto(buf)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrCut, err)
-			}
-			if ok && len(body) != s.left {
-				return nil, ErrProtocol
-			}
-			if ok {
-				s.left = 0
-				s.meter.Add(len(body))
-				return body, nil
-			}
+		if body, ok, err := s.sealedBody(sc, buf); ok || err != nil {
+			return body, err
 		}
 	}
 	n, err := s.Read(buf) // the frame's header when due, then its body
@@ -325,6 +313,26 @@ func (s *Stream) frame(buf []byte) ([]byte, error) {
 		n += k
 	}
 	return buf[:n], err
+}
+
+// sealedBody is the frame's body as its own record, opened in place in
+// buf, when nothing of it was read yet (ok).
+func (s *Stream) sealedBody(sc *sealedConn, buf []byte) ([]byte, bool, error) {
+	if s.br.Buffered() > 0 {
+		return nil, false, nil
+	}
+	body, ok, err := sc.recordInto(buf)
+	switch {
+	case err != nil:
+		return nil, true, fmt.Errorf("%w: %w", ErrCut, err)
+	case !ok:
+		return nil, false, nil
+	case len(body) != s.left:
+		return nil, true, ErrProtocol
+	}
+	s.left = 0
+	s.meter.Add(len(body))
+	return body, true, nil
 }
 
 // readHeader fills p from the buffer, then the connection, reading no
