@@ -83,6 +83,9 @@ type Config struct {
 	// no return) and refuses to switch a migration. Default 3 × Heartbeat;
 	// keep it well below the planner service's NodeLease.
 	Fence time.Duration
+	// Lease carries the fence across the Executors one process starts for
+	// the node, one after another (see Lease). Nil: a lease of its own.
+	Lease *Lease
 }
 
 // Retry is the backoff for transient faults: Initial before the second
@@ -100,6 +103,9 @@ type Retry struct {
 func (c Config) withDefaults() Config {
 	if c.Partitions == 0 {
 		c.Partitions = 3
+	}
+	if c.Lease == nil {
+		c.Lease = &Lease{}
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 4

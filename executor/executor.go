@@ -37,7 +37,7 @@ type Executor struct {
 
 	mig migRuns // per-instance migration phases (migration.go)
 
-	lease lease // renewed by heartbeats (lease.go)
+	lease *Lease // renewed by heartbeats (lease.go)
 }
 
 // opKey identifies an opcode: (request, job, index).
@@ -95,6 +95,7 @@ func New(cfg Config, d Driver) (*Executor, error) {
 		ended:     map[opKey]bool{},
 		cancelled: map[opKey]string{},
 		tasks:     map[opKey]*task{},
+		lease:     cfg.Lease,
 	}, nil
 }
 

@@ -24,8 +24,16 @@ import (
 // errFenced is the cancel cause of moves stopped by the fence.
 var errFenced = fmt.Errorf("%w: fenced: no heartbeat reached the log within the fence", ErrCanceled)
 
-// lease is the executor's view of its own lease.
-type lease struct {
+// Lease is a node's lease as its executors see it. It outlives one
+// Executor: when the log fences the producer (ErrProducerFenced), Run ends
+// and its supervisor starts a new Executor, which must know whether the
+// fence had fallen. Started with a lease of its own it would count the
+// lease as held, and resume the moves the fence stopped, on a node the
+// planner may have declared lost meanwhile (test/partition saw an opcode
+// start again so, 14 s after the loss). Give each Executor of a node in
+// one process the same Lease (Config.Lease); its zero value is a lease
+// never held, as at a process's start.
+type Lease struct {
 	mu       sync.Mutex
 	last     time.Time // start of the last heartbeat append that succeeded
 	held     bool      // the fence has not fallen since the last renewal
@@ -34,7 +42,7 @@ type lease struct {
 }
 
 // renewed records a heartbeat appended that began at t.
-func (l *lease) renewed(t time.Time) {
+func (l *Lease) renewed(t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t.After(l.last) {
@@ -54,7 +62,7 @@ func (l *lease) renewed(t time.Time) {
 // reserved its instance on the target of a migration already failed).
 // The fence cancels what was queued or running when it fell; this keeps
 // it from starting what came in while it was down.
-func (l *lease) admits(stamp time.Time) bool {
+func (l *Lease) admits(stamp time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return !l.fell || l.held && !stamp.Before(l.regained)
@@ -62,14 +70,14 @@ func (l *lease) admits(stamp time.Time) bool {
 
 // valid reports whether the lease holds at now, and since when it was last
 // renewed.
-func (l *lease) valid(now time.Time, fence time.Duration) (bool, time.Time) {
+func (l *Lease) valid(now time.Time, fence time.Duration) (bool, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return now.Sub(l.last) < fence, l.last
 }
 
 // lapsed reports, once per fall, that the lease no longer holds.
-func (l *lease) lapsed(now time.Time, fence time.Duration) bool {
+func (l *Lease) lapsed(now time.Time, fence time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.held || now.Sub(l.last) < fence {

@@ -18,7 +18,7 @@ import (
 // and migration phases superseded; a switch is refused until a heartbeat
 // lands again.
 func TestFenceCancelsMovesAndRefusesSwitches(t *testing.T) {
-	e := &Executor{cfg: Config{Heartbeat: 10 * time.Millisecond, Fence: 50 * time.Millisecond},
+	e := &Executor{cfg: Config{Heartbeat: 10 * time.Millisecond, Fence: 50 * time.Millisecond}, lease: &Lease{},
 		log: slog.New(slog.DiscardHandler), ended: map[opKey]bool{}, cancelled: map[opKey]string{}, tasks: map[opKey]*task{}}
 	e.mig.init()
 	start := time.Now()
@@ -48,7 +48,7 @@ func TestFenceCancelsMovesAndRefusesSwitches(t *testing.T) {
 	}
 	// Wall clock past the fence: the switch is refused, as fatal (the
 	// driver is not called, the source untouched).
-	e.lease = lease{}
+	e.lease = &Lease{}
 	e.lease.renewed(time.Now().Add(-time.Second))
 	if err := e.mayAct("switch"); err == nil || IsTransient(err) || !strings.Contains(err.Error(), "fenced") {
 		t.Fatalf("switch without a lease: %v; want a fatal fenced error", err)
@@ -111,7 +111,7 @@ func fencedPhaseWorld(t *testing.T) (*Executor, events.MigrationPhaseDispatched,
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	e := &Executor{cfg: Config{Node: "n1", Heartbeat: time.Second, Fence: 4 * time.Second}.withDefaults(),
+	e := &Executor{cfg: Config{Node: "n1", Heartbeat: time.Second, Fence: 4 * time.Second}.withDefaults(), lease: &Lease{},
 		log: slog.New(slog.DiscardHandler), actor: "executor/n1", prod: prod, owed: newOwed(0), base: t.Context()}
 	e.mig.init()
 	d := events.MigrationPhaseDispatched{Migration: "m1", Instance: "vm1", Node: "n1", Seq: 1,
@@ -149,7 +149,7 @@ func TestFencedExecutorStartsNothingDispatchedBeforeItsLeaseIsBack(t *testing.T)
 	t.Parallel()
 	t0 := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
 	fence := 8 * time.Second
-	var l lease
+	var l Lease
 	if !l.admits(t0.Add(-time.Hour)) {
 		t.Fatal("a fresh executor refused an old dispatch: a restart could not resume its owed moves")
 	}
@@ -181,4 +181,62 @@ func TestFencedExecutorStartsNothingDispatchedBeforeItsLeaseIsBack(t *testing.T)
 	if l.admits(cut) {
 		t.Fatal("a second renewal admitted a dispatch from the cut")
 	}
+}
+
+// An Executor started afresh in the same process (its predecessor's
+// producer fenced by the log, as a long cut makes the broker do) keeps the
+// fence: the opcode its predecessor was running when the fence fell is
+// owed, yet it does not start again; it ends canceled, fenced. With a
+// lease of its own it started again, 14 s after the planner had declared
+// the node lost (test/partition, on three brokers).
+func TestAFreshExecutorKeepsItsPredecessorsFence(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, kcfg := testenv.Events(t, ctx)
+	l := &Lease{}
+	l.renewed(time.Now().Add(-time.Minute))
+	if !l.lapsed(time.Now(), 4*time.Second) {
+		t.Fatal("the fence did not fall")
+	}
+	cfg := kcfg
+	cfg.TransactionalID = "executor-n1"
+	e, err := New(Config{Node: "n1", Kafka: cfg, Heartbeat: time.Second, Fence: 4 * time.Second, Lease: l,
+		Logger: slog.New(slog.DiscardHandler), PlainTransfer: true}, driverFunc(func() { t.Error("the driver ran") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.prod.Close()
+	e.base = t.Context()
+	d := events.OpcodeDispatched{Request: "r1", Job: 0, Index: 0, Node: "n1",
+		Opcode: events.Opcode{OpID: events.OpInstanceMigrate, Instance: "vm1", From: "n1", To: "n2"}}
+	e.submit(events.New(d, events.WithProducer("planner"),
+		events.WithReason(events.Reason{Actor: "planner", Why: "evacuate n1"})), d, 0)
+	e.wg.Wait()
+	recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ended bool
+	for _, r := range recs {
+		switch p, _ := r.Event.DecodePayload(); p := p.(type) {
+		case events.OpcodeStarted:
+			t.Fatalf("the opcode started again under a fallen fence: %s", r)
+		case events.OpcodeEnded:
+			if p.Status != events.JobCanceled || !strings.Contains(p.Error, "fenced") {
+				t.Fatalf("ended %s (%s); want canceled, fenced", p.Status, p.Error)
+			}
+			ended = true
+		}
+	}
+	if !ended {
+		t.Fatal("no OpcodeEnded in the log: the opcode would stay owed")
+	}
+}
+
+// driverFunc is a driver that calls ran and fails.
+type driverFunc func()
+
+func (f driverFunc) Run(context.Context, Op, func(Progress)) (Result, error) {
+	f()
+	return Result{}, errors.New("not run in this test")
 }

@@ -92,10 +92,11 @@ Drivers:
 	defer closeDriver()
 	reg := newRegistry()
 	serveMetrics(ctx, sf.metricsAddr, reg, log)
+	lease := &executor.Lease{} // one per process: a restart after a fenced producer keeps the fence
 	err = supervise.Run(ctx, supervise.Part{Name: "executor/" + *node, Log: log}, func(ctx context.Context) error {
 		e, err := executor.New(executor.Config{Node: *node, Kafka: sf.kafka("drove-executor-" + *node), Partitions: sf.partitions,
 			ListenAddr: df.listenAddr, AdvertiseAddr: df.advertise, Logger: log, Metrics: reg,
-			Transfer: id, PlainTransfer: tf.plain, Heartbeat: *heartbeat, Fence: *fence}, d)
+			Transfer: id, PlainTransfer: tf.plain, Heartbeat: *heartbeat, Fence: *fence, Lease: lease}, d)
 		if err != nil {
 			return err
 		}

@@ -368,7 +368,8 @@ func (s *System) StartExecutor(ctx context.Context, node string) error {
 	}
 	cfg := executor.Config{Node: node, Kafka: s.cfg.kafka("drove-executor-"+node, ""),
 		Partitions: s.cfg.Partitions, TopicsEnsured: true, Concurrency: s.cfg.ExecutorConcurrency,
-		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id}
+		Logger: s.log.With("part", "executor", "node", node), Metrics: s.registerer("executor/" + node), Transfer: id,
+		Lease: &executor.Lease{}} // kept by the restarts below, as in one process
 	e, err := executor.New(cfg, d)
 	if err != nil {
 		return err

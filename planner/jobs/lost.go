@@ -20,6 +20,10 @@ import (
 //     the job error at once, saying an operator must act: the instance's
 //     data is on the lost node, and its executor, fenced (it cannot renew
 //     its lease), does not switch and rolls back if it is only cut off.
+//     The opcode is cancelled on that node as well: an executor that
+//     starts afresh (its process restarted, or its producer fenced) has
+//     no memory of its fence, and would otherwise run again, on a node
+//     the rest of the system gave up on, a move whose job already ended.
 
 // offline reports whether node is known and offline.
 func (p *pass) offline(node string) bool {
@@ -57,6 +61,11 @@ func (p *pass) lostWhileRunning(i, k int, op events.Opcode, o *opcode) bool {
 			op.Instance, o.dispatched, op.Instance, o.dispatched)
 		if op.To != "" && op.To != o.dispatched {
 			msg += fmt.Sprintf(" and %s may hold a partial copy", op.To)
+		}
+		if !o.cancelSent {
+			reason := fmt.Sprintf("node %s lost: its job ended; do not run %s of %s again", o.dispatched, op.OpID, op.Instance)
+			p.emit(events.OpcodeCancelled{Request: r.id, Job: i, Index: k, Node: o.dispatched, Reason: reason},
+				fmt.Sprintf("cancel opcode %d of job %d on %s: %s", k, i, o.dispatched, reason))
 		}
 		p.emit(events.JobEnded{Request: r.id, Job: i, Status: events.JobError, Error: msg},
 			fmt.Sprintf("job %d ended error: %s", i, msg))

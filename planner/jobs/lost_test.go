@@ -68,10 +68,17 @@ func TestSourceLostEndsTheJobForAnOperator(t *testing.T) {
 	w := lostWorld(t)
 	w.offline("n1")
 	d := Decide(w.env, w.st, "r1")
-	if want := []string{events.TypeJobEnded, events.TypeJobEnded, events.TypeRequestFinished}; !slices.Equal(types(d), want) {
+	want := []string{events.TypeOpcodeCancelled, events.TypeJobEnded, events.TypeOpcodeCancelled, events.TypeJobEnded, events.TypeRequestFinished}
+	if !slices.Equal(types(d), want) {
 		t.Fatalf("source lost: decided %v, want %v", types(d), want)
 	}
-	je, _ := events.As[events.JobEnded](d.Events[0])
+	// The lost node is told too: an executor started afresh there must
+	// not run the move again.
+	c, _ := events.As[events.OpcodeCancelled](d.Events[0])
+	if c.Job != 0 || c.Node != "n1" || !strings.Contains(c.Reason, "n1 lost") {
+		t.Fatalf("cancel %+v", c)
+	}
+	je, _ := events.As[events.JobEnded](d.Events[1])
 	if je.Status != events.JobError || !strings.Contains(je.Error, "operator action needed") || !strings.Contains(je.Error, "n1") {
 		t.Fatalf("job end %+v", je)
 	}
