@@ -12,6 +12,7 @@ const (
 	TypeNodeActionRequested = "node.action_requested"
 	TypeNodeActionEnded     = "node.action_ended"
 	TypeNodeHeartbeat       = "node.heartbeat"
+	TypeLeaseCheck          = "node.lease_check"
 )
 
 // NodeAction is what an operator asks of a node.
@@ -63,6 +64,28 @@ type NodeHeartbeat struct {
 	Sent       time.Time `json:"sent"`
 }
 
+// LeaseCheck is the planner service making sure, before it declares a
+// node lost, that it has read every heartbeat the node appended: it is
+// appended to the node's partition of drove.heartbeats once the lease has
+// lapsed, and the node is declared lost only when the service reads it
+// back with no heartbeat read since. A heartbeat the node appended before
+// the check comes before it in that partition. So a service whose read
+// lags declares no node lost because of the lag: a consumer left on a
+// broker cut off from its peers, which answers fetches with nothing new,
+// once read no heartbeat for longer than the lease while the node
+// appended them through the new leader, unfenced, and went on moving
+// instances on a node the planner had given up on (test/partition).
+//
+// Key is the record's key: one of the service's making that lands in the
+// node's partition (not the node's name, under which, on this compacted
+// topic, a check would be the last record kept of a node that stopped, in
+// place of its last heartbeat). Sent is the service's clock.
+type LeaseCheck struct {
+	Node string    `json:"node"`
+	Key  string    `json:"key"`
+	Sent time.Time `json:"sent"`
+}
+
 func (n NodeActionRequested) check(p *problems) {
 	p.require("request", n.Request)
 	p.require("node", n.Node)
@@ -81,6 +104,14 @@ func (n NodeHeartbeat) check(p *problems) {
 	}
 }
 
+func (c LeaseCheck) check(p *problems) {
+	p.require("node", c.Node)
+	p.require("key", c.Key)
+	if c.Key == c.Node {
+		p.addf("key", "must not be the node's name (%q): the check would replace its last heartbeat", c.Key)
+	}
+}
+
 func (NodeActionRequested) Type() string  { return TypeNodeActionRequested }
 func (NodeActionRequested) Version() int  { return 1 }
 func (p NodeActionRequested) key() string { return p.Node }
@@ -90,3 +121,6 @@ func (p NodeActionEnded) key() string     { return p.Node }
 func (NodeHeartbeat) Type() string        { return TypeNodeHeartbeat }
 func (NodeHeartbeat) Version() int        { return 1 }
 func (p NodeHeartbeat) key() string       { return p.Node }
+func (LeaseCheck) Type() string           { return TypeLeaseCheck }
+func (LeaseCheck) Version() int           { return 1 }
+func (c LeaseCheck) key() string          { return c.Key }

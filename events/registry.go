@@ -31,6 +31,7 @@ func init() {
 	register[InstanceDeclared](TopicInventory)
 	register[InstancePlaced](TopicInventory)
 	register[NodeHeartbeat](TopicHeartbeats)
+	register[LeaseCheck](TopicHeartbeats)
 
 	register[EvacuationRequested](TopicRequests)
 	register[GroupChangeRequested](TopicRequests)

@@ -39,7 +39,9 @@ const (
 	TopicAudit = "drove.audit"
 
 	// TopicHeartbeats holds executors' heartbeats (NodeHeartbeat), keyed
-	// by node. It is the one topic that is current state, not history:
+	// by node, and the planner's checks that it read them all before it
+	// declares a node lost (LeaseCheck, in the node's partition under a
+	// key of their own). It is the one topic that is current state, not history:
 	// it is compacted, so the broker keeps each node's last beat and
 	// heartbeat volume does not grow the log without bound. What the
 	// beats decide (a node declared lost, brought online) is recorded on

@@ -19,6 +19,8 @@ func nodeEffects(env events.Envelope, p events.Payload) ([]stmt, bool) {
 		return []stmt{st("node_action_ended", e.Request, state, e.Reason, t)}, true
 	case events.NodeHeartbeat:
 		return []stmt{st("node_heartbeat", e.Node, t)}, true
+	case events.LeaseCheck:
+		return nil, true // the planner's own check; the loss it leads to is a NodeUpdated
 	}
 	return nil, false
 }

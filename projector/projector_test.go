@@ -86,6 +86,8 @@ func scenario() []events.Envelope {
 		ev(events.TargetNotified{Node: "n2", Event: ev(events.OpcodeDispatched{Request: req, Job: 0, Index: 0,
 			Node: "n1", Opcode: op}, 16, req)}, 16, req),
 		ev(events.NodeHeartbeat{Node: "n1", IntervalMS: 2000, Sent: time.Date(2025, 1, 1, 0, 0, 35, 0, time.UTC)}, 35, ""),
+		// The planner's check of a lapse: the event log holds it, no view.
+		ev(events.LeaseCheck{Node: "n1", Key: "n1/lease-check/0", Sent: time.Date(2025, 1, 1, 0, 0, 36, 0, time.UTC)}, 36, ""),
 		ev(events.NodeActionRequested{Request: "na-1", Node: "n1", Action: events.NodeUndrain}, 36, "na-1"),
 		ev(events.NodeActionEnded{Request: "na-1", Node: "n1", Action: events.NodeUndrain, Refused: true,
 			Reason: "undrain of node n1 refused: testing"}, 37, "na-1"),

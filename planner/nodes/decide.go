@@ -22,6 +22,9 @@ type Env struct {
 	// Lease is how long a node's lease lasts without a heartbeat; zero
 	// declares no node lost.
 	Lease time.Duration
+	// CheckKey is the key of a node's LeaseCheck: one that lands in the
+	// node's partition of drove.heartbeats and is not the node's name.
+	CheckKey func(node string) string
 	// Producer names the service in the events it writes.
 	Producer string
 }
@@ -31,10 +34,11 @@ type Env struct {
 // appended in one transaction.
 func Decide(env Env, st *State) []events.Envelope {
 	var out []events.Envelope
-	emit := func(p events.Payload, opts ...events.Option) {
+	emit := func(p events.Payload, opts ...events.Option) events.Envelope {
 		ev := events.New(p, append(opts, events.WithProducer(env.Producer))...)
 		out = append(out, ev)
 		env.Apply(ev, p)
+		return ev
 	}
 	for _, id := range st.order {
 		c := st.cmds[id]
@@ -89,21 +93,38 @@ func answer(env Env, st *State, q events.NodeActionRequested) (*events.NodeUpdat
 // lost declares offline each online node whose lease expired, in node
 // order: it may be down, or cut off from the broker, and either way the
 // rest of the system stops waiting for it (DESIGN.md, "Node lifecycle").
-func lost(env Env, st *State, emit func(events.Payload, ...events.Option)) {
+// A lapse is first checked (events.LeaseCheck): the node is declared lost
+// only once the check, appended after the lapse, is read back with no
+// heartbeat read since, so the heartbeats the node appended before it are
+// all read. A check not read back within half a lease (its append lost,
+// or the read still lagging) is appended again.
+func lost(env Env, st *State, emit func(events.Payload, ...events.Option) events.Envelope) {
 	now := st.now()
 	for _, name := range slices.Sorted(maps.Keys(st.beats)) {
 		n, ok := env.Inv.Nodes[name]
 		if !ok || n.Offline {
 			continue
 		}
-		since := now.Sub(st.beats[name])
+		last := st.beats[name]
+		since := now.Sub(last)
 		if since <= env.Lease {
 			continue
 		}
-		u := env.Inv.NodeState(name)
-		u.Offline = true
-		emit(u, events.WithReason(events.Reason{Actor: "planner", Why: fmt.Sprintf(
-			"node %s lost: no heartbeat for %s (lease %s); marked offline until an operator brings it online",
-			name, since.Round(time.Millisecond), env.Lease)}))
+		c := st.checks[name]
+		switch {
+		case c != nil && c.read && c.sent.After(last):
+			delete(st.checks, name)
+			u := env.Inv.NodeState(name)
+			u.Offline = true
+			emit(u, events.WithReason(events.Reason{Actor: "planner", Why: fmt.Sprintf(
+				"node %s lost: no heartbeat for %s (lease %s), none in the log before the planner's check; "+
+					"marked offline until an operator brings it online", name, since.Round(time.Millisecond), env.Lease)}))
+		case c == nil || !c.sent.After(last) || !c.read && now.Sub(c.sent) > env.Lease/2:
+			ev := emit(events.LeaseCheck{Node: name, Key: env.CheckKey(name), Sent: now},
+				events.WithReason(events.Reason{Actor: "planner", Why: fmt.Sprintf(
+					"the lease of node %s lapsed (no heartbeat for %s, lease %s): checking the log holds none unread before declaring it lost",
+					name, since.Round(time.Millisecond), env.Lease)}))
+			st.checks[name] = &leaseCheck{id: ev.ID, sent: now}
+		}
 	}
 }

@@ -42,6 +42,7 @@ func (w *world) apply(env events.Envelope) {
 
 func (w *world) decide(lease time.Duration) []events.Envelope {
 	env := nodes.Env{Inv: w.inv, Lease: lease, Producer: "planner",
+		CheckKey: func(n string) string { return n + "/lease-check/0" },
 		Emptying: func(n string) string { return w.emptying[n] },
 		Apply: func(e events.Envelope, p events.Payload) {
 			if !w.st.Apply(e, p) {
@@ -111,6 +112,7 @@ func TestLeaseLostThenOnline(t *testing.T) {
 		t.Fatalf("lease not expired, yet %d events", len(evs))
 	}
 	w.now = w.now.Add(2 * time.Second)
+	w.lapse(lease, "n1")
 	evs := w.decide(lease)
 	if len(evs) != 1 || !w.inv.Nodes["n1"].Offline || w.inv.Nodes["n2"].Offline {
 		t.Fatalf("after the lease: %d events; n1 offline %v, n2 (never beat) offline %v",
@@ -136,9 +138,80 @@ func TestLeaseLostThenOnline(t *testing.T) {
 	if evs := w.decide(lease); len(evs) != 0 {
 		t.Fatal("brought online, then lost at once")
 	}
+	w.now = w.now.Add(lease + time.Second) // online, it must renew the lease as any node
+	w.lapse(lease, "n1")
+	if evs := w.decide(lease); len(evs) != 1 || !w.inv.Nodes["n1"].Offline {
+		t.Fatal("brought online and silent, it was not lost again")
+	}
 	w.ask("f1", "n2", events.NodeOffline)
 	w.decide(lease)
 	if !w.inv.Nodes["n2"].Offline {
 		t.Fatal("offline not applied")
+	}
+}
+
+// lapse takes the pass that finds node's lease lapsed: it appends a lease
+// check and declares nothing yet; the check is then read back.
+func (w *world) lapse(lease time.Duration, node string) {
+	w.t.Helper()
+	evs := w.decide(lease)
+	if len(evs) != 1 || evs[0].Type != events.TypeLeaseCheck || w.inv.Nodes[node].Offline {
+		w.t.Fatalf("the lapse of %s: decided %d events (%v), offline %v; want one lease check, nothing declared",
+			node, len(evs), evs, w.inv.Nodes[node].Offline)
+	}
+	if c, _ := events.As[events.LeaseCheck](evs[0]); c.Node != node || c.Key == node || events.KeyOf(c) != c.Key {
+		w.t.Fatalf("check %+v", c)
+	}
+	if again := w.decide(lease); len(again) != 0 {
+		w.t.Fatalf("before the check is read back: %d events; the service's own copy of it proves nothing", len(again))
+	}
+	w.apply(evs[0]) // read back from the log
+}
+
+// A lapse is declared only from a read proven current: a heartbeat read
+// after the check was appended (the service's read lagged behind the
+// node's appends) keeps the node, and a check never read back (its append
+// lost, or the read stuck on a broker cut off from its peers) declares
+// nothing and is appended again after half a lease.
+func TestLapseDeclaredOnlyOnceItsCheckIsReadBack(t *testing.T) {
+	w := newWorld(t)
+	lease := 10 * time.Second
+	w.apply(events.New(events.NodeHeartbeat{Node: "n1", IntervalMS: 1000, Sent: w.now}))
+	w.now = w.now.Add(11 * time.Second)
+	evs := w.decide(lease)
+	if len(evs) != 1 || evs[0].Type != events.TypeLeaseCheck {
+		t.Fatalf("lapsed: %d events; want one lease check", len(evs))
+	}
+	// The lagging read catches up: the node's heartbeats come before
+	// the check in its partition.
+	w.apply(events.New(events.NodeHeartbeat{Node: "n1", IntervalMS: 1000, Sent: w.now}))
+	w.apply(evs[0])
+	w.now = w.now.Add(time.Second)
+	if evs := w.decide(lease); len(evs) != 0 || w.inv.Nodes["n1"].Offline {
+		t.Fatalf("a heartbeat read before the check, yet %d events, offline %v", len(evs), w.inv.Nodes["n1"].Offline)
+	}
+
+	w.now = w.now.Add(lease + time.Second)
+	evs = w.decide(lease)
+	if len(evs) != 1 || evs[0].Type != events.TypeLeaseCheck {
+		t.Fatalf("lapsed again: %d events; want a new check (the old one was before the last heartbeat)", len(evs))
+	}
+	w.now = w.now.Add(lease / 2)
+	if evs := w.decide(lease); len(evs) != 0 {
+		t.Fatalf("within half a lease of the check: %d events", len(evs))
+	}
+	w.now = w.now.Add(time.Second)
+	again := w.decide(lease)
+	if len(again) != 1 || again[0].Type != events.TypeLeaseCheck || again[0].ID == evs[0].ID || w.inv.Nodes["n1"].Offline {
+		t.Fatalf("a check not read back for half a lease: %d events, offline %v; want a new check", len(again), w.inv.Nodes["n1"].Offline)
+	}
+	w.apply(evs[0]) // the first check, read at last, is superseded
+	if evs := w.decide(lease); len(evs) != 0 {
+		t.Fatalf("a superseded check read back declared %d events", len(evs))
+	}
+	w.apply(again[0])
+	if evs := w.decide(lease); len(evs) != 1 || !w.inv.Nodes["n1"].Offline ||
+		!strings.Contains(evs[0].Reason.Why, "before the planner's check") {
+		t.Fatalf("the latest check read back: %d events, offline %v", len(evs), w.inv.Nodes["n1"].Offline)
 	}
 }

@@ -16,7 +16,17 @@ type State struct {
 	// clocks are compared. Nodes that never sent one (seeded nodes with
 	// no executor) have no lease and are never declared lost.
 	beats map[string]time.Time
-	now   func() time.Time
+	// checks is the latest lease check of each lapsed node (see lost).
+	checks map[string]*leaseCheck
+	now    func() time.Time
+}
+
+// leaseCheck is a LeaseCheck the service appended (id, at sent by its
+// clock) and whether it has read it back from the log.
+type leaseCheck struct {
+	id   string
+	sent time.Time
+	read bool
 }
 
 // command is one operator's request and whether it was answered.
@@ -28,7 +38,7 @@ type command struct {
 
 // NewState returns an empty fold whose lease times read now.
 func NewState(now func() time.Time) *State {
-	return &State{cmds: map[string]*command{}, beats: map[string]time.Time{}, now: now}
+	return &State{cmds: map[string]*command{}, beats: map[string]time.Time{}, checks: map[string]*leaseCheck{}, now: now}
 }
 
 // Apply folds one event; it reports whether the event was one of the
@@ -48,6 +58,14 @@ func (s *State) Apply(env events.Envelope, p events.Payload) bool {
 		return true
 	case events.NodeHeartbeat:
 		s.beats[e.Node] = s.now()
+		return true
+	case events.LeaseCheck:
+		// Only the check read back from the log proves the read current:
+		// the service's own copy, applied as it decides, comes before
+		// the check is recorded as pending (lost), so it matches nothing.
+		if c := s.checks[e.Node]; c != nil && c.id == env.ID {
+			c.read = true
+		}
 		return true
 	}
 	return false

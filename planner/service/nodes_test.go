@@ -1,12 +1,14 @@
 package service
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
 )
 
 // nodeActionEnd waits for the planner's answer to node command id.
@@ -88,5 +90,22 @@ func TestLeaseExpiryDeclaresNodeLost(t *testing.T) {
 	}
 	if i := slices.Index(states, true); i < 0 || !slices.Contains(states[i+1:], false) {
 		t.Fatalf("n2's records (offline or not): %v; want online written after its loss", states)
+	}
+}
+
+// A lease check's key lands in its node's partition of drove.heartbeats
+// under Kafka's partitioner, whatever the partition count, and is not the
+// node's name (on the compacted topic it would replace its last beat).
+func TestLeaseCheckKeysLandInTheNodesPartition(t *testing.T) {
+	t.Parallel()
+	for _, parts := range []int{1, 3, 24, 97} {
+		for i := range 50 {
+			node := fmt.Sprintf("node-%d", i)
+			k := checkKey(node, parts)
+			if k == node || kafka.PartitionOf(events.TopicHeartbeats, k, parts) != kafka.PartitionOf(events.TopicHeartbeats, node, parts) {
+				t.Fatalf("%d partitions: %s's check key %q lands in partition %d, the node's is %d", parts, node, k,
+					kafka.PartitionOf(events.TopicHeartbeats, k, parts), kafka.PartitionOf(events.TopicHeartbeats, node, parts))
+			}
+		}
 	}
 }

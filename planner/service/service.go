@@ -153,6 +153,7 @@ func (s *Service) runOnce(ctx context.Context, refused map[string]string) error 
 	}
 	defer rd.Close()
 	defer l.waitWrites()
+	l.heartbeatParts = partitionsOf(rd, events.TopicHeartbeats) // the topic's own count, which may not be Config's
 	if err := l.caughtUp(ctx, start); err != nil {
 		return err
 	}
@@ -248,6 +249,9 @@ type loop struct {
 	// refused are requests whose decision the log refused, with why:
 	// closed by the first pass of the rebuilt state (see run).
 	refused map[string]string
+	// heartbeatParts is drove.heartbeats' partition count, for the keys
+	// of lease checks (nodes.go).
+	heartbeatParts int
 }
 
 // fold applies a batch's events to the state.
