@@ -265,7 +265,7 @@ func send(ctx context.Context, w io.Writer, drain bool, args ...string) error {
 	// A read blocked when ctx ends is freed by the close.
 	stop := context.AfterFunc(ctx, func() { closeAfter(pr, wait) })
 	widenPipe(pr)
-	_, cerr := copyFull(stoppable{ctx, w}, pr)
+	_, cerr := copyBig(stoppable{ctx, w}, pr)
 	if cerr != nil && drain {
 		t := closeAfter(pr, drainWait)
 		_, _ = copyBig(io.Discard, pr)
@@ -397,37 +397,6 @@ func widenPipe(f *os.File) {
 	_ = rc.Control(func(fd uintptr) {
 		_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_SETPIPE_SZ, pipeSize)
 	})
-}
-
-// sendChunk is what copyFull hands on at a time: a transfer stream's
-// largest frame.
-const sendChunk = 256 << 10
-
-// copyFull copies r to w in writes of sendChunk bytes, but the last. A
-// pipe's read returns whatever is there, and zfs-fuse writes each of a
-// stream's record headers to the send pipe on its own: of the 9,600 reads
-// of a 1 GiB send, 3,500 returned a header of a few hundred bytes. Handed
-// on as read, each became a frame of its own, which woke both ends of the
-// link and the receiving daemon for nothing.
-func copyFull(w io.Writer, r io.Reader) (int64, error) {
-	buf := make([]byte, sendChunk)
-	var total int64
-	for {
-		n, err := io.ReadFull(r, buf)
-		if n > 0 {
-			k, werr := w.Write(buf[:n])
-			total += int64(k)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
 }
 
 // copyBig copies with a pipeSize buffer. The wrappers hide *os.File's
