@@ -30,8 +30,8 @@ type Env struct {
 }
 
 // Decide answers every command not answered yet, in the order read, and
-// declares lost every node whose lease expired. The events are to be
-// appended in one transaction.
+// checks, then declares lost, every node whose lease expired (lost). The
+// events are to be appended in one transaction.
 func Decide(env Env, st *State) []events.Envelope {
 	var out []events.Envelope
 	emit := func(p events.Payload, opts ...events.Option) events.Envelope {
@@ -105,21 +105,20 @@ func lost(env Env, st *State, emit func(events.Payload, ...events.Option) events
 		if !ok || n.Offline {
 			continue
 		}
-		last := st.beats[name]
-		since := now.Sub(last)
+		since := now.Sub(st.beats[name])
 		if since <= env.Lease {
 			continue
 		}
 		c := st.checks[name]
 		switch {
-		case c != nil && c.read && c.sent.After(last):
+		case c != nil && c.read:
 			delete(st.checks, name)
 			u := env.Inv.NodeState(name)
 			u.Offline = true
 			emit(u, events.WithReason(events.Reason{Actor: "planner", Why: fmt.Sprintf(
 				"node %s lost: no heartbeat for %s (lease %s), none in the log before the planner's check; "+
 					"marked offline until an operator brings it online", name, since.Round(time.Millisecond), env.Lease)}))
-		case c == nil || !c.sent.After(last) || !c.read && now.Sub(c.sent) > env.Lease/2:
+		case c == nil || now.Sub(c.sent) > env.Lease/2:
 			ev := emit(events.LeaseCheck{Node: name, Key: env.CheckKey(name), Sent: now},
 				events.WithReason(events.Reason{Actor: "planner", Why: fmt.Sprintf(
 					"the lease of node %s lapsed (no heartbeat for %s, lease %s): checking the log holds none unread before declaring it lost",

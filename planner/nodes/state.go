@@ -16,7 +16,9 @@ type State struct {
 	// clocks are compared. Nodes that never sent one (seeded nodes with
 	// no executor) have no lease and are never declared lost.
 	beats map[string]time.Time
-	// checks is the latest lease check of each lapsed node (see lost).
+	// checks is the pending lease check of each node whose lease lapsed
+	// (see lost); a heartbeat read drops it, so one kept was appended
+	// after the node's last heartbeat read.
 	checks map[string]*leaseCheck
 	now    func() time.Time
 }
@@ -58,6 +60,7 @@ func (s *State) Apply(env events.Envelope, p events.Payload) bool {
 		return true
 	case events.NodeHeartbeat:
 		s.beats[e.Node] = s.now()
+		delete(s.checks, e.Node)
 		return true
 	case events.LeaseCheck:
 		// Only the check read back from the log proves the read current:
