@@ -91,25 +91,8 @@ if ! command -v zfs-fuse >/dev/null || ! command -v zpool >/dev/null; then
   apt_update
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq zfs-fuse >/dev/null
 fi
-# Start the zfs-fuse daemon when it is not answering (it daemonizes), with
-# no kernel caching of its files' attributes (test/zfsenv's daemonArgs say
-# why); one running with the caching of Debian's zfsrc and no pool is
-# started again so.
-zfs_fuse_args=(--fuse-attr-timeout 0 --fuse-entry-timeout 0)
-if zpool list -H >/dev/null 2>&1 && [ -z "$(zpool list -H -o name)" ] &&
-  ! pgrep -a -x zfs-fuse | grep -q -- "${zfs_fuse_args[*]}"; then
-  $sudo pkill -x zfs-fuse || true
-  # It takes seconds to exit, answering meanwhile, and refuses a new one.
-  for _ in $(seq 1 100); do pgrep -x zfs-fuse >/dev/null || break; sleep 0.2; done
-fi
-if ! zpool list -H >/dev/null 2>&1; then
-  # One still exiting would refuse the new one.
-  for _ in $(seq 1 100); do pgrep -x zfs-fuse >/dev/null || break; sleep 0.2; done
-  echo "deps: starting the zfs-fuse daemon"
-  $sudo zfs-fuse "${zfs_fuse_args[@]}" || true
-  for _ in $(seq 1 50); do zpool list -H >/dev/null 2>&1 && break; sleep 0.2; done
-  zpool list -H >/dev/null 2>&1 || { echo "deps: zfs-fuse does not answer (is /dev/fuse there?)" >&2; exit 1; }
-fi
+# The daemon is started by test/zfsenv at first use, the tests' way (its
+# flags, and its output kept for when it dies).
 
 # schemathesis fuzzes the API from its OpenAPI document (test/e2e's
 # TestAPIFuzzedBySchemathesis): a pinned version in a virtual environment

@@ -38,7 +38,7 @@ export DROVE_BIN=$bin/drove
 
 mod=github.com/drovehq/drove
 slow="$mod/test/partition $mod/test/chaos $mod/deploy/apachekafka $mod/events/kafka $mod/cmd/drove $mod/gateway $mod/planner/service $mod/projector $mod/executor $mod/executor/qemu"
-rest=$("$GO" list ./... | grep -v -e "/executor/zfs$" -e "/test/e2e$" | grep -vxF -f <(tr ' ' '\n' <<<"$slow"))
+rest=$("$GO" list ./... | grep -v -e "/executor/zfs$" -e "/test/e2e$" -e "/test/zfsenv$" | grep -vxF -f <(tr ' ' '\n' <<<"$slow"))
 scale='TestGroupChangeOf20000Instances'
 # The sample under the race detector: evacuations and migrations watched
 # through the API, a restart of the projector and an executor mid-move,

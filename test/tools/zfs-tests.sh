@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# Runs the tests on zfs-fuse: the ZFS driver's (executor/zfs) and the
-# end-to-end tests on ZFS (test/e2e, TestZfs*; make test's other run of
-# test/e2e skips them), side by side (each waits on zfs-fuse and on its
-# moves' rate caps more than it computes, so together they take little
-# longer than the longest). The driver's tests run under the race
-# detector; the end-to-end ones do not, as the rest of test/e2e in make
-# test (run-tests.sh): the detector made them cost 234 CPU-s instead of
-# about 110 and stretched the driver's tests beside them from 200 s to
-# 300. If the zfs-fuse daemon deadlocked during the runs (test/zfsenv's
-# watchdog restarts it and prints its marker), the runs that failed go
-# once more, whichever run saw it: the deadlock is in the stand-in daemon
-# that several simulated nodes share (test/zfsenv/watchdog.go), and its
-# restart cuts off every run's pools. Any other failure fails. The output
-# of each is printed whole when it has ended, so they do not interleave.
+# Runs the tests on zfs-fuse: the watchdog's (test/zfsenv) alone first,
+# then the ZFS driver's (executor/zfs) and the end-to-end tests on ZFS
+# (test/e2e, TestZfs*; make test's other run of test/e2e skips them),
+# side by side (each waits on zfs-fuse and on its moves' rate caps more
+# than it computes, so together they take little longer than the
+# longest). The driver's tests run under the race detector; the
+# end-to-end ones do not, as the rest of test/e2e in make test
+# (run-tests.sh): the detector made them cost 234 CPU-s instead of about
+# 110 and stretched the driver's tests beside them from 200 s to 300. If
+# the zfs-fuse daemon deadlocked or died during the runs (test/zfsenv's
+# watchdog starts it again and prints its marker), the runs that failed
+# go once more, whichever run saw it: the failure is in the stand-in
+# daemon that several simulated nodes share (test/zfsenv/watchdog.go),
+# and its restart cuts off every run's pools. Any other failure fails.
+# The output of each is printed whole when it has ended, so they do not
+# interleave.
 set -uo pipefail
 GO=${GO:-go}
-marker="ZFSENV: zfs-fuse deadlocked"
+marker="ZFSENV: zfs-fuse failed and was restarted"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
@@ -46,15 +48,18 @@ runAll() {
   done
 }
 
+# The watchdog's own tests first, alone: one kills the daemon.
+"$GO" test -count=1 -timeout 5m ./test/zfsenv/ >"$dir/zfsenv.out" 2>&1
+zfsenv=$?
 runAll driver-contracts driver-rest e2e
 # A daemon restarted by one run's watchdog cuts off the pools of every
 # run using it then, so each failed run goes once more if any run saw
-# the deadlock.
+# the daemon fail.
 if [ "${#failed[@]}" -gt 0 ] && grep -qF "$marker" "$dir"/*.log; then
   for name in "${failed[@]}"; do
-    echo "zfs-tests: zfs-fuse deadlocked during the runs; running the $name tests once more" >>"$dir/$name.all"
+    echo "zfs-tests: zfs-fuse deadlocked or died during the runs; running the $name tests once more" >>"$dir/$name.all"
   done
   runAll "${failed[@]}"
 fi
-cat "$dir/driver-contracts.all" "$dir/driver-rest.all" "$dir/e2e.all"
-[ "${#failed[@]}" -eq 0 ]
+cat "$dir/zfsenv.out" "$dir/driver-contracts.all" "$dir/driver-rest.all" "$dir/e2e.all"
+[ "${#failed[@]}" -eq 0 ] && [ "$zfsenv" -eq 0 ]

@@ -15,17 +15,19 @@ import (
 // several nodes' worth of work runs in it at once: seen here with one
 // thread holding the daemon's global lock while it waits on the daemon's
 // own internal pipe, and every FUSE request, zfs and zpool command
-// queued behind it. Production nodes each run their own kernel ZFS; the
-// tests run two or three simulated nodes in one zfs-fuse. A deadlocked
-// daemon never recovers and would hang every later test, so a watchdog
-// probes it while a test uses pools; when it stops answering it is
-// restarted, the test fails saying so, and DeadlockMarker is printed for
-// the test runner (test/tools/zfs-tests.sh), which runs the package again
-// once.
+// queued behind it. It has also died mid-run on its own (see DaemonLog).
+// Production nodes each run their own kernel ZFS; the tests run two or
+// three simulated nodes in one zfs-fuse. A deadlocked daemon never
+// recovers and would hang every later test, and a dead one leaves every
+// pool's mount dead, so a watchdog probes it while a test uses pools:
+// when it stops answering it is restarted, when it died it is started
+// again, and either way the test fails saying so and RestartMarker is
+// printed for the test runner (test/tools/zfs-tests.sh), which runs the
+// package again once.
 
-// DeadlockMarker is printed on standard error when the watchdog restarts
-// a deadlocked zfs-fuse.
-const DeadlockMarker = "ZFSENV: zfs-fuse deadlocked and was restarted"
+// RestartMarker is printed on standard error when the watchdog finds
+// zfs-fuse deadlocked or dead during a test.
+const RestartMarker = "ZFSENV: zfs-fuse failed and was restarted"
 
 const (
 	probeEvery   = 5 * time.Second
@@ -35,69 +37,93 @@ const (
 
 var watched sync.Map // *testing.T → struct{}: one watchdog per test
 
-// watch probes the daemon while t runs.
+// watch probes the daemon while t runs, and checks at t's end that the
+// daemon it started with still runs: a test whose pools' daemon died
+// under it fails for that, whatever else it reports.
 func watch(t testing.TB) {
 	if _, dup := watched.LoadOrStore(t, struct{}{}); dup {
 		return
 	}
+	if err := ensureDaemon(); err != nil {
+		t.Fatalf("zfsenv: ZFS is not usable: %v", err)
+	}
+	pid := daemonPid()
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	reported := false // written by the goroutine, read after done
 	go func() {
 		defer close(done)
-		missed := 0
-		tick := time.NewTicker(probeEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			err := probe(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			if err == nil {
-				missed = 0
-				continue
-			}
-			if missed++; missed < deadAfter {
-				continue
-			}
-			restartDaemon()
-			fmt.Fprintln(os.Stderr, DeadlockMarker)
-			t.Errorf("%s: zpool or the daemon's FUSE mount did not answer for %s; the daemon was killed and started again (the ZFS stand-in failed, not necessarily the code under test)",
-				DeadlockMarker, time.Duration(deadAfter)*(probeEvery+probeTimeout))
-			return
-		}
+		reported = probeLoop(ctx, t, pid)
 	}()
 	// Registered before the pools' cleanups, so it runs after them: a
 	// cleanup that hangs on a deadlocked daemon is still rescued.
 	t.Cleanup(func() {
 		stop()
 		<-done
+		if !reported {
+			checkSame(t, pid)
+		}
 		watched.Delete(t)
 	})
 }
 
-// restartDaemon kills zfs-fuse, detaches the mounts it served (their
-// callers get an error instead of waiting for ever), forgets the pools
-// (their files are this run's; the next CreatePool makes new ones) and
-// starts it again.
+// probeLoop probes every probeEvery until ctx ends, restarts a daemon
+// that died or stopped answering, and says whether it did.
+func probeLoop(ctx context.Context, t testing.TB, pid int) bool {
+	missed := 0
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		if daemonPid() != pid {
+			return checkSame(t, pid)
+		}
+		err := probe(ctx)
+		if ctx.Err() != nil {
+			return false
+		}
+		if err == nil {
+			missed = 0
+			continue
+		}
+		if missed++; missed < deadAfter {
+			continue
+		}
+		restartDaemon()
+		fmt.Fprintln(os.Stderr, RestartMarker)
+		t.Errorf("%s: zpool or the daemon's FUSE mount did not answer for %s; the daemon was killed and started again (the ZFS stand-in failed, not necessarily the code under test)",
+			RestartMarker, time.Duration(deadAfter)*(probeEvery+probeTimeout))
+		return true
+	}
+}
+
+// checkSame fails t if zfs-fuse is no longer the process pid (it died, and
+// maybe another test binary started it again), starting it again if
+// none runs, and says whether it did.
+func checkSame(t testing.TB, pid int) bool {
+	now := daemonPid()
+	if now == pid {
+		return false
+	}
+	tail := daemonLogTail()
+	if now == 0 {
+		_ = ensureDaemon()
+	}
+	fmt.Fprintln(os.Stderr, RestartMarker)
+	t.Errorf("%s: zfs-fuse (pid %d) died during the test, taking its pools along (the ZFS stand-in failed, not necessarily the code under test); the end of %s:\n%s",
+		RestartMarker, pid, DaemonLog, tail)
+	return true
+}
+
+// restartDaemon kills zfs-fuse, detaches the mounts it served, forgets
+// the pools (clearDead) and starts it again.
 func restartDaemon() {
 	_ = exec.Command("pkill", "-9", "-x", "zfs-fuse").Run()
-	time.Sleep(500 * time.Millisecond)
-	if out, err := os.ReadFile("/proc/mounts"); err == nil {
-		for _, line := range strings.Split(string(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 1 && strings.HasPrefix(f[1], "/drove_") {
-				_ = exec.Command("umount", "-l", f[1]).Run()
-			}
-		}
-	}
-	for _, c := range []string{"/var/lib/zfs/zpool.cache", "/etc/zfs/zpool.cache"} {
-		_ = os.Remove(c)
-	}
+	waitGone()
 	_ = ensureDaemon()
 }
 

@@ -1,0 +1,192 @@
+package zfsenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// daemonArgs are zfs-fuse's flags here: the kernel caches no attributes
+// or entries of its files. Debian's /etc/zfs/zfsrc caches them for an
+// hour, and zfs-fuse does not invalidate them when a receive or a
+// rollback changes a mounted dataset: a file a receive grew kept its old
+// size for the kernel, and reads of it stopped there, which kernel ZFS
+// never does. A switch starts the instance on the target right after the
+// final delta, over the data as received.
+var daemonArgs = []string{"--fuse-attr-timeout", "0", "--fuse-entry-timeout", "0"}
+
+// DaemonLog is where the zfs-fuse that zfsenv starts writes. It has died
+// here on its own, mid-run, with nothing in the kernel's log (no
+// segfault: an assertion's abort), so its last words are the only trace
+// of why; a test that sees it die quotes them.
+var DaemonLog = filepath.Join(os.TempDir(), "drove-zfsenv", "zfs-fuse.log")
+
+// ensureDaemon makes sure a zfs-fuse with daemonArgs answers, starting
+// one if none does.
+func ensureDaemon() error {
+	for _, c := range []string{"zfs", "zpool"} {
+		if _, err := exec.LookPath(c); err != nil {
+			return fmt.Errorf("%s not found: %w", c, err)
+		}
+	}
+	if zpoolWorks() == nil && cachingDaemon() && noPools() {
+		// Started by hand, caching: started again the tests' way while
+		// nothing uses it.
+		_ = exec.Command("pkill", "-x", "zfs-fuse").Run()
+		waitGone()
+	}
+	if zpoolWorks() == nil {
+		return nil
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return fmt.Errorf("/dev/fuse: %w", err)
+	}
+	if err := startDaemon(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := zpoolWorks()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zfs-fuse started but zpool does not answer: %w (its log: %s)", err, DaemonLog)
+		}
+		time.Sleep(200 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// startDaemon starts zfs-fuse in the foreground of a session of its own,
+// so that it outlives the test binary and its output lands in DaemonLog.
+// A second start while one runs exits at once (another test binary may
+// have raced this one), which is harmless.
+func startDaemon() error {
+	bin, err := exec.LookPath("zfs-fuse")
+	if err != nil {
+		return fmt.Errorf("zfs-fuse not found: %w", err)
+	}
+	clearDead()
+	if err := os.MkdirAll(filepath.Dir(DaemonLog), 0o755); err != nil {
+		return err
+	}
+	if st, err := os.Stat(DaemonLog); err == nil && st.Size() > 1<<20 {
+		_ = os.Rename(DaemonLog, DaemonLog+".old") // bounded: one run's worth and the last
+	}
+	log, err := os.OpenFile(DaemonLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	fmt.Fprintf(log, "%s %s\n", startLine, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(bin, append([]string{"--no-daemon"}, daemonArgs...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting zfs-fuse: %w", err)
+	}
+	go func() { _ = cmd.Wait() }() // reaped here while this binary lives
+	return nil
+}
+
+// startLine opens each start's part of DaemonLog.
+const startLine = "zfsenv: zfs-fuse started at"
+
+// clearDead, when no zfs-fuse runs, detaches the mounts a dead one
+// served (their users get an error instead of waiting for ever) and
+// forgets its pools: their files are a run's own, and a new daemon
+// importing them from its cache would mount them over the dead mounts.
+func clearDead() {
+	if daemonPid() != 0 {
+		return
+	}
+	if out, err := os.ReadFile("/proc/mounts"); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 2 && (strings.HasPrefix(f[1], "/drove_") || f[1] == kstatMount) && strings.HasPrefix(f[2], "fuse") {
+				_ = exec.Command("umount", "-l", f[1]).Run()
+			}
+		}
+	}
+	for _, c := range []string{"/var/lib/zfs/zpool.cache", "/etc/zfs/zpool.cache"} {
+		_ = os.Remove(c)
+	}
+}
+
+// daemonPid is the pid of the running zfs-fuse, 0 if none. A zombie
+// (dead, its parent not yet told) does not count.
+func daemonPid() int {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ...
+		s := string(stat)
+		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || shut < open || shut+2 >= len(s) {
+			continue
+		}
+		if s[open+1:shut] == "zfs-fuse" && s[shut+2] != 'Z' && s[shut+2] != 'X' {
+			return pid
+		}
+	}
+	return 0
+}
+
+// daemonLogTail is the end of DaemonLog's last start, for a failure's
+// message.
+func daemonLogTail() string {
+	b, err := os.ReadFile(DaemonLog)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	if i := bytes.LastIndex(b, []byte(startLine)); i >= 0 {
+		b = b[i:]
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// cachingDaemon says whether a zfs-fuse runs without daemonArgs.
+func cachingDaemon() bool {
+	out, err := exec.Command("pgrep", "-a", "-x", "zfs-fuse").Output()
+	return err == nil && len(bytes.TrimSpace(out)) > 0 && !bytes.Contains(out, []byte(strings.Join(daemonArgs, " ")))
+}
+
+// noPools says whether zfs-fuse has no pool imported.
+func noPools() bool {
+	out, err := exec.Command("zpool", "list", "-H", "-o", "name").Output()
+	return err == nil && len(bytes.TrimSpace(out)) == 0
+}
+
+// waitGone waits up to 10 s for zfs-fuse to exit.
+func waitGone() {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if daemonPid() == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+func zpoolWorks() error {
+	out, err := exec.Command("zpool", "list", "-H").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("zpool list: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
