@@ -326,7 +326,7 @@ func (m MigrationPhaseDispatched) check(p *problems) {
 	p.require("node", m.Node)
 	p.require("source", m.Source)
 	nonNegative(p, "seq", m.Seq)
-	oneOf(p, "phase", m.Phase, "begin", "sync", "switch", "pause", "abort", "rollback", "finalize")
+	oneOf(p, "phase", m.Phase, "begin", "sync", "switch", "pause", "abort", "rollback", "finalize", PhaseCancel)
 	m.Facts.check(p, "facts")
 }
 

@@ -164,6 +164,13 @@ const (
 	// sync at once (it supersedes the sync); the executor ends it without
 	// the driver, whose cancelled sync kept its last complete snapshot.
 	PhasePause = "pause"
+	// PhaseCancel is dispatched to a migration's source the planner
+	// declared lost while a phase was owed there: it supersedes that
+	// phase, and the executor ends it canceled without the driver, so a
+	// source whose process starts again after the loss does not resume
+	// the phase it owed (the fence of a lost node; an opcode's is
+	// OpcodeCancelled).
+	PhaseCancel = "cancel"
 )
 
 // NodeMoveStatus is what a node reports for an instance during and after a

@@ -240,3 +240,64 @@ func (f driverFunc) Run(context.Context, Op, func(Progress)) (Result, error) {
 	f()
 	return Result{}, errors.New("not run in this test")
 }
+
+// A source whose process starts again after the planner declared it lost
+// reads the cancel the planner sent (planner/migration/lost.go) after the
+// sync it owed: with a lease of its own, fresh, it runs neither, and ends
+// the cancel canceled, saying why, so the sync is not resumed on a node
+// the log calls lost.
+func TestARestartedSourceRunsNoPhaseThePlannerCanceled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, kcfg := testenv.Events(t, ctx)
+	cfg := kcfg
+	cfg.TransactionalID = "executor-n1"
+	e, err := New(Config{Node: "n1", Kafka: cfg, Heartbeat: time.Second, Fence: 4 * time.Second,
+		Logger: slog.New(slog.DiscardHandler), PlainTransfer: true}, migratorFunc(func() { t.Error("the driver ran") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.prod.Close()
+	e.base = t.Context()
+	phase := func(seq int, name string, off int64) kafka.Record {
+		d := events.MigrationPhaseDispatched{Migration: "m1", Instance: "vm1", Node: "n1", Seq: seq, Phase: name,
+			Source: "n1", Target: "n2", Sync: 1}
+		return kafka.Record{Offset: off, Event: events.New(d, events.WithProducer("planner"),
+			events.WithReason(events.Reason{Actor: "planner", Why: "migrate vm1"}))}
+	}
+	if err := e.recoverMigrations([]kafka.Record{phase(1, events.PhaseSync, 0), phase(2, events.PhaseCancel, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	e.wg.Wait()
+	recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []events.MigrationPhaseEnded
+	for _, r := range recs {
+		if p, err := events.As[events.MigrationPhaseEnded](r.Event); err == nil {
+			ends = append(ends, p)
+		}
+	}
+	if len(ends) != 1 || ends[0].Seq != 2 || ends[0].Status != events.JobCanceled || !strings.Contains(ends[0].Error, "declared this node lost") {
+		t.Fatalf("phase ends %+v; want the cancel's alone, canceled, saying the node was declared lost", ends)
+	}
+}
+
+// migratorFunc is a driver whose every call runs ran and fails.
+type migratorFunc func()
+
+func (f migratorFunc) Run(context.Context, Op, func(Progress)) (Result, error) {
+	f()
+	return Result{}, errors.New("not run in this test")
+}
+
+func (f migratorFunc) Phase(context.Context, MigrationPhase, func(Progress)) (PhaseResult, error) {
+	f()
+	return PhaseResult{}, errors.New("not run in this test")
+}
+
+func (f migratorFunc) Estimate(context.Context, MigrationPhase) (Estimate, error) {
+	f()
+	return Estimate{}, errors.New("not run in this test")
+}

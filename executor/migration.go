@@ -22,7 +22,8 @@ import (
 //
 // A migration runs one phase at a time on its node. A dispatch with a
 // higher seq for the same migration supersedes the phase running (an
-// abort, or a re-dispatch after the coordinator saw no progress): the old
+// abort, a pause, a cancel for a node the planner declared lost, or a
+// re-dispatch after the coordinator saw no progress): the old
 // phase's context is cancelled, it ends canceled, and the new one starts
 // once the old one has returned, so the driver never runs two phases of
 // one migration at once. A dispatch with a lower seq than one already seen
@@ -36,6 +37,9 @@ import (
 var (
 	errSuperseded = fmt.Errorf("%w: superseded by a newer phase of the migration", ErrCanceled)
 	errPaused     = fmt.Errorf("%w: paused", errSuperseded)
+	// errLostNode ends a cancel phase (events.PhaseCancel): the planner
+	// declared this node lost while a phase was owed here.
+	errLostNode = fmt.Errorf("%w: the planner declared this node lost while the phase was owed here", ErrCanceled)
 )
 
 type migKey struct {
@@ -221,6 +225,11 @@ func (e *Executor) runPhase(t *migTask) {
 	log := e.log.With("migration", t.d.Migration, "seq", t.d.Seq, "phase", t.d.Phase)
 	if t.prev != nil {
 		<-t.prev.done // the driver runs one phase of a migration at a time
+	}
+	if t.d.Phase == events.PhaseCancel {
+		// Nothing runs: the phase it superseded is never resumed here.
+		e.writePhaseEnd(t, events.JobCanceled, PhaseResult{}, errLostNode, log)
+		return
 	}
 	if err := e.notifyTarget(t.ctx, t.d.Target, t.dispatch); err != nil {
 		// Superseded or fenced (the lease fell while the notice waited

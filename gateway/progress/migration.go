@@ -33,6 +33,8 @@ func StepLabel(phase string) string {
 		return "removing the source copy"
 	case "pause":
 		return "pausing"
+	case "cancel":
+		return "canceled: the source node was declared lost"
 	}
 	return phase
 }

@@ -13,7 +13,8 @@ import (
 //
 //   - source lost: every phase runs there, and only an operator can bring
 //     it back; the migration fails at once saying so (sourceGone), the
-//     target holding at most a partial copy;
+//     target holding at most a partial copy, and a phase owed there is
+//     canceled (cancelOwed);
 //   - target lost: the migration fails and an abort is dispatched to the
 //     source, superseding the phase under way there, so the source keeps
 //     (or restarts) the instance. A switch already under way is left to
@@ -52,6 +53,7 @@ func (p *pass) lost() bool {
 	case p.offline(r.Source):
 		if p.sourceGone(&r, "source node lost during the migration") {
 			r.Message = fmt.Sprintf("failed: source node %s lost", r.Source)
+			p.cancelOwed(&r, cause)
 			p.record(r, cause)
 			return true
 		}
@@ -73,6 +75,25 @@ func (p *pass) lost() bool {
 		return true
 	}
 	return false
+}
+
+// cancelOwed dispatches a cancel to the lost source when a phase is owed
+// there (dispatched, not ended). It supersedes that phase, so the
+// source's executor ends it canceled instead of running it: one whose
+// process starts again reads its partition anew and resumes the latest
+// phase of each migration, with no memory of the fence that stopped it
+// (an executor that lived through the loss was fenced already).
+func (p *pass) cancelOwed(r *events.MigrationStateChanged, cause events.Envelope) {
+	ph, seq := p.m.latest()
+	if ph == nil || ph.end != nil || ph.d.Node != r.Source {
+		return
+	}
+	p.emit(events.MigrationPhaseDispatched{
+		Migration: r.Migration, Instance: r.Instance, Node: r.Source, Seq: seq + 1, Phase: events.PhaseCancel,
+		Source: r.Source, Target: r.Target, Facts: ph.d.Facts,
+	}, fmt.Sprintf("cancel phase %d (%s) of migration %s on %s, a lost node", seq, ph.d.Phase, r.Migration, r.Source), cause)
+	r.Phase, r.PhaseRunning = events.PhaseCancel, true
+	r.Message += fmt.Sprintf("; its %s phase there is canceled", ph.d.Phase)
 }
 
 // offline reports whether node is known and offline.

@@ -123,6 +123,8 @@ func (p *pass) phaseFailed(r events.MigrationStateChanged, ph *phaseRun) {
 	case "finalize":
 		r.Error = "finalize failed: " + why
 		r.Message = "finalize failed; finalize again to retry"
+	case events.PhaseCancel:
+		r.Message = fmt.Sprintf("the phase owed on %s, a lost node, ended canceled", r.Source)
 	case "abort":
 		r.State = events.MigrationFailed
 		r.Error = "abort failed: " + why

@@ -128,8 +128,12 @@ func TestLostNodes(t *testing.T) {
 		want *want // nil: nothing decided
 	}{
 		{"source lost during a sync", syncing, "n1", &want{state: events.MigrationFailed, running: true,
-			err: "source node n1 is offline: source node lost during the migration", message: "failed: source node n1 lost",
-			detail: "operator action needed: bring n1 back or recover vm from it"}},
+			phase: events.PhaseCancel, dispatched: []string{events.PhaseCancel},
+			err:     "source node n1 is offline: source node lost during the migration",
+			message: "failed: source node n1 lost; its sync phase there is canceled",
+			detail:  "operator action needed: bring n1 back or recover vm from it"}},
+		{"source lost while paused: nothing owed there", synced, "n1", &want{state: events.MigrationFailed,
+			err: "source node n1 is offline: source node lost during the migration", message: "failed: source node n1 lost"}},
 		{"target lost while paused", synced, "n2", &want{state: events.MigrationFailed, phase: "abort",
 			dispatched: []string{"abort"}, running: true, err: "target node n2 lost",
 			message: "target node n2 lost: aborting, returning vm to its prior state (running) on n1"}},
@@ -160,6 +164,30 @@ func TestLostNodes(t *testing.T) {
 				t.Fatalf("answered the loss twice: %v", phases(evs))
 			}
 		})
+	}
+}
+
+// The cancel a lost source is sent supersedes the sync owed there, keeps
+// the migration's target, and its end (canceled: the executor runs
+// nothing) leaves the migration failed with no phase running.
+func TestLostSourceCancelsTheOwedPhase(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	syncing(d)
+	sync := d.running()
+	d.w.offline("n1")
+	d.decide()
+	c := d.running()
+	if c.Phase != events.PhaseCancel || c.Node != "n1" || c.Seq != sync.Seq+1 || c.Target != sync.Target || c.Source != "n1" {
+		t.Fatalf("dispatched %+v after the sync %+v", c, sync)
+	}
+	if _, err := events.New(c).DecodePayload(); err != nil {
+		t.Fatalf("the cancel does not decode: %v", err)
+	}
+	d.check(d.end(events.JobCanceled, 0), want{state: events.MigrationFailed,
+		message: "the phase owed on n1, a lost node, ended canceled", err: "source node n1 is offline"})
+	if evs := d.decide(); len(evs) != 0 {
+		t.Fatalf("decided again after the cancel ended: %v", phases(evs))
 	}
 }
 
