@@ -31,7 +31,7 @@ import (
 // The ZFS end-to-end tests run the whole system on real parts: every node
 // of a one-group, three-node cluster is a zfs-fuse pool (test/zfsenv,
 // whose watchdog restarts a deadlocked or dead daemon and fails the test saying
-// so; make test then runs these tests once more, test/tools/zfs-tests.sh),
+// so; make test then runs these tests again, test/tools/zfs-tests.sh),
 // every instance a dataset with generated content and a process that
 // keeps rewriting a file in it (allinone.ZFSDemo), every executor the ZFS
 // driver with the process runtime. The sim driver is nowhere.

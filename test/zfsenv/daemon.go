@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -143,6 +144,40 @@ func daemonPid() int {
 		}
 	}
 	return 0
+}
+
+// logDaemon appends line to DaemonLog.
+func logDaemon(line string) {
+	f, err := os.OpenFile(DaemonLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintln(f, line)
+}
+
+// waits counts the kernel functions pid's threads wait in (wchan), most
+// first: "41 futex_do_wait, 2 pipe_write".
+func waits(pid int) string {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	n := map[string]int{}
+	for _, t := range tasks {
+		w, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, t.Name()))
+		if err != nil || len(w) == 0 || string(w) == "0" {
+			w = []byte("running")
+		}
+		n[string(w)]++
+	}
+	keys := make([]string, 0, len(n))
+	for k := range n {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return n[keys[i]] > n[keys[j]] || n[keys[i]] == n[keys[j]] && keys[i] < keys[j] })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", n[k], k)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // daemonLogTail is the end of DaemonLog's last start, for a failure's

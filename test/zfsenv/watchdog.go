@@ -23,7 +23,7 @@ import (
 // when it stops answering it is restarted, when it died it is started
 // again, and either way the test fails saying so and RestartMarker is
 // printed for the test runner (test/tools/zfs-tests.sh), which runs the
-// package again once.
+// package again (at most twice).
 
 // RestartMarker is printed on standard error when the watchdog finds
 // zfs-fuse deadlocked or dead during a test.
@@ -120,8 +120,14 @@ func checkSame(t testing.TB, pid int) bool {
 }
 
 // restartDaemon kills zfs-fuse, detaches the mounts it served, forgets
-// the pools (clearDead) and starts it again.
+// the pools (clearDead) and starts it again. What its threads waited in
+// goes to DaemonLog first: the deadlock is zfs-fuse's, and where it
+// stands is the one clue to it (a thread in pipe_write holds the send of
+// a stream whose reader waits).
 func restartDaemon() {
+	if pid := daemonPid(); pid != 0 {
+		logDaemon(fmt.Sprintf("zfsenv: zfs-fuse (pid %d) did not answer; its threads wait in: %s", pid, waits(pid)))
+	}
 	_ = exec.Command("pkill", "-9", "-x", "zfs-fuse").Run()
 	waitGone()
 	_ = ensureDaemon()

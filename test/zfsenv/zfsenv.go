@@ -114,7 +114,8 @@ func orphaned(name string) bool {
 // sweepStale destroys the pools earlier test runs left behind (a killed
 // run never reaches its cleanup): zfs-fuse slows down, and can stall,
 // with many pools imported. Pools whose creator still runs (another test
-// binary, a benchmark) are left alone.
+// binary, a benchmark) are left alone. It also removes the empty mount
+// points such runs, and a daemon that died under them, left in /.
 func sweepStale() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -125,6 +126,12 @@ func sweepStale() {
 	for _, name := range strings.Fields(string(out)) {
 		if strings.HasPrefix(name, "drove_") && orphaned(name) {
 			_ = DestroyPool(name)
+		}
+	}
+	dirs, _ := filepath.Glob("/drove_*")
+	for _, dir := range dirs {
+		if orphaned(filepath.Base(dir)) && !mounted(dir) {
+			_ = os.Remove(dir) // only if empty: never anything a test wrote
 		}
 	}
 }
