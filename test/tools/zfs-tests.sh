@@ -9,7 +9,7 @@
 # (run-tests.sh): the detector made them cost 234 CPU-s instead of about
 # 110 and stretched the driver's tests beside them from 200 s to 300. If
 # the zfs-fuse daemon deadlocked or died during the runs (test/zfsenv's
-# watchdog starts it again and prints its marker), the runs that failed
+# watchdog starts it again and prints its marker), the tests that failed
 # go again, at most twice, whichever run saw it: the failure is in the
 # stand-in daemon that several simulated nodes share
 # (test/zfsenv/watchdog.go), and its restart cuts off every run's pools.
@@ -24,11 +24,16 @@ trap 'rm -rf "$dir"' EXIT
 # The driver's tests go in two halves at once, each about two minutes
 # alone: one after the other they were the run's last five minutes.
 half='^(TestDriverContract|TestMigrationContract|TestMigrateWhileWriting|TestSwitchFaultRestoresTheSource|TestMigrationPauseRateAbort)$'
-# The three runs, by name: go test's flags and package.
+# The three runs, by name: go test's flags and package, and which tests.
 declare -A args=(
-  [driver-contracts]="-race ./executor/zfs/ -run $half -timeout 20m"
-  [driver-rest]="-race ./executor/zfs/ -skip $half -timeout 20m"
-  [e2e]="./test/e2e/ -run ^TestZfs -timeout 30m"
+  [driver-contracts]="-race ./executor/zfs/ -timeout 20m"
+  [driver-rest]="-race ./executor/zfs/ -timeout 20m"
+  [e2e]="./test/e2e/ -timeout 30m"
+)
+declare -A tests=(
+  [driver-contracts]="-run $half"
+  [driver-rest]="-skip $half"
+  [e2e]="-run ^TestZfs"
 )
 
 # runAll NAME... runs each named run at once and waits for them all;
@@ -38,7 +43,7 @@ runAll() {
   local name
   for name in "$@"; do
     # shellcheck disable=SC2086 # the flags split on purpose
-    "$GO" test -count=1 ${args[$name]} >"$dir/$name.log" 2>&1 &
+    "$GO" test -count=1 ${args[$name]} ${tests[$name]} >"$dir/$name.log" 2>&1 &
     pids[$name]=$!
   done
   failed=()
@@ -64,7 +69,14 @@ for retry in 1 2; do
   for name in "${ran[@]}"; do logs+=("$dir/$name.log"); done
   grep -qF "$marker" "${logs[@]}" || break
   for name in "${failed[@]}"; do
-    echo "zfs-tests: zfs-fuse deadlocked or died during the runs; running the $name tests again (retry $retry of 2)" >>"$dir/$name.all"
+    # Only the tests that failed go again, when the log names them (a
+    # run that timed out or panicked goes whole): a shorter retry is less
+    # exposed to the daemon failing once more.
+    again=$(grep -oE '^--- FAIL: [A-Za-z0-9_]+' "$dir/$name.log" | cut -d' ' -f3 | sort -u | paste -sd'|')
+    if [ -n "$again" ] && ! grep -qE '^panic: |test timed out' "$dir/$name.log"; then
+      tests[$name]="-run ^($again)\$"
+    fi
+    echo "zfs-tests: zfs-fuse deadlocked or died during the runs; running the $name tests again (retry $retry of 2): ${tests[$name]}" >>"$dir/$name.all"
   done
   ran=("${failed[@]}")
   runAll "${ran[@]}"
