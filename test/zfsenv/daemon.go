@@ -88,6 +88,7 @@ func startDaemon() error {
 	fmt.Fprintf(log, "%s %s\n", startLine, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(bin, append([]string{"--no-daemon"}, daemonArgs...)...)
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Dir = "/" // as a daemon would: it outlives the tests' directories
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting zfs-fuse: %w", err)
