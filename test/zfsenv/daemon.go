@@ -36,10 +36,10 @@ func ensureDaemon() error {
 			return fmt.Errorf("%s not found: %w", c, err)
 		}
 	}
-	if zpoolWorks() == nil && cachingDaemon() && noPools() {
+	if pid := daemonPid(); pid > 0 && zpoolWorks() == nil && caching(pid) && noPools() {
 		// Started by hand, caching: started again the tests' way while
 		// nothing uses it.
-		_ = exec.Command("pkill", "-x", "zfs-fuse").Run()
+		_ = syscall.Kill(pid, syscall.SIGTERM)
 		waitGone()
 	}
 	if zpoolWorks() == nil {
@@ -121,9 +121,35 @@ func clearDead() {
 	}
 }
 
-// daemonPid is the pid of the running zfs-fuse, 0 if none. A zombie
-// (dead, its parent not yet told) does not count.
-func daemonPid() int {
+// daemonPid is the pid of the running zfs-fuse, 0 if none, -1 if it
+// cannot tell within procTimeout. A zombie (dead, its parent not yet
+// told) does not count.
+func daemonPid() int { return within(procTimeout, scanDaemon, -1) }
+
+// procTimeout bounds each look into /proc. While zfs-fuse is deadlocked,
+// a process stuck exiting in one of its mounts (a FUSE flush no one
+// answers) makes its /proc/<pid>/stat block every reader, pgrep and ps
+// included: seen here, the watchdog hung on it and the whole run with it
+// until its timeout.
+const procTimeout = 3 * time.Second
+
+// within returns f's result, or late if f has not returned within d; f
+// is then left behind (blocked in the kernel, it ends when the read does).
+func within[T any](d time.Duration, f func() T, late T) T {
+	ch := make(chan T, 1)
+	go func() { ch <- f() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-t.C:
+		return late
+	}
+}
+
+// scanDaemon is daemonPid's look through /proc.
+func scanDaemon() int {
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
@@ -160,6 +186,10 @@ func logDaemon(line string) {
 // waits counts the kernel functions pid's threads wait in (wchan), most
 // first: "41 futex_do_wait, 2 pipe_write".
 func waits(pid int) string {
+	return within(procTimeout, func() string { return threadWaits(pid) }, "(its threads did not say within "+procTimeout.String()+")")
+}
+
+func threadWaits(pid int) string {
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	n := map[string]int{}
 	for _, t := range tasks {
@@ -197,10 +227,13 @@ func daemonLogTail() string {
 	return string(bytes.TrimSpace(b))
 }
 
-// cachingDaemon says whether a zfs-fuse runs without daemonArgs.
-func cachingDaemon() bool {
-	out, err := exec.Command("pgrep", "-a", "-x", "zfs-fuse").Output()
-	return err == nil && len(bytes.TrimSpace(out)) > 0 && !bytes.Contains(out, []byte(strings.Join(daemonArgs, " ")))
+// caching says whether the zfs-fuse pid runs without daemonArgs.
+func caching(pid int) bool {
+	cmdline := within(procTimeout, func() []byte {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		return b
+	}, nil)
+	return len(cmdline) > 0 && !bytes.Contains(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), []byte(strings.Join(daemonArgs, " ")))
 }
 
 // noPools says whether zfs-fuse has no pool imported.
