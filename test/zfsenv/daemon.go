@@ -148,12 +148,17 @@ func within[T any](d time.Duration, f func() T, late T) T {
 	}
 }
 
-// scanDaemon is daemonPid's look through /proc.
+// scanDaemon is daemonPid's look through /proc. It reads each process's
+// comm, which takes no lock an exiting process holds, and the stat (for
+// its state) of zfs-fuse alone.
 func scanDaemon() int {
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm")); err != nil || string(bytes.TrimSpace(comm)) != "zfs-fuse" {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
