@@ -154,28 +154,28 @@ func within[T any](d time.Duration, f func() T, late T) T {
 func scanDaemon() int {
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm")); err != nil || string(bytes.TrimSpace(comm)) != "zfs-fuse" {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ...
-		s := string(stat)
-		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || shut < open || shut+2 >= len(s) {
-			continue
-		}
-		if s[open+1:shut] == "zfs-fuse" && s[shut+2] != 'Z' && s[shut+2] != 'X' {
+		if pid, err := strconv.Atoi(d.Name()); err == nil && isDaemon(pid) {
 			return pid
 		}
 	}
 	return 0
+}
+
+// isDaemon says whether pid is a live zfs-fuse (not a zombie), by its
+// comm first, so that the stat of no other process is read.
+func isDaemon(pid int) bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	if comm, err := os.ReadFile(filepath.Join(dir, "comm")); err != nil || string(bytes.TrimSpace(comm)) != "zfs-fuse" {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...
+	s := string(stat)
+	shut := strings.LastIndexByte(s, ')')
+	return shut >= 0 && shut+2 < len(s) && s[shut+2] != 'Z' && s[shut+2] != 'X'
 }
 
 // logDaemon appends line to DaemonLog.

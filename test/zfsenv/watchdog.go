@@ -134,7 +134,10 @@ func restartDaemon(pid int) {
 	if now > 0 && now != pid {
 		_ = syscall.Kill(now, syscall.SIGKILL)
 	}
-	if pid > 0 {
+	// The pid the test began with may be gone (another test's watchdog
+	// killed it) and taken by another process since: it is killed only
+	// if it is still a zfs-fuse.
+	if pid > 0 && within(procTimeout, func() bool { return isDaemon(pid) }, true) {
 		logDaemon(fmt.Sprintf("zfsenv: zfs-fuse (pid %d) did not answer; its threads wait in: %s", pid, waits(pid)))
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
