@@ -130,10 +130,33 @@ func sweepStale() {
 	}
 	dirs, _ := filepath.Glob("/drove_*")
 	for _, dir := range dirs {
-		if orphaned(filepath.Base(dir)) && !mounted(dir) {
-			_ = os.Remove(dir) // only if empty: never anything a test wrote
+		if orphaned(filepath.Base(dir)) {
+			removeEmptyDirs(dir)
 		}
 	}
+}
+
+// removeEmptyDirs removes dir and the directories under it, deepest
+// first, that hold nothing but empty directories: the mount points a
+// destroyed pool's datasets leave in its own (/pool/drove under /pool),
+// which kept /pool from being removed. A file anywhere, or a directory
+// still mounted, keeps itself and what holds it: never anything a test
+// wrote, and never a look inside a mount, which a stalled zfs-fuse would
+// block.
+func removeEmptyDirs(dir string) {
+	if mounted(dir) {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			removeEmptyDirs(filepath.Join(dir, e.Name()))
+		}
+	}
+	_ = os.Remove(dir) // only if empty now
 }
 
 // DestroyPool destroys a pool made by CreatePool and removes its file.
@@ -144,7 +167,7 @@ func DestroyPool(name string) error {
 	}
 	os.Remove(filepath.Join(os.TempDir(), "drove-zfsenv", name+".img"))
 	os.Remove(ownerFile(name))
-	_ = os.Remove("/" + name)
+	removeEmptyDirs("/" + name)
 	return err
 }
 
