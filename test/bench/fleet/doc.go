@@ -12,7 +12,9 @@
 //     the whole of the executor's topics receives over the same window;
 //   - planner restart to ready, at two log sizes (the seeded inventory, and
 //     at least 1,000,000 events of history);
-//   - the projector's events/s, live (catching up from zero) and in replay;
+//   - the projector's events/s, live (catching up from zero) and in replay,
+//     and each as a ratio to Postgres's COPY of the same event_log rows in
+//     the same run (test/bench/copylimit: issue 32's physical limit);
 //   - peak RSS (VmHWM) of the planner service and of one executor process.
 //
 // A figure that cannot be measured (a plan that does not come within the

@@ -97,8 +97,14 @@ type result struct {
 	LogEvents               *int64   `json:"log_events"`
 	ProjectorLiveEPS        *float64 `json:"projector_live_eps"`
 	ProjectorReplayEPS      *float64 `json:"projector_replay_eps"`
-	PlannerRSSMB            *float64 `json:"planner_rss_mb"`
-	ExecutorRSSMB           *float64 `json:"executor_rss_mb"`
+	// Issue 32's ratios on this log: each rate over COPY's rows per second
+	// of the same event_log rows into a bare table, in the same run.
+	ProjectorLiveRatioToCopy   *float64 `json:"projector_live_ratio_to_copy"`
+	ProjectorReplayRatioToCopy *float64 `json:"projector_replay_ratio_to_copy"`
+	CopyRowsPerS               *float64 `json:"copy_rows_per_s"`
+	CopySameShapeRowsPerS      *float64 `json:"copy_same_shape_rows_per_s"`
+	PlannerRSSMB               *float64 `json:"planner_rss_mb"`
+	ExecutorRSSMB              *float64 `json:"executor_rss_mb"`
 
 	// The first restart's log, for the restart's growth with the log.
 	PlannerRestartSSmall *float64 `json:"planner_restart_s_small"`
@@ -144,6 +150,10 @@ func printTable(w io.Writer, r *result) {
 	row("log_events", showInt(r.LogEvents))
 	row("projector_live_eps", show(r.ProjectorLiveEPS, "%.0f"))
 	row("projector_replay_eps", show(r.ProjectorReplayEPS, "%.0f"))
+	row("copy_rows_per_s", show(r.CopyRowsPerS, "%.0f"))
+	row("copy_same_shape_rows_per_s", show(r.CopySameShapeRowsPerS, "%.0f"))
+	row("projector_live_ratio_to_copy", show(r.ProjectorLiveRatioToCopy, "%.3f"))
+	row("projector_replay_ratio_to_copy", show(r.ProjectorReplayRatioToCopy, "%.3f"))
 	row("planner_rss_mb", show(r.PlannerRSSMB, "%.0f"))
 	row("executor_rss_mb", show(r.ExecutorRSSMB, "%.0f"))
 	for _, k := range sortedKeys(r.Notes) {

@@ -13,6 +13,8 @@ import (
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/projector"
+	"github.com/drovehq/drove/test/bench/copylimit"
+	"github.com/drovehq/drove/test/bench/cpu"
 )
 
 // projector folds the whole log (every service stopped, so it no longer
@@ -55,6 +57,7 @@ func (w *world) projector(ctx context.Context, r *result) error {
 	live := float64(folded) / last.Sub(began).Seconds()
 	r.ProjectorLiveEPS = f64(live)
 	fmt.Fprintf(w.out, "projector folded %d events from zero in %.1fs: %.0f events/s\n", folded, last.Sub(began).Seconds(), live)
+	lim := w.copyLimit(ctx, pool, pg.DataDir, r)
 
 	rep, err := projector.Replay(ctx, pcfg, pool)
 	if err != nil {
@@ -62,6 +65,9 @@ func (w *world) projector(ctx context.Context, r *result) error {
 		return nil
 	}
 	r.ProjectorReplayEPS = f64(float64(rep.Events) / rep.FoldDuration.Seconds())
+	if lim != nil {
+		r.ProjectorReplayRatioToCopy = f64(*r.ProjectorReplayEPS / lim.RowsPerSec)
+	}
 	fmt.Fprintf(w.out, "projector replay: %d events in %.1fs: %.0f events/s, equal to live: %v\n",
 		rep.Events, rep.FoldDuration.Seconds(), *r.ProjectorReplayEPS, rep.Equal)
 	if !rep.Equal {
@@ -69,6 +75,34 @@ func (w *world) projector(ctx context.Context, r *result) error {
 	}
 	return nil
 }
+
+// copyLimit measures issue 32's physical limit on this log, Postgres's
+// COPY of the live fold's event_log rows (test/bench/copylimit), and the
+// live fold's ratio to it; nil, with a note, if it cannot.
+func (w *world) copyLimit(ctx context.Context, pool *pgxpool.Pool, pgData string, r *result) *copylimit.Result {
+	lim, err := func() (*copylimit.Result, error) {
+		if err := copylimit.Settle(ctx, pool); err != nil {
+			return nil, err
+		}
+		lim, err := copylimit.Measure(ctx, pool, func() float64 { return cpu.Postgres(pgData) }, copyRuns)
+		if err != nil {
+			return nil, err
+		}
+		return lim, copylimit.Settle(ctx, pool)
+	}()
+	if err != nil {
+		r.note(w.out, "copy_rows_per_s", "%v", err)
+		return nil
+	}
+	r.CopyRowsPerS, r.CopySameShapeRowsPerS = f64(lim.RowsPerSec), f64(lim.ShapeRowsPerSec)
+	r.ProjectorLiveRatioToCopy = f64(*r.ProjectorLiveEPS / lim.RowsPerSec)
+	fmt.Fprintf(w.out, "COPY of the %d event_log rows: %.0f rows/s into a bare table (runs %.0f), %.0f into event_log's shape (runs %.0f)\n",
+		lim.Rows, lim.RowsPerSec, lim.Runs, lim.ShapeRowsPerSec, lim.ShapeRuns)
+	return lim
+}
+
+// copyRuns is how many COPYs of each kind the limit's median is of.
+const copyRuns = 3
 
 // waitFolded polls the projector's offsets until every partition is
 // folded up to the log's end and returns event_log's size with the time

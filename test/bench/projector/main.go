@@ -22,6 +22,8 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/projector"
 	"github.com/drovehq/drove/test/bench/cli"
+	"github.com/drovehq/drove/test/bench/copylimit"
+	"github.com/drovehq/drove/test/bench/cpu"
 	"github.com/drovehq/drove/test/bench/eventlog"
 )
 
@@ -141,11 +143,11 @@ type summary struct {
 	// Transactions is how many Kafka transactions the log was appended in;
 	// each leaves a commit marker per partition it wrote, which the
 	// projector folds as well (Replay does not count them as events).
-	Transactions  int           `json:"transactions"`
-	BatchSize     int           `json:"batch_size"`
-	AppendSeconds float64       `json:"append_seconds"`
-	Copy          *copyResult   `json:"copy,omitempty"`
-	Replay        *replayResult `json:"replay,omitempty"`
+	Transactions  int               `json:"transactions"`
+	BatchSize     int               `json:"batch_size"`
+	AppendSeconds float64           `json:"append_seconds"`
+	Copy          *copylimit.Result `json:"copy,omitempty"`
+	Replay        *replayResult     `json:"replay,omitempty"`
 	// ReplayFold is Replay's fold again, without its checksums, for its CPU.
 	ReplayFold *foldResult  `json:"replay_fold,omitempty"`
 	Live       *liveResult  `json:"live,omitempty"`
@@ -192,8 +194,6 @@ type liveResult struct {
 	cpuFigures
 }
 
-func per100k(v float64, events int) float64 { return v * 100_000 / float64(events) }
-
 func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, error) {
 	s := &summary{Host: cli.ThisHost(), LoadStart: cli.LoadAvg(), Broker: "in-process (kfake)"}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -206,7 +206,7 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 	if len(cfg.brokers) > 0 {
 		s.Broker = strings.Join(env.brokers, ",")
 	}
-	pgCPU := func() float64 { return postgresCPU(env.pgData) }
+	pgCPU := func() float64 { return cpu.Postgres(env.pgData) }
 	pool := env.pool
 
 	if err := appendLog(ctx, cfg, env.brokers, s, stdout); err != nil {
@@ -230,13 +230,13 @@ func runBench(ctx context.Context, cfg config, stdout io.Writer) (*summary, erro
 		pcfg.ReplayWait = -1
 	}
 
-	if err := settle(ctx, pool); err != nil {
+	if err := copylimit.Settle(ctx, pool); err != nil {
 		return nil, err
 	}
 	if s.Replay, err = replay(ctx, cfg, pcfg, pool, pgCPU); err != nil {
 		return nil, err
 	}
-	if err := settle(ctx, pool); err != nil {
+	if err := copylimit.Settle(ctx, pool); err != nil {
 		return nil, err
 	}
 	if s.ReplayFold, err = foldToEnd(ctx, pcfg, pool, pgCPU); err != nil {
@@ -349,10 +349,10 @@ func liveAndCopy(ctx context.Context, cfg config, pcfg projector.Config, pool *p
 	}
 	fmt.Fprintf(stdout, "live projector caught up from zero in %.2fs = %.0f events/s (CPU: bench %.1fs, postgres %.1fs)\n",
 		s.Live.CatchUpSeconds, s.Live.EventsPerSec, s.Live.BenchCPUSeconds, s.Live.PostgresCPUSeconds)
-	if err := settle(ctx, pool); err != nil {
+	if err := copylimit.Settle(ctx, pool); err != nil {
 		return err
 	}
-	if s.Copy, err = copyLimit(ctx, pool, pgCPU, cfg.copyRuns); err != nil {
+	if s.Copy, err = copylimit.Measure(ctx, pool, pgCPU, cfg.copyRuns); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "COPY of the %d event_log rows: %.0f rows/s into a bare table (runs %.0f), %.0f into event_log's shape (runs %.0f)\n",
@@ -393,7 +393,7 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	rss := sampleRSS() // first: its collection is not the phase's CPU
-	selfBefore, pgBefore := selfCPU(), pgCPU()
+	selfBefore, pgBefore := cpu.Self(), pgCPU()
 	began := time.Now()
 	go func() { done <- p.Run(rctx) }()
 	defer func() { cancel(); <-done }()
@@ -419,8 +419,8 @@ func liveCatchUp(ctx context.Context, pcfg projector.Config, pool *pgxpool.Pool,
 	}
 	d := time.Since(began)
 	res := &liveResult{CatchUpSeconds: d.Seconds(), EventsPerSec: float64(evs) / d.Seconds(),
-		BenchCPUSeconds: selfCPU() - selfBefore, PostgresCPUSeconds: pgCPU() - pgBefore}
-	res.BenchCPUPer100k, res.PostgresCPUPer100k = per100k(res.BenchCPUSeconds, evs), per100k(res.PostgresCPUSeconds, evs)
+		BenchCPUSeconds: cpu.Self() - selfBefore, PostgresCPUSeconds: pgCPU() - pgBefore}
+	res.BenchCPUPer100k, res.PostgresCPUPer100k = cpu.Per100k(res.BenchCPUSeconds, evs), cpu.Per100k(res.PostgresCPUSeconds, evs)
 	res.RSSBeforeMiB, res.RSSPeakMiB = rss.done()
 	res.HeapLiveGrowthMiB = rss.liveGrowthMiB()
 	return res, nil
@@ -486,14 +486,14 @@ func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpoo
 		defer pprof.StopCPUProfile()
 	}
 	rss := sampleRSS() // first: its collection is not the phase's CPU
-	selfBefore, pgBefore := selfCPU(), pgCPU()
+	selfBefore, pgBefore := cpu.Self(), pgCPU()
 	rep, err := projector.Replay(ctx, pcfg, pool)
 	rssBefore, rssPeak := rss.done()
 	if err != nil {
 		return nil, err
 	}
 	// The fold is most of Replay; the CPU is measured over all of it.
-	selfAfter, pgAfter := selfCPU(), pgCPU()
+	selfAfter, pgAfter := cpu.Self(), pgCPU()
 	if !rep.Equal {
 		for _, t := range rep.Tables {
 			if !t.Equal {
@@ -505,19 +505,11 @@ func replay(ctx context.Context, cfg config, pcfg projector.Config, pool *pgxpoo
 	res := &replayResult{Events: rep.Events, FoldSeconds: fold, EventsPerSec: float64(rep.Events) / fold,
 		TotalSeconds: rep.Duration.Seconds(), Equal: rep.Equal,
 		BenchCPUSeconds: selfAfter - selfBefore, PostgresCPUSeconds: pgAfter - pgBefore}
-	res.BenchCPUPer100k = per100k(res.BenchCPUSeconds, rep.Events)
-	res.PostgresCPUPer100k = per100k(res.PostgresCPUSeconds, rep.Events)
+	res.BenchCPUPer100k = cpu.Per100k(res.BenchCPUSeconds, rep.Events)
+	res.PostgresCPUPer100k = cpu.Per100k(res.PostgresCPUSeconds, rep.Events)
 	res.RSSBeforeMiB, res.RSSPeakMiB = rssBefore, rssPeak
 	res.HeapLiveGrowthMiB = rss.liveGrowthMiB()
 	return res, nil
-}
-
-// settle vacuums and analyzes the database between phases, unmeasured:
-// the server's CPU is read over all its processes, so autovacuum's work on
-// what one phase wrote would otherwise land in the next one's figures.
-func settle(ctx context.Context, pool *pgxpool.Pool) error {
-	_, err := pool.Exec(ctx, `VACUUM ANALYZE`)
-	return err
 }
 
 // printTable prints the figures issue 32 asks for.

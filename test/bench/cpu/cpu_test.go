@@ -1,0 +1,23 @@
+package cpu
+
+import (
+	"os"
+	"strconv"
+	"testing"
+)
+
+func TestStatReadsThisProcess(t *testing.T) {
+	for i := 0; i < 1e7; i++ { // some CPU, so there is something to read
+		_ = strconv.Itoa(i)
+	}
+	ppid, secs, ok := Stat(strconv.Itoa(os.Getpid()))
+	if !ok || ppid != os.Getppid() || secs < 0 {
+		t.Fatalf("Stat = %d, %v, %v; want ppid %d", ppid, secs, ok, os.Getppid())
+	}
+	if Self() <= 0 {
+		t.Fatal("Self read no CPU")
+	}
+	if Postmaster(t.TempDir()) != -1 || Postgres("") != 0 {
+		t.Fatal("a directory with no server has a postmaster")
+	}
+}
