@@ -191,15 +191,19 @@ func runWithin(ctx context.Context, d time.Duration, args []string) error {
 }
 
 // mounted reports whether path is a mount point now.
-func mounted(path string) bool {
+func mounted(path string) bool { return mountPoints()[path] }
+
+// mountPoints are the paths mounted now.
+func mountPoints() map[string]bool {
 	b, err := os.ReadFile("/proc/mounts")
 	if err != nil {
-		return false
+		return nil
 	}
+	m := map[string]bool{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[1] == path {
-			return true
+		if f := strings.Fields(line); len(f) > 1 {
+			m[f[1]] = true
 		}
 	}
-	return false
+	return m
 }

@@ -143,8 +143,10 @@ func sweepStale() {
 // still mounted, keeps itself and what holds it: never anything a test
 // wrote, and never a look inside a mount, which a stalled zfs-fuse would
 // block.
-func removeEmptyDirs(dir string) {
-	if mounted(dir) {
+func removeEmptyDirs(dir string) { removeEmptyDirsOf(dir, mountPoints()) }
+
+func removeEmptyDirsOf(dir string, mounts map[string]bool) {
+	if mounts[dir] {
 		return
 	}
 	entries, err := os.ReadDir(dir)
@@ -153,7 +155,7 @@ func removeEmptyDirs(dir string) {
 	}
 	for _, e := range entries {
 		if e.IsDir() {
-			removeEmptyDirs(filepath.Join(dir, e.Name()))
+			removeEmptyDirsOf(filepath.Join(dir, e.Name()), mounts)
 		}
 	}
 	_ = os.Remove(dir) // only if empty now

@@ -50,8 +50,12 @@ const logColumns = `id, topic, partition, "offset", type, version, time, key, co
 // Measure COPYs the event_log rows of the schema drove runs times into a
 // fresh bare table and as many times into a fresh table of the same
 // shape, alternating, so both see the same load. serverCPU reads the
-// server's CPU seconds so far.
+// server's CPU seconds so far. It settles the database first, so the
+// figures hold none of the phase before.
 func Measure(ctx context.Context, pool *pgxpool.Pool, serverCPU func() float64, runs int) (*Result, error) {
+	if err := Settle(ctx, pool); err != nil {
+		return nil, err
+	}
 	data, rows, err := copyRows(ctx, pool)
 	if err != nil {
 		return nil, err

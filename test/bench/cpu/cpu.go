@@ -103,10 +103,22 @@ func Stat(pid string) (ppid int, secs float64, ok bool) {
 	return ppid, (ut + st) / clockTicks, true
 }
 
-// Cmdline is process pid's command line, NUL-separated; nil if gone.
-func Cmdline(pid string) []byte {
-	b, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
-	return b
+// Matching is the CPU so far, in seconds, of the processes whose command
+// line holds s (a broker's JVM, by its data directory); 0 for s empty.
+func Matching(s string) float64 {
+	if s == "" {
+		return 0
+	}
+	var secs float64
+	for _, p := range Procs() {
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", p, "cmdline"))
+		if bytes.Contains(cmdline, []byte(s)) {
+			if _, c, ok := Stat(p); ok {
+				secs += c
+			}
+		}
+	}
+	return secs
 }
 
 // Per100k is secs per 100,000 of n things (events, rows): the unit the

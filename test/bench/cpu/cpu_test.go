@@ -17,6 +17,9 @@ func TestStatReadsThisProcess(t *testing.T) {
 	if Self() <= 0 {
 		t.Fatal("Self read no CPU")
 	}
+	if Matching(os.Args[0]) <= 0 {
+		t.Fatal("Matching did not find this process by its command line")
+	}
 	if Postmaster(t.TempDir()) != -1 || Postgres("") != 0 {
 		t.Fatal("a directory with no server has a postmaster")
 	}

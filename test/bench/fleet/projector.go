@@ -80,16 +80,10 @@ func (w *world) projector(ctx context.Context, r *result) error {
 // COPY of the live fold's event_log rows (test/bench/copylimit), and the
 // live fold's ratio to it; nil, with a note, if it cannot.
 func (w *world) copyLimit(ctx context.Context, pool *pgxpool.Pool, pgData string, r *result) *copylimit.Result {
-	lim, err := func() (*copylimit.Result, error) {
-		if err := copylimit.Settle(ctx, pool); err != nil {
-			return nil, err
-		}
-		lim, err := copylimit.Measure(ctx, pool, func() float64 { return cpu.Postgres(pgData) }, copyRuns)
-		if err != nil {
-			return nil, err
-		}
-		return lim, copylimit.Settle(ctx, pool)
-	}()
+	lim, err := copylimit.Measure(ctx, pool, func() float64 { return cpu.Postgres(pgData) }, copyRuns)
+	if err == nil {
+		err = copylimit.Settle(ctx, pool) // the replay's figures hold none of the COPYs' cleanup
+	}
 	if err != nil {
 		r.note(w.out, "copy_rows_per_s", "%v", err)
 		return nil

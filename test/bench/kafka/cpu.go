@@ -1,11 +1,6 @@
 package main
 
-import (
-	"bytes"
-	"strconv"
-
-	"github.com/drovehq/drove/test/bench/cpu"
-)
+import "github.com/drovehq/drove/test/bench/cpu"
 
 // cpuTimes is the CPU seconds of the processes a fold runs on: this one
 // (the projector, and kfake when it is the broker), Postgres and the
@@ -22,21 +17,5 @@ func (a cpuTimes) sub(b cpuTimes) cpuTimes {
 // its CPU with it, so this is read while the fold's connections are
 // open), and of the processes whose command line names brokerDir.
 func readCPU(pgDataDir, brokerDir string) cpuTimes {
-	c := cpuTimes{self: cpu.Self()}
-	postmaster := cpu.Postmaster(pgDataDir)
-	for _, p := range cpu.Procs() {
-		pid, _ := strconv.Atoi(p)
-		ppid, secs, ok := cpu.Stat(p)
-		if !ok {
-			continue
-		}
-		if postmaster >= 0 && (pid == postmaster || ppid == postmaster) {
-			c.postgres += secs
-			continue
-		}
-		if brokerDir != "" && bytes.Contains(cpu.Cmdline(p), []byte(brokerDir)) {
-			c.broker += secs
-		}
-	}
-	return c
+	return cpuTimes{self: cpu.Self(), postgres: cpu.Postgres(pgDataDir), broker: cpu.Matching(brokerDir)}
 }

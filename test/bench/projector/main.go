@@ -349,9 +349,6 @@ func liveAndCopy(ctx context.Context, cfg config, pcfg projector.Config, pool *p
 	}
 	fmt.Fprintf(stdout, "live projector caught up from zero in %.2fs = %.0f events/s (CPU: bench %.1fs, postgres %.1fs)\n",
 		s.Live.CatchUpSeconds, s.Live.EventsPerSec, s.Live.BenchCPUSeconds, s.Live.PostgresCPUSeconds)
-	if err := copylimit.Settle(ctx, pool); err != nil {
-		return err
-	}
 	if s.Copy, err = copylimit.Measure(ctx, pool, pgCPU, cfg.copyRuns); err != nil {
 		return err
 	}
