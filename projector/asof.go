@@ -156,7 +156,7 @@ func buildAsOf(ctx context.Context, cfg Config, pool *pgxpool.Pool, name string,
 		return AsOfView{}, err
 	}
 	f := &folder{schema: name, log: cfg.Logger.With("component", "projector", "schema", name), m: m}
-	n, err := foldBulk(ctx, cfg, pool, f, starts, targets, stop)
+	n, err := foldBulk(ctx, cfg, pool, f, starts, targets, stop, true) // kept: queried by index
 	if err != nil {
 		return AsOfView{}, err
 	}

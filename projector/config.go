@@ -47,8 +47,10 @@ type Config struct {
 	// reach the log's end before comparing. Default 30s; negative means do
 	// not wait (the report then says whether the live views were behind).
 	ReplayWait time.Duration
-	// KeepReplay keeps the replay schema after Replay, for inspection.
-	// By default it is dropped.
+	// KeepReplay keeps the replay schema after Replay, for inspection,
+	// with every index of a live schema. By default it is dropped, and
+	// its secondary indexes, which its checksums do not read, are never
+	// built.
 	KeepReplay bool
 	// Logger receives the projector's logs. Default slog.Default().
 	Logger *slog.Logger

@@ -110,7 +110,9 @@
 // A fold into a fresh schema (Replay, AsOf) drops the indexes the fold
 // does not read (all but the primary keys the upserts and the logged-id
 // check use; history_subjects' goes too) and builds them after the load
-// (bulk.go): one sort per index instead of a B-tree insertion per row.
+// (bulk.go): one sort per index instead of a B-tree insertion per row. A
+// replay schema that is dropped after its checksums (no KeepReplay) is
+// never read by index, so its indexes are not built at all.
 //
 // # Memory
 //

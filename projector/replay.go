@@ -136,7 +136,7 @@ func Replay(ctx context.Context, cfg Config, pool *pgxpool.Pool) (Report, error)
 	}
 	f := &folder{schema: rep.ReplaySchema, log: log, m: m}
 	foldStart := time.Now()
-	rep.Events, err = foldBulk(ctx, cfg, pool, f, starts, targets, nil)
+	rep.Events, err = foldBulk(ctx, cfg, pool, f, starts, targets, nil, cfg.KeepReplay)
 	rep.FoldDuration = time.Since(foldStart)
 	if err != nil {
 		return rep, err
