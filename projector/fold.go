@@ -49,12 +49,12 @@ type foldResult struct {
 }
 
 // decodeAll decodes recs, in order. Strict decoding is most of the
-// projector's own CPU, so a large batch is split across the cores; each
-// record lands at its own index, so the order is the log's whatever the
-// scheduling.
-func decodeAll(recs []kafka.Raw) []item {
+// projector's own CPU, so a large batch is split across up to cores
+// goroutines; each record lands at its own index, so the order is the
+// log's whatever the scheduling.
+func decodeAll(recs []kafka.Raw, cores int) []item {
 	items := make([]item, len(recs))
-	workers := min(runtime.GOMAXPROCS(0), len(recs)/decodeChunk)
+	workers := min(cores, len(recs)/decodeChunk)
 	if workers < 2 {
 		for i, r := range recs {
 			items[i] = decodeRecord(r)
@@ -123,7 +123,7 @@ func readAhead(ctx context.Context, r *kafka.Reader, maxBytes int) (batches <-ch
 			// Cut by bytes (pieces.go): each piece is decoded and
 			// prepared only once the one before it is taken.
 			for _, pb := range pieces(b, maxBytes) {
-				p := polled{b: pb, items: decodeAll(pb.Records)}
+				p := polled{b: pb, items: decodeAll(pb.Records, aheadCores())}
 				p.prep, _ = prepare(p.items, nil)
 				if !send(p) {
 					return
@@ -133,6 +133,15 @@ func readAhead(ctx context.Context, r *kafka.Reader, maxBytes int) (batches <-ch
 	}()
 	return ch, func() { cancel(); <-done }
 }
+
+// aheadCores is how many cores readAhead decodes on: all but one, which
+// is left to the Postgres backend running the transaction readAhead
+// works ahead of. On a small machine Postgres shares the cores, and a
+// backend that waits for a core while the next batch decodes is the
+// fold's whole critical path: on the projector bench, on 2 cores, the
+// live catch-up was 8 % faster decoding on one (the batch ahead was
+// still ready before its transaction could start).
+func aheadCores() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
 // decodeRecord decodes strictly (events.DecodeWithPayload) and checks the event is on its type's topic:
 // an event on the wrong topic was ordered against the wrong neighbours.
@@ -163,7 +172,7 @@ func decodeRecord(r kafka.Raw) item {
 // folded again record by record, and the record Postgres refuses is set
 // aside like an undecodable one.
 func (f *folder) fold(ctx context.Context, db beginner, recs []kafka.Raw, next kafka.Positions) (foldResult, error) {
-	return f.foldDecoded(ctx, db, recs, decodeAll(recs), nil, next)
+	return f.foldDecoded(ctx, db, recs, decodeAll(recs, runtime.GOMAXPROCS(0)), nil, next)
 }
 
 // foldDecoded is fold with recs already decoded (decodeAll), as readAhead

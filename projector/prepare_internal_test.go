@@ -15,7 +15,7 @@ import (
 // opcodes and statuses. It runs without Kafka or Postgres, so its figures
 // hold still on a shared machine.
 func BenchmarkPrepare(b *testing.B) {
-	items := decodeAll(progressBatch(b, 4000))
+	items := decodeAll(progressBatch(b, 4000), 1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
