@@ -139,8 +139,8 @@ func readAhead(ctx context.Context, r *kafka.Reader, maxBytes int) (batches <-ch
 // works ahead of. On a small machine Postgres shares the cores, and a
 // backend that waits for a core while the next batch decodes is the
 // fold's whole critical path: on the projector bench, on 2 cores, the
-// live catch-up was 8 % faster decoding on one (the batch ahead was
-// still ready before its transaction could start).
+// live catch-up was about 6 % faster decoding on one (the batch ahead
+// was still ready before its transaction could start).
 func aheadCores() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
 // decodeRecord decodes strictly (events.DecodeWithPayload) and checks the event is on its type's topic:
