@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -128,4 +129,13 @@ func LoadAvg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// Median is the middle of xs, or the mean of the middle two; 0 for none.
+func Median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }

@@ -140,9 +140,9 @@ func (s *summary) setFold(broker string, res *foldResult) {
 
 func (s *summary) setPlan(broker string, samples []float64) {
 	if broker == "apache" {
-		s.PlanSamplesMsApache, s.PlanToFirstOpcodeMsApache = samples, ptr(median(samples))
+		s.PlanSamplesMsApache, s.PlanToFirstOpcodeMsApache = samples, ptr(cli.Median(samples))
 	} else {
-		s.PlanSamplesMsKfake, s.PlanToFirstOpcodeMsKfake = samples, ptr(median(samples))
+		s.PlanSamplesMsKfake, s.PlanToFirstOpcodeMsKfake = samples, ptr(cli.Median(samples))
 	}
 }
 

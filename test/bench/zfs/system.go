@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,13 +44,20 @@ type migrationResult struct {
 	ThroughputRatio float64 `json:"throughput_ratio"`
 	// SendRatio is that first sync's send alone (as the driver timed
 	// it) divided by the same bare run.
-	SendRatio        float64 `json:"send_ratio"`
-	BareMiBps        float64 `json:"bare_mibps"`
-	FirstSyncMiBps   float64 `json:"first_sync_mibps"`
-	FirstSyncBytes   int64   `json:"first_sync_bytes"`
-	Syncs            int     `json:"syncs"`
-	FinalDeltaBytes  int64   `json:"final_delta_bytes"`
-	DriverDowntimeMS int64   `json:"driver_downtime_ms"`
+	SendRatio      float64 `json:"send_ratio"`
+	BareMiBps      float64 `json:"bare_mibps"`
+	FirstSyncMiBps float64 `json:"first_sync_mibps"`
+	// Every timed bare run and every move's first sync, and the ratio of
+	// their medians: bare runs here vary by a third from one to the
+	// next, so the best of four is a high bar, and this is the spread's
+	// share of the gap. ThroughputRatio stays the figure held to 0.9.
+	BareRunsMiBps    []float64 `json:"bare_runs_mibps"`
+	FirstSyncsMiBps  []float64 `json:"first_syncs_mibps"`
+	MedianRatio      float64   `json:"median_ratio"`
+	FirstSyncBytes   int64     `json:"first_sync_bytes"`
+	Syncs            int       `json:"syncs"`
+	FinalDeltaBytes  int64     `json:"final_delta_bytes"`
+	DriverDowntimeMS int64     `json:"driver_downtime_ms"`
 	// Of the downtime: the final delta's send, and the content checksums
 	// of both sides at the switch.
 	FinalSendMS      int64   `json:"final_send_ms"`
@@ -93,7 +101,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 		return err
 	}
 	src, dst := cluster.Nodes[0].Name, cluster.Nodes[1].Name
-	bare, err := bareRate(demo.Dataset(src, "local-1"), demo.Pools[dst])
+	bares, err := bareRates(demo.Dataset(src, "local-1"), demo.Pools[dst])
 	if err != nil {
 		return err
 	}
@@ -119,11 +127,11 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	if len(ms)%2 == 1 {
 		at, other = dst, src
 	}
-	after, err := bareRate(demo.Dataset(at, "local-1"), demo.Pools[other])
+	after, err := bareRates(demo.Dataset(at, "local-1"), demo.Pools[other])
 	if err != nil {
 		return err
 	}
-	bare = max(bare, after)
+	bares = append(bares, after...)
 	d := system.Downtimes(ms...)
 	system.PrintDowntimes("zfs_offline", d)
 	if err := system.WriteDowntime(downtimeOut, "zfs_offline", d); err != nil {
@@ -132,7 +140,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	mu.Lock()
 	reps := append([]zfs.MoveReport(nil), reports...)
 	mu.Unlock()
-	return report(ctx, sys.Brokers, ms, reps, bare, sizeMiB, writeMiBps, out)
+	return report(ctx, sys.Brokers, ms, reps, bares, sizeMiB, writeMiBps, out)
 }
 
 // profile starts a CPU profile into file ("": none) and returns its stop.
@@ -171,42 +179,41 @@ func benchWorkload(mibps float64) allinone.Workload {
 	return allinone.Workload{Block: block, Blocks: 512, Interval: every}
 }
 
-// bareRate times `zfs send | zfs receive` of a snapshot of ds into pool,
-// once to warm the caches, then the best of two, in bytes per second.
+// bareRates times `zfs send | zfs receive` of a snapshot of ds into pool,
+// once to warm the caches, then twice: the two rates, in bytes per
+// second.
 // The send has the flags the driver's first sync has: -R where this
 // zfs replicates (a replication stream costs zfs-fuse about 5 % more).
-func bareRate(ds, pool string) (float64, error) {
+func bareRates(ds, pool string) ([]float64, error) {
 	snap := ds + "@bare"
 	if err := sh("zfs snapshot " + snap); err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer zfsenv.DestroyDataset(snap)
 	if zfs.Detect(context.Background(), ds).Replicate {
 		snap = "-R " + snap
 	}
 	if err := sh("zfs send " + snap + " > /dev/null"); err != nil {
-		return 0, err
+		return nil, err
 	}
 	size, err := sendSize(snap)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var best time.Duration
+	var rates []float64
 	for i := 0; i < 2; i++ {
 		t0 := time.Now()
 		into := fmt.Sprintf("%s/bare%d", pool, i)
 		if err := sh(fmt.Sprintf("zfs send %s | zfs receive %s", snap, into)); err != nil {
-			return 0, err
+			return nil, err
 		}
-		if d := time.Since(t0); best == 0 || d < best {
-			best = d
-		}
+		rates = append(rates, float64(size)/time.Since(t0).Seconds())
 		if err := zfsenv.DestroyDataset(into); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	fmt.Printf("system: bare zfs send %s | zfs receive: %d MiB in %s (best of 2)\n", snap, size>>20, best.Round(time.Millisecond))
-	return float64(size) / best.Seconds(), nil
+	fmt.Printf("system: bare zfs send %s | zfs receive: %d MiB at %.1f and %.1f MiB/s\n", snap, size>>20, rates[0]/(1<<20), rates[1]/(1<<20))
+	return rates, nil
 }
 
 func sendSize(snap string) (int64, error) {
@@ -219,14 +226,19 @@ func sendSize(snap string) (int64, error) {
 
 // report works out the figures, prints them and writes them to out. Each
 // move's first sync is a full send (the one before was finalized); the
-// fastest counts against the best bare run, as the bare runs' best does.
-func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bare float64, sizeMiB int, writeMiBps float64, out string) error {
+// fastest counts against the best bare run (bares: every timed one).
+func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bares []float64, sizeMiB int, writeMiBps float64, out string) error {
+	bare := slices.Max(bares)
 	r := migrationResult{SizeMiB: sizeMiB, WriteMiBps: writeMiBps, BareMiBps: bare / (1 << 20)}
+	for _, b := range bares {
+		r.BareRunsMiBps = append(r.BareRunsMiBps, round3(b/(1<<20)))
+	}
 	for i, m := range ms {
 		fs, err := firstSync(ctx, brokers, m.InstanceMigration, reps)
 		if err != nil {
 			return err
 		}
+		r.FirstSyncsMiBps = append(r.FirstSyncsMiBps, round3(fs.rate()/(1<<20)))
 		ratio := fs.rate() / bare
 		fmt.Printf("system: move %d: first sync %d MiB in %s from dispatch to end (send alone %s) = %.1f MiB/s: %.3f of bare\n",
 			i+1, fs.sync.Bytes>>20, fs.wall.Round(time.Millisecond), fs.sync.Duration.Round(time.Millisecond), fs.rate()/(1<<20), ratio)
@@ -250,8 +262,9 @@ func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		r.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
-	fmt.Printf("system: throughput ratio %.3f, the fastest first sync (send alone %.3f; goal >= 0.9) against bare %.1f MiB/s (the best run before and after the moves)\n",
-		r.ThroughputRatio, r.SendRatio, r.BareMiBps)
+	r.MedianRatio = round3(cli.Median(r.FirstSyncsMiBps) / cli.Median(r.BareRunsMiBps))
+	fmt.Printf("system: throughput ratio %.3f, the fastest first sync (send alone %.3f; goal >= 0.9) against bare %.1f MiB/s (the best run before and after the moves); medians' ratio %.3f\n",
+		r.ThroughputRatio, r.SendRatio, r.BareMiBps, r.MedianRatio)
 	fmt.Printf("system: move 1: %d syncs, final delta %d KiB, downtime %d ms in the record (driver %d ms, of which final send %d ms; the checksums after the start %d ms; goal <= 250)\n",
 		r.Syncs, r.FinalDeltaBytes>>10, r.DowntimeMS, r.DriverDowntimeMS, r.FinalSendMS, r.SwitchChecksumMS)
 	return cli.WriteJSON(out, r)
