@@ -12,8 +12,9 @@ import (
 // foldResult is a fold of the whole log into a fresh schema without
 // Replay's checksums: projector.AsOf bounded by the log's end offsets,
 // which is Replay's fold (the same foldRange, into a fresh schema), so
-// its CPU is the fold's alone; AsOf's schema is kept, so it also builds
-// the secondary indexes that Replay, dropping its schema, does not.
+// its CPU holds no checksum. AsOf's schema is kept, so it also builds
+// the secondary indexes that Replay, dropping its schema, does not: its
+// CPU is an upper bound of the replay fold's.
 type foldResult struct {
 	Events       int64   `json:"events"`
 	Seconds      float64 `json:"seconds"`
