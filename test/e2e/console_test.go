@@ -38,15 +38,28 @@ func newBrowser(t *testing.T, base string) *browser {
 	if err != nil {
 		t.Fatal("chromium is missing: run test/tools/deps.sh (make test-deps)")
 	}
+	// Chromium leaves its singleton directories (org.chromium.Chromium.*)
+	// in TMPDIR when it is killed: give it one that goes with the test.
+	tmp, err := os.MkdirTemp("", "drove-console-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox, // tests run as root
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1400, 1000),
+		chromedp.Env("TMPDIR="+tmp),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc() // waits for the browser to exit
+		if err := os.RemoveAll(tmp); err != nil {
+			t.Logf("Chromium's temporary directory: %v", err)
+		}
+	})
 	out := os.Getenv("TEST_OUTPUT_DIR")
 	if out == "" {
 		out = t.ArtifactDir()
