@@ -2,6 +2,8 @@ package apachekafka_test
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +81,9 @@ func TestThreeNodesOutliveOneKilled(t *testing.T) {
 	actx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	ev := events.New(events.RequestApproved{Request: "r1"}, events.WithProducer("test"),
-		events.WithReason(events.Reason{Actor: "operator:test", Why: "testing", RequestID: "r1"}))
+		// A long reason: the batch goes snappy-compressed (franz-go
+		// sends a batch too small to gain uncompressed).
+		events.WithReason(events.Reason{Actor: "operator:test", Why: strings.Repeat("testing ", 500), RequestID: "r1"}))
 	if err := p.Append(actx, events.TopicRequests, ev); err != nil {
 		t.Fatalf("append with one of three brokers down: %v", err)
 	}
@@ -91,6 +95,16 @@ func TestThreeNodesOutliveOneKilled(t *testing.T) {
 	recs, err := kafka.ReadAll(ctx, cfg, events.TopicRequests)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("read back: %d records, %v; want 1", len(recs), err)
+	}
+	// The append was snappy-compressed, so the leader unpacked snappy-java's native code: into the node's own
+	// temporary directory, not /tmp, where a killed broker left it.
+	var unpacked []string
+	for _, n := range c.Nodes {
+		m, _ := filepath.Glob(filepath.Join(n.Dir, "tmp", "snappy-*"))
+		unpacked = append(unpacked, m...)
+	}
+	if len(unpacked) == 0 {
+		t.Fatal("no node unpacked snappy-java into its own tmp directory")
 	}
 }
 

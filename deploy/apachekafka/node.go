@@ -63,6 +63,9 @@ func (n *Node) start() error {
 	if err := n.writeConfig(); err != nil {
 		return err
 	}
+	if err := n.freshTmp(); err != nil {
+		return err
+	}
 	if err := n.format(); err != nil {
 		return err
 	}
@@ -70,7 +73,7 @@ func (n *Node) start() error {
 	if err != nil {
 		return err
 	}
-	args := append(append([]string{}, n.c.opts.JVM...),
+	args := append(n.jvm(),
 		"-Dlog4j2.configurationFile="+filepath.Join(n.Dir, "log4j2.properties"),
 		"-cp", classpath(n.c.libs), "kafka.Kafka", n.propsFile())
 	cmd := n.command(n.c.java, args...)
@@ -87,6 +90,25 @@ func (n *Node) start() error {
 	}()
 	n.cmd, n.exited = cmd, exited
 	return nil
+}
+
+// jvm is the JVM's options for this node, with the node's own
+// java.io.tmpdir: libraries unpack native code there at every start
+// (snappy-java does), and a killed broker leaves it behind. In /tmp that
+// was a file a start, kept for good.
+func (n *Node) jvm() []string {
+	return append(append([]string{}, n.c.opts.JVM...), "-Djava.io.tmpdir="+n.tmpDir())
+}
+
+func (n *Node) tmpDir() string { return filepath.Join(n.Dir, "tmp") }
+
+// freshTmp empties the node's tmpDir: what is there is from an earlier
+// run, killed or not.
+func (n *Node) freshTmp() error {
+	if err := os.RemoveAll(n.tmpDir()); err != nil {
+		return err
+	}
+	return os.MkdirAll(n.tmpDir(), 0o755)
 }
 
 // command is name with args, wrapped as the cluster's options say for
@@ -109,7 +131,7 @@ func (n *Node) format() error {
 	}
 	// The tool runs on the brokers' JVM options: on Java's defaults (C2,
 	// a parallel collector) its second took twice the CPU.
-	args := append(append([]string{}, n.c.opts.JVM...), "-cp", classpath(n.c.libs), "kafka.tools.StorageTool",
+	args := append(n.jvm(), "-cp", classpath(n.c.libs), "kafka.tools.StorageTool",
 		"format", "--cluster-id", n.c.id, "--config", n.propsFile(), "--ignore-formatted")
 	cmd := n.command(n.c.java, args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
