@@ -2,7 +2,9 @@ package zfsenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -32,5 +34,42 @@ func TestRemoveEmptyDirsKeepsOnlyWhatHoldsAFile(t *testing.T) {
 	removeEmptyDirs(root)
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Fatalf("the emptied tree stayed: %v", err)
+	}
+}
+
+// A pool's file goes once its pool is not imported and its creator is
+// gone; a file whose creator runs, whose pool is imported, or that has
+// no owner file yet (CreatePool writes it second) stays.
+func TestSweepImagesTakesOnlyOrphans(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := filepath.Join(os.TempDir(), "drove-zfsenv")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead, alive := done.Process.Pid, os.Getpid()
+	images := map[string]int{"drove_a_gone": dead, "drove_b_running": alive, "drove_c_imported": dead, "drove_d_new": 0}
+	for name, pid := range images {
+		if err := os.WriteFile(filepath.Join(dir, name+".img"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if pid != 0 {
+			if err := os.WriteFile(ownerFile(name), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sweepImages(map[string]bool{"drove_c_imported": true})
+	for name := range images {
+		_, err := os.Stat(filepath.Join(dir, name+".img"))
+		if gone := os.IsNotExist(err); gone != (name == "drove_a_gone") {
+			t.Errorf("%s: removed %v, err %v", name, gone, err)
+		}
+	}
+	if _, err := os.Stat(ownerFile("drove_a_gone")); !os.IsNotExist(err) {
+		t.Errorf("the orphan's owner file stayed: %v", err)
 	}
 }

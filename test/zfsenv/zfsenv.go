@@ -123,16 +123,35 @@ func sweepStale() {
 	if err != nil {
 		return
 	}
+	imported := map[string]bool{}
 	for _, name := range strings.Fields(string(out)) {
+		imported[name] = true
 		if strings.HasPrefix(name, "drove_") && orphaned(name) {
 			_ = DestroyPool(name)
 		}
 	}
+	sweepImages(imported)
 	dirs, _ := filepath.Glob("/drove_*")
 	for _, dir := range dirs {
 		if orphaned(filepath.Base(dir)) {
 			removeEmptyDirs(dir)
 		}
+	}
+}
+
+// sweepImages removes the files of pools no longer imported whose
+// creator is gone: a zfs-fuse that died under a run does not import its
+// pools again, and each file is up to a GiB. An image without its owner
+// file is left: it may be one CreatePool is making now.
+func sweepImages(imported map[string]bool) {
+	imgs, _ := filepath.Glob(filepath.Join(os.TempDir(), "drove-zfsenv", "drove_*.img"))
+	for _, img := range imgs {
+		name := strings.TrimSuffix(filepath.Base(img), ".img")
+		if _, err := os.Stat(ownerFile(name)); err != nil || imported[name] || !orphaned(name) {
+			continue
+		}
+		os.Remove(img)
+		os.Remove(ownerFile(name))
 	}
 }
 
