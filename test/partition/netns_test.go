@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -31,12 +32,17 @@ func run(t *testing.T, args ...string) {
 	}
 }
 
+// netws counts the networks this process made: with -count=2 the second
+// run's names must not be the first's, whose veth pairs the kernel may
+// still be taking down with their namespaces.
+var netws atomic.Int32
+
 // newNetw makes the bridge (the host's side, subnet.1); addHosts makes the
 // namespaces on it. All is removed at the test's end (with a namespace go
-// its veth pair and its firewall rules).
+// its firewall rules).
 func newNetw(t *testing.T) *netw {
-	pid := os.Getpid()
-	n := &netw{t: t, prefix: fmt.Sprintf("dp%d", pid%10000), subnet: fmt.Sprintf("10.213.%d", pid%250),
+	pid, seq := os.Getpid(), int(netws.Add(1)-1)
+	n := &netw{t: t, prefix: fmt.Sprintf("dp%d%c", pid%10000, 'a'+seq%26), subnet: freeSubnet(t, pid+seq),
 		nodes: map[string]*host{}}
 	n.bridge = n.prefix + "br"
 	if out, err := exec.Command("ip", "netns", "add", n.prefix+"probe").CombinedOutput(); err != nil {
@@ -48,6 +54,25 @@ func newNetw(t *testing.T) *netw {
 	run(t, "ip", "addr", "add", n.subnet+".1/24", "dev", n.bridge)
 	run(t, "ip", "link", "set", n.bridge, "up")
 	return n
+}
+
+// freeSubnet is the first 10.213.N/24, from N = from%250 on, that no
+// address of the host's is in: a bridge a killed run left behind keeps
+// its address, and a second route to the same subnet would take the
+// test's packets.
+func freeSubnet(t *testing.T, from int) string {
+	out, err := exec.Command("ip", "-4", "-o", "addr", "show").Output()
+	if err != nil {
+		t.Fatalf("ip addr show: %v", err)
+	}
+	for i := range 250 {
+		subnet := fmt.Sprintf("10.213.%d", (from+i)%250)
+		if !strings.Contains(string(out), " "+subnet+".") {
+			return subnet
+		}
+	}
+	t.Fatal("every subnet 10.213.0-249.0/24 is in use on this host")
+	return ""
 }
 
 // addHosts makes a namespace for each name, at subnet.first, .first+1, ...
@@ -62,6 +87,9 @@ func (n *netw) addHosts(first int, names ...string) {
 		run(t, "ip", "netns", "add", h.ns)
 		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", h.ns).Run() })
 		run(t, "ip", "link", "add", h.hostIf, "type", "veth", "peer", "name", peer)
+		// Deleting one end deletes the pair at once; with the namespace
+		// it goes only when the kernel gets to it.
+		t.Cleanup(func() { _ = exec.Command("ip", "link", "del", h.hostIf).Run() })
 		run(t, "ip", "link", "set", peer, "netns", h.ns)
 		run(t, "ip", "link", "set", h.hostIf, "master", n.bridge)
 		run(t, "ip", "link", "set", h.hostIf, "up")
