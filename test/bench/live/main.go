@@ -104,9 +104,7 @@ func main() {
 		fmt.Printf("zfs: %s\n", m.Message)
 		writeDowntime(*downtimeOut, "zfs_live", ms)
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		r.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
+	r.LoadAverage = cli.LoadAvg()
 	fmt.Printf("\n%-40s %12s %10s %6s\n", "live migration", "downtime ms", "total s", "syncs")
 	fmt.Printf("%-40s %12d %10.1f %6d\n", "shared storage (rbd)", r.DowntimeMSShared, r.TotalSShared, r.SyncsShared)
 	if *withZFS {

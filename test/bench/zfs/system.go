@@ -259,9 +259,7 @@ func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs
 			r.SwitchChecksumMS = rep.ChecksumTime.Milliseconds()
 		}
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		r.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
+	r.LoadAverage = cli.LoadAvg()
 	r.MedianRatio = round3(cli.Median(r.FirstSyncsMiBps) / cli.Median(r.BareRunsMiBps))
 	fmt.Printf("system: throughput ratio %.3f, the fastest first sync (send alone %.3f; goal >= 0.9) against bare %.1f MiB/s (the best run before and after the moves); medians' ratio %.3f\n",
 		r.ThroughputRatio, r.SendRatio, r.BareMiBps, r.MedianRatio)
