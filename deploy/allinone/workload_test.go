@@ -119,3 +119,42 @@ func waitWrites(ctx context.Context, dir string, n int) ([]process.TimelineWrite
 		}
 	}
 }
+
+// The timeline is a ring of TimelineSlots records: a workload that
+// starts near its end writes the last slots, then goes on from the first
+// (the script writes through a descriptor it opens again at the wrap).
+func TestWorkloadTimelineWrapsAround(t *testing.T) {
+	dir := t.TempDir()
+	from := int64(process.TimelineSlots - 2)
+	if err := os.WriteFile(filepath.Join(dir, "pos"), fmt.Appendf(nil, "%020d\n", from), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	argv := allinone.Workload{Block: 4096, Blocks: 8, Interval: 5 * time.Millisecond}.Command()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "DROVE_DATA="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := waitWrites(ctx, dir, 5); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, process.TimelineFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != process.TimelineSlots*process.TimelineRecordBytes {
+		t.Errorf("the timeline is %d bytes, want %d slots of %d", len(b), process.TimelineSlots, process.TimelineRecordBytes)
+	}
+	for seq := from; seq < from+5; seq++ {
+		off := int(seq%process.TimelineSlots) * process.TimelineRecordBytes
+		if want := fmt.Sprintf("%020d ", seq); string(b[off:off+21]) != want {
+			t.Errorf("slot %d holds %q, want record %d", seq%process.TimelineSlots, b[off:off+process.TimelineRecordBytes], seq)
+		}
+	}
+}
