@@ -122,14 +122,16 @@ func waitWrites(ctx context.Context, dir string, n int) ([]process.TimelineWrite
 
 // The timeline is a ring of TimelineSlots records: a workload that
 // starts near its end writes the last slots, then goes on from the first
-// (the script writes through a descriptor it opens again at the wrap).
+// (the script writes through a descriptor it opens again at the wrap),
+// one write each interval.
 func TestWorkloadTimelineWrapsAround(t *testing.T) {
 	dir := t.TempDir()
 	from := int64(process.TimelineSlots - 2)
 	if err := os.WriteFile(filepath.Join(dir, "pos"), fmt.Appendf(nil, "%020d\n", from), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	argv := allinone.Workload{Block: 4096, Blocks: 8, Interval: 5 * time.Millisecond}.Command()
+	w := allinone.Workload{Block: 4096, Blocks: 8, Interval: 10 * time.Millisecond}
+	argv := w.Command()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "DROVE_DATA="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -141,8 +143,14 @@ func TestWorkloadTimelineWrapsAround(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := waitWrites(ctx, dir, 5); err != nil {
+	ws, err := waitWrites(ctx, dir, 5)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Paced, not spinning: the fifth write comes four intervals after
+	// the first at the earliest (load only delays it).
+	if span := ws[4].At.Sub(ws[0].At); span < 2*w.Interval {
+		t.Errorf("5 writes in %s at one each %s: the workload does not wait", span, w.Interval)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, process.TimelineFile))
 	if err != nil {

@@ -136,7 +136,7 @@ s=${s:-0}
 exec 3<>%[4]s || exit 1
 dd if=/dev/null bs=%[5]d seek=$(( s %% %[6]d )) count=0 conv=notrunc >&3 2>/dev/null ||
   { echo "drove-workload: positioning its timeline in $DROVE_DATA failed" >&2; exit 1; }
-exec {idle}<> <(:)
+exec {idle}<> <(:) || { echo "drove-workload: no pipe to wait on" >&2; exit 1; }
 k=b
 next=${EPOCHREALTIME/[!0-9]/}
 while :; do
