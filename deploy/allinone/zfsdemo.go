@@ -128,7 +128,8 @@ func (w Workload) withDefaults() Workload {
 // one each Interval, however long a write took.
 func (w Workload) Command() []string {
 	w = w.withDefaults()
-	script := fmt.Sprintf(`cd "$DROVE_DATA" || exit 1
+	script := fmt.Sprintf(`[ -n "$EPOCHREALTIME" ] || { echo "drove-workload: needs bash 5 or later (\$EPOCHREALTIME)" >&2; exit 1; }
+cd "$DROVE_DATA" || exit 1
 { read -r s < pos; } 2>/dev/null
 case $s in ''|*[!0-9]*) s=0 ;; esac
 s=${s#"${s%%%%[!0]*}"}
