@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,20 +56,7 @@ func TestWorkloadStartsOverOnAnEmptyPos(t *testing.T) {
 func TestWorkloadTimelineShowsTheRestartGap(t *testing.T) {
 	dir := t.TempDir()
 	w := allinone.Workload{Block: 4096, Blocks: 8, Interval: 10 * time.Millisecond}
-	run := func() (stop func()) {
-		argv := w.Command()
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), "DROVE_DATA="+dir)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		stop = func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done }
-		t.Cleanup(stop)
-		return stop
-	}
+	run := func() (stop func()) { return startWorkload(t, w, dir) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	first := time.Now()
@@ -105,6 +93,26 @@ func TestWorkloadTimelineShowsTheRestartGap(t *testing.T) {
 	t.Logf("stopped for %s; the timeline's gap %s over %d writes", restarted.Sub(stopped), gap, len(ws))
 }
 
+// startWorkload runs w on dir in a process group of its own, killed
+// whole by the returned stop (at the latest at the test's cleanup), as
+// the process runtime stops it.
+func startWorkload(t *testing.T, w allinone.Workload, dir string) (stop func()) {
+	t.Helper()
+	argv := w.Command()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "DROVE_DATA="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
 // waitWrites waits until the timeline in dir holds n writes.
 func waitWrites(ctx context.Context, dir string, n int) ([]process.TimelineWrite, error) {
 	for {
@@ -131,16 +139,7 @@ func TestWorkloadTimelineWrapsAround(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := allinone.Workload{Block: 4096, Blocks: 8, Interval: 10 * time.Millisecond}
-	argv := w.Command()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "DROVE_DATA="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done })
+	startWorkload(t, w, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ws, err := waitWrites(ctx, dir, 5)
