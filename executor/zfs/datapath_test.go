@@ -267,7 +267,7 @@ func TestTargetLosesItsDisk(t *testing.T) {
 	// Imported from a directory holding its image alone: a scan of the
 	// shared one would open every other pool's image too.
 	only := t.TempDir()
-	if err := os.Symlink(filepath.Join(os.TempDir(), "drove-zfsenv", poolB+".img"), filepath.Join(only, poolB+".img")); err != nil {
+	if err := os.Symlink(zfsenv.ImageFile(poolB), filepath.Join(only, poolB+".img")); err != nil {
 		t.Fatal(err)
 	}
 	zfsenv.Run(t, "zpool", "import", "-d", only, poolB)

@@ -26,7 +26,7 @@ var daemonArgs = []string{"--fuse-attr-timeout", "0", "--fuse-entry-timeout", "0
 // here on its own, mid-run, with nothing in the kernel's log (no
 // segfault: an assertion's abort), so its last words are the only trace
 // of why; a test that sees it die quotes them.
-var DaemonLog = filepath.Join(os.TempDir(), "drove-zfsenv", "zfs-fuse.log")
+var DaemonLog = filepath.Join(stateDir(), "zfs-fuse.log")
 
 // ensureDaemon makes sure a zfs-fuse with daemonArgs answers, starting
 // one if none does.

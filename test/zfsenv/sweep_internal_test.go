@@ -42,8 +42,7 @@ func TestRemoveEmptyDirsKeepsOnlyWhatHoldsAFile(t *testing.T) {
 // no owner file yet (CreatePool writes it second) stays.
 func TestSweepImagesTakesOnlyOrphans(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	dir := filepath.Join(os.TempDir(), "drove-zfsenv")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(stateDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	done := exec.Command("true")
@@ -53,7 +52,7 @@ func TestSweepImagesTakesOnlyOrphans(t *testing.T) {
 	dead, alive := done.Process.Pid, os.Getpid()
 	images := map[string]int{"drove_a_gone": dead, "drove_b_running": alive, "drove_c_imported": dead, "drove_d_new": 0}
 	for name, pid := range images {
-		if err := os.WriteFile(filepath.Join(dir, name+".img"), nil, 0o644); err != nil {
+		if err := os.WriteFile(ImageFile(name), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if pid != 0 {
@@ -64,7 +63,7 @@ func TestSweepImagesTakesOnlyOrphans(t *testing.T) {
 	}
 	sweepImages(map[string]bool{"drove_c_imported": true})
 	for name := range images {
-		_, err := os.Stat(filepath.Join(dir, name+".img"))
+		_, err := os.Stat(ImageFile(name))
 		if gone := os.IsNotExist(err); gone != (name == "drove_a_gone") {
 			t.Errorf("%s: removed %v, err %v", name, gone, err)
 		}

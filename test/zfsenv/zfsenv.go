@@ -64,11 +64,10 @@ func CreatePool(tag string, sizeMiB int) (string, error) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := fmt.Sprintf("drove_%s_%s", hex.EncodeToString(b[:]), tag)
-	dir := filepath.Join(os.TempDir(), "drove-zfsenv")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(stateDir(), 0o755); err != nil {
 		return "", err
 	}
-	img := filepath.Join(dir, name+".img")
+	img := ImageFile(name)
 	f, err := os.Create(img)
 	if err != nil {
 		return "", err
@@ -93,9 +92,15 @@ func CreatePool(tag string, sizeMiB int) (string, error) {
 	return name, nil
 }
 
-func ownerFile(name string) string {
-	return filepath.Join(os.TempDir(), "drove-zfsenv", name+".pid")
-}
+// stateDir keeps the pools' files, their owners' pids and the daemon's
+// log.
+func stateDir() string { return filepath.Join(os.TempDir(), "drove-zfsenv") }
+
+// ImageFile is the file that stands for the disk of pool name, made by
+// CreatePool.
+func ImageFile(name string) string { return filepath.Join(stateDir(), name+".img") }
+
+func ownerFile(name string) string { return filepath.Join(stateDir(), name+".pid") }
 
 // orphaned says whether the process that created pool name is gone.
 func orphaned(name string) bool {
@@ -144,7 +149,7 @@ func sweepStale() {
 // pools again, and each file is up to a GiB. An image without its owner
 // file is left: it may be one CreatePool is making now.
 func sweepImages(imported map[string]bool) {
-	imgs, _ := filepath.Glob(filepath.Join(os.TempDir(), "drove-zfsenv", "drove_*.img"))
+	imgs, _ := filepath.Glob(ImageFile("drove_*"))
 	for _, img := range imgs {
 		name := strings.TrimSuffix(filepath.Base(img), ".img")
 		if _, err := os.Stat(ownerFile(name)); err != nil || imported[name] || !orphaned(name) {
@@ -186,7 +191,7 @@ func DestroyPool(name string) error {
 	if err != nil && strings.Contains(string(out), "no such pool") {
 		err = nil
 	}
-	os.Remove(filepath.Join(os.TempDir(), "drove-zfsenv", name+".img"))
+	os.Remove(ImageFile(name))
 	os.Remove(ownerFile(name))
 	removeEmptyDirs("/" + name)
 	return err
