@@ -243,21 +243,14 @@ func (g *Gateway) checkClaims(ctx context.Context, field string, instances []str
 	if err != nil {
 		return err
 	}
-	if pending := g.recent.ids(); len(pending) > 0 {
-		visible, err := g.db.column(ctx, "requests_visible", pending)
-		if err != nil {
-			return err
-		}
-		g.recent.forget(visible...)
-		for _, id := range pending {
-			e, ok := g.recent.get(id)
-			if !ok || slices.Contains(visible, id) {
-				continue
-			}
-			for _, in := range e.instances {
-				if slices.Contains(instances, in) {
-					claims = append(claims, claim{Instance: in, Request: id})
-				}
+	unseen, err := g.unseen(ctx)
+	if err != nil {
+		return err
+	}
+	for _, u := range unseen {
+		for _, in := range u.instances {
+			if slices.Contains(instances, in) {
+				claims = append(claims, claim{Instance: in, Request: u.id})
 			}
 		}
 	}

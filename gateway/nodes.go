@@ -75,17 +75,13 @@ func (g *Gateway) nodeActionAllowed(ctx context.Context, n wire.Node, action eve
 		}
 		// Evacuations this gateway appended that the views do not show
 		// yet count too; once shown, the views say whether they are active.
-		if pending := g.recent.ids(); len(pending) > 0 {
-			visible, err := g.db.column(ctx, "requests_visible", pending)
-			if err != nil {
-				return err
-			}
-			g.recent.forget(visible...)
-			for _, id := range pending {
-				if e, ok := g.recent.get(id); ok && e.kind == kindEvacuation && slices.Contains(e.nodes, n.Name) &&
-					!slices.Contains(visible, id) {
-					ids = append(ids, id)
-				}
+		unseen, err := g.unseen(ctx)
+		if err != nil {
+			return err
+		}
+		for _, u := range unseen {
+			if u.kind == kindEvacuation && slices.Contains(u.nodes, n.Name) {
+				ids = append(ids, u.id)
 			}
 		}
 		if len(ids) > 0 {

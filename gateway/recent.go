@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -81,6 +82,33 @@ func (r *recent) forget(ids ...string) {
 	for _, id := range ids {
 		delete(r.entries, id)
 	}
+}
+
+// unseen is the requests this gateway appended that the views do not
+// show yet, in id order. The ones they now show are forgotten: from then
+// on the views hold their claims.
+func (g *Gateway) unseen(ctx context.Context) ([]unseenRequest, error) {
+	pending := g.recent.ids()
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	visible, err := g.db.column(ctx, "requests_visible", pending)
+	if err != nil {
+		return nil, err
+	}
+	g.recent.forget(visible...)
+	var out []unseenRequest
+	for _, id := range pending {
+		if e, ok := g.recent.get(id); ok {
+			out = append(out, unseenRequest{id, e})
+		}
+	}
+	return out, nil
+}
+
+type unseenRequest struct {
+	id string
+	recentEntry
 }
 
 // asRequest is the entry as the API shows a request, status "accepted".
