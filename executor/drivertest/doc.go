@@ -1,8 +1,8 @@
 // Package drivertest is the suite an executor.Driver passes so the
 // executor can rely on one contract whatever moves the bytes. The
-// simulator and the ZFS storage driver run it; the QEMU and process
-// runtimes do not yet (they move a running guest and leave the disks to a
-// storage driver), and their own tests cover their moves:
+// simulator, the ZFS storage driver and the QEMU and process runtimes run
+// it (the runtimes on shared storage, one driver per node joined by a
+// World):
 //
 //	func TestDriver(t *testing.T) {
 //		drivertest.Run(t, func(t *testing.T) executor.Driver { return newDriver(t) })

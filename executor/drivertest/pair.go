@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
 )
 
@@ -53,4 +54,23 @@ func Pair(ctx context.Context, dst executor.Receiver, rop executor.Op, settle bo
 	}
 	<-ended
 	return err
+}
+
+// PairPhase runs mp on its source, src, with dst's Receive serving it as
+// the target node's executor would: on the Op it derives from the phase's
+// dispatch (executor.MigrationPhaseOf: the migration as Request, the
+// phase's seq as Index).
+func PairPhase(ctx context.Context, dst executor.Receiver, mp executor.MigrationPhase,
+	src func(executor.MigrationPhase) (executor.PhaseResult, error)) (executor.PhaseResult, error) {
+	rop := executor.Op{Request: mp.Migration, Index: mp.Seq, Kind: events.OpInstanceMigrate,
+		Mode: executor.MigrationModePrefix + mp.Phase, Instance: mp.Instance, Size: mp.Size, Storage: mp.Storage,
+		RunState: mp.RunState, From: mp.Source, To: mp.Target}
+	var res executor.PhaseResult
+	err := Pair(ctx, dst, rop, false, func(await func(context.Context) (string, error)) error {
+		mp.AwaitReceiver = await
+		var err error
+		res, err = src(mp)
+		return err
+	})
+	return res, err
 }

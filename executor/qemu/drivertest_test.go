@@ -2,7 +2,6 @@ package qemu_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,16 +26,22 @@ func TestDriverContract(t *testing.T) {
 	drivertest.RunMigrations(t, sharedStorage, func(t *testing.T) executor.Migrator { return newVMWorld(t) })
 }
 
-type vmWorld struct {
-	order []string
-	nodes map[string]*qemu.Driver
-}
-
-func newVMWorld(t *testing.T) *vmWorld {
+// newVMWorld is one QEMU driver per node over one disk directory, joined
+// into one driver as the nodes' executors join them (drivertest.World).
+func newVMWorld(t *testing.T) *drivertest.World {
 	t.Helper()
 	shared := t.TempDir()
-	w := &vmWorld{order: []string{drivertest.Node1, drivertest.Node2, drivertest.Node3}, nodes: map[string]*qemu.Driver{}}
-	for _, n := range w.order {
+	nodes := map[string]*qemu.Driver{}
+	w := &drivertest.World{Order: []string{drivertest.Node1, drivertest.Node2, drivertest.Node3}, Nodes: map[string]drivertest.Node{},
+		// An incoming VM resumes its guest a moment after the source saw
+		// the migration end.
+		Settle: true,
+		// The node whose VM runs the instance, its guest up.
+		Runs: func(ctx context.Context, node, instance string) (bool, error) {
+			st, err := nodes[node].Status(ctx, instance)
+			return st.Status == events.StatusUp, err
+		}}
+	for _, n := range w.Order {
 		dir, err := os.MkdirTemp("", "dq") // short: QMP socket paths are limited
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +53,7 @@ func newVMWorld(t *testing.T) *vmWorld {
 			t.Fatal(err)
 		}
 		t.Cleanup(d.Destroy)
-		w.nodes[n] = d
+		nodes[n], w.Nodes[n] = d, d
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -57,67 +62,10 @@ func newVMWorld(t *testing.T) *vmWorld {
 			t.Fatal(err)
 		}
 		if in.RunState == events.RunRunning {
-			if err := w.nodes[in.Primary].Start(ctx, in.Name, in.Size); err != nil {
+			if err := nodes[in.Primary].Start(ctx, in.Name, in.Size); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	return w
 }
-
-// pair runs src on from with to's Receive serving it (drivertest.Pair).
-func (w *vmWorld) pair(ctx context.Context, from, to string, rop executor.Op, settle bool, src func(await func(context.Context) (string, error)) error) error {
-	if w.nodes[from] == nil || w.nodes[to] == nil || from == to {
-		return executor.Fatal(fmt.Errorf("world: no move from %q to %q", from, to))
-	}
-	return drivertest.Pair(ctx, w.nodes[to], rop, settle, src)
-}
-
-func (w *vmWorld) Run(ctx context.Context, op executor.Op, report func(executor.Progress)) (res executor.Result, err error) {
-	err = w.pair(ctx, op.From, op.To, op, true, func(await func(context.Context) (string, error)) error {
-		op.AwaitReceiver = await
-		res, err = w.nodes[op.From].Run(ctx, op, report)
-		return err
-	})
-	return res, err
-}
-
-func (w *vmWorld) Phase(ctx context.Context, mp executor.MigrationPhase, report func(executor.Progress)) (res executor.PhaseResult, err error) {
-	rop := executor.Op{Request: mp.Migration, Index: mp.Seq, Kind: events.OpInstanceMigrate,
-		Mode: executor.MigrationModePrefix + mp.Phase, Instance: mp.Instance, Size: mp.Size, Storage: mp.Storage,
-		RunState: mp.RunState, From: mp.Source, To: mp.Target}
-	err = w.pair(ctx, mp.Source, mp.Target, rop, false, func(await func(context.Context) (string, error)) error {
-		mp.AwaitReceiver = await
-		res, err = w.nodes[mp.Source].Phase(ctx, mp, report)
-		return err
-	})
-	return res, err
-}
-
-func (w *vmWorld) Estimate(ctx context.Context, mp executor.MigrationPhase) (executor.Estimate, error) {
-	return w.nodes[mp.Source].Estimate(ctx, mp)
-}
-
-// Locate: the node whose VM runs the instance (its guest up).
-func (w *vmWorld) Locate(ctx context.Context, instance string) (string, string, error) {
-	var up []string
-	for _, n := range w.order {
-		st, err := w.nodes[n].Status(ctx, instance)
-		if err != nil {
-			return "", "", err
-		}
-		if st.Status == events.StatusUp {
-			up = append(up, n)
-		}
-	}
-	if len(up) != 1 {
-		return "", "", fmt.Errorf("%s runs on %v", instance, up)
-	}
-	return up[0], "", nil
-}
-
-var (
-	_ executor.Driver    = (*vmWorld)(nil)
-	_ executor.Migrator  = (*vmWorld)(nil)
-	_ drivertest.Locator = (*vmWorld)(nil)
-)

@@ -38,15 +38,8 @@ func (w *contractWorld) Phase(ctx context.Context, mp executor.MigrationPhase, r
 	if src == nil || dst == nil || src == dst {
 		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("zfs world: no migration from %q to %q", mp.Source, mp.Target))
 	}
-	rop := executor.Op{Request: mp.Migration, Index: mp.Seq, Kind: events.OpInstanceMigrate,
-		Mode: executor.MigrationModePrefix + mp.Phase, Instance: mp.Instance, Size: mp.Size, Storage: mp.Storage,
-		RunState: mp.RunState, From: mp.Source, To: mp.Target}
-	var res executor.PhaseResult
-	err := drivertest.Pair(ctx, dst.d, rop, false, func(await func(context.Context) (string, error)) error {
-		mp.AwaitReceiver = await
-		var err error
-		res, err = src.d.Phase(ctx, mp, report)
-		return err
+	res, err := drivertest.PairPhase(ctx, dst.d, mp, func(mp executor.MigrationPhase) (executor.PhaseResult, error) {
+		return src.d.Phase(ctx, mp, report)
 	})
 	if err == nil && mp.Phase == events.PhaseSwitch {
 		w.mu.Lock()
