@@ -128,17 +128,7 @@ log cannot be read, 2 on a usage error.`, stderr)
 	if err != nil {
 		return fail(stderr, "verify-log", err)
 	}
-	if *asJSON {
-		if code := printJSON(stdout, rep); code != exitOK {
-			return code
-		}
-	} else if err := rep.WriteText(stdout); err != nil {
-		return exitError
-	}
-	if !rep.OK {
-		return exitViolations
-	}
-	return exitOK
+	return printVerdict(stdout, rep, rep.OK, *asJSON)
 }
 
 // devNotaryKey is drove dev's notary key, dir/notary.key, made on the first

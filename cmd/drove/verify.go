@@ -73,14 +73,20 @@ valid Drove event stops it, naming the record), 2 on a usage error.`, stderr)
 		return fail(stderr, "verify", fmt.Errorf("%w (is `make run` running? otherwise set KAFKA_BROKERS or --brokers)", err))
 	}
 	rep := verify.Check(recs, verify.Options{AllowOpen: *allowOpen})
-	if *asJSON {
+	return printVerdict(stdout, rep, rep.OK, *asJSON)
+}
+
+// printVerdict prints a check's report, as JSON or as text, and answers
+// exitViolations when the check failed: verify and verify-log share it.
+func printVerdict(stdout io.Writer, rep interface{ WriteText(io.Writer) error }, ok, asJSON bool) int {
+	if asJSON {
 		if code := printJSON(stdout, rep); code != exitOK {
 			return code
 		}
 	} else if err := rep.WriteText(stdout); err != nil {
 		return exitError
 	}
-	if !rep.OK {
+	if !ok {
 		return exitViolations
 	}
 	return exitOK
