@@ -20,6 +20,7 @@ import (
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
 	"github.com/drovehq/drove/planner/service"
+	"github.com/drovehq/drove/test/bench/subproc"
 )
 
 // world is the bench's infrastructure: a temporary directory, the
@@ -48,7 +49,7 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	for d := w.tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
 	}
-	if w.bin, err = droveBinary(ctx, cfg.droveBin, w.tmp); err != nil {
+	if w.bin, err = subproc.DroveBinary(ctx, cfg.droveBin, w.tmp); err != nil {
 		return nil, err
 	}
 	w.broker, err = embedded.StartBroker(embedded.Broker{Dir: filepath.Join(w.tmp, "kafka"),
@@ -92,7 +93,7 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 		first := w.rss(pl, r, "planner_rss_mb")
 		rss = max(rss, first)
 		r.note(out, "planner_rss_mb", "the first planner process, after the requests and the history: %.0f MB", first)
-		pl.stop()
+		pl.Stop()
 	}
 	pl, took, err = w.startPlanner(ctx)
 	if err != nil {
@@ -104,7 +105,7 @@ func runBench(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 		again := w.rss(pl, r, "planner_rss_mb")
 		rss = max(rss, again)
 		r.note(out, "planner_rss_mb", "the restarted planner process, once ready: %.0f MB", again)
-		pl.stop()
+		pl.Stop()
 	}
 	r.note(out, "log_events", "events the bench appended (inventory and history); the services' own events come on top")
 	if rss > 0 {
@@ -148,25 +149,38 @@ func (w *world) seed(ctx context.Context, r *result) (*planner.Cluster, error) {
 // state from the log, with the time that took from the process's start.
 // Its snapshots (where the service keeps them) go to a directory of the
 // bench's, the same for every start.
-func (w *world) startPlanner(ctx context.Context) (*proc, float64, error) {
+func (w *world) startPlanner(ctx context.Context) (*plannerProc, float64, error) {
 	port, err := embedded.FreePort()
 	if err != nil {
 		return nil, 0, err
 	}
 	began := time.Now()
-	p, err := startProc("planner", w.bin, []string{"planner", "--brokers", strings.Join(w.brokers, ","),
+	sp, err := subproc.Start("planner", w.bin, []string{"planner", "--brokers", strings.Join(w.brokers, ","),
 		"--standby=false", "--max-running-moves", "1000", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port)},
 		[]string{"DROVE_PLANNER_SNAPSHOT_DIR=" + filepath.Join(w.tmp, "planner-snapshots")},
-		filepath.Join(w.tmp, fmt.Sprintf("planner-%d.log", began.UnixNano())), "state rebuilt from the log")
+		filepath.Join(w.tmp, fmt.Sprintf("planner-%d.log", began.UnixNano())), plannerReady)
 	if err != nil {
 		return nil, 0, err
 	}
-	p.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	if err := p.waitReady(ctx, 10*time.Minute); err != nil {
-		p.stop()
+	ready, err := sp.Wait(ctx, plannerReady, 10*time.Minute)
+	if err != nil {
+		sp.Stop()
 		return nil, 0, err
 	}
+	p := &plannerProc{Proc: sp, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), readyLine: ready.Line}
 	return p, time.Since(began).Seconds(), nil
+}
+
+// plannerReady is the planner service's log line once it has folded the
+// log and serves.
+const plannerReady = "state rebuilt from the log"
+
+// plannerProc is a running planner service: its /metrics URL, and the
+// line in which it said it was ready (its own account of the start).
+type plannerProc struct {
+	*subproc.Proc
+	metrics   string
+	readyLine string
 }
 
 // waitPlannerCaughtUp waits until the planner service has folded the log
@@ -174,7 +188,7 @@ func (w *world) startPlanner(ctx context.Context) (*proc, float64, error) {
 // past the end of every topic it reports. Its lag gauge is not enough: a
 // pass that keeps the service from fetching leaves it at the last fetch's
 // zero while the history is appended behind it.
-func (w *world) waitPlannerCaughtUp(ctx context.Context, r *result, p *proc) {
+func (w *world) waitPlannerCaughtUp(ctx context.Context, r *result, p *plannerProc) {
 	ends, err := kafka.Ends(ctx, kafka.Config{Brokers: w.brokers, ClientID: "fleet-ends", Logger: w.quiet}, events.Topics()...)
 	if err != nil {
 		r.note(w.out, "planner_restart_s", "the log's ends: %v", err)
@@ -225,8 +239,8 @@ func plannerBehind(url string, want map[string]float64) (behind float64, seen bo
 	return behind, seen
 }
 
-func (w *world) rss(p *proc, r *result, key string) float64 {
-	mb, err := p.peakRSSMB()
+func (w *world) rss(p *plannerProc, r *result, key string) float64 {
+	mb, err := p.PeakRSSMiB()
 	if err != nil {
 		r.note(w.out, key, "%v", err)
 	}
@@ -348,12 +362,12 @@ func (w *world) history(ctx context.Context) error {
 // its peak RSS once it has recovered and run for a few seconds.
 func (w *world) executorRSS(ctx context.Context, r *result, c *planner.Cluster) {
 	node := c.Nodes[w.cfg.executors].Name
-	p, err := startProc("executor", w.bin, []string{"executor", "--node", node, "--driver", "sim", "--plain-transfer",
+	p, err := subproc.Start("executor", w.bin, []string{"executor", "--node", node, "--driver", "sim", "--plain-transfer",
 		"--brokers", strings.Join(w.brokers, ",")}, nil, filepath.Join(w.tmp, "executor.log"), "executor running")
 	if err == nil {
-		err = p.waitReady(ctx, 10*time.Minute)
+		_, err = p.Wait(ctx, "executor running", 10*time.Minute)
 		if err != nil {
-			p.stop()
+			p.Stop()
 		}
 	}
 	if err != nil {
@@ -364,8 +378,8 @@ func (w *world) executorRSS(ctx context.Context, r *result, c *planner.Cluster) 
 	case <-time.After(3 * time.Second): // a settled executor, following the log
 	case <-ctx.Done():
 	}
-	mb, err := p.peakRSSMB()
-	p.stop()
+	mb, err := p.PeakRSSMiB()
+	p.Stop()
 	if err != nil {
 		r.note(w.out, "executor_rss_mb", "%v", err)
 		return

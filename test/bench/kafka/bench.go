@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/test/bench/cli"
 	"github.com/drovehq/drove/test/bench/eventlog"
+	"github.com/drovehq/drove/test/bench/subproc"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -58,7 +58,7 @@ func startInfra(ctx context.Context, cfg config, stdout io.Writer) (*infra, erro
 	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
 	}
-	if in.bin, err = droveBinary(ctx, cfg.droveBin, tmp); err != nil {
+	if in.bin, err = subproc.DroveBinary(ctx, cfg.droveBin, tmp); err != nil {
 		return in, err
 	}
 	if in.pg, err = embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")}); err != nil {
@@ -144,17 +144,4 @@ func (s *summary) setPlan(broker string, samples []float64) {
 	} else {
 		s.PlanSamplesMsKfake, s.PlanToFirstOpcodeMsKfake = samples, ptr(cli.Median(samples))
 	}
-}
-
-// droveBinary returns bin, or builds ./cmd/drove into dir.
-func droveBinary(ctx context.Context, bin, dir string) (string, error) {
-	if bin != "" {
-		return filepath.Abs(bin)
-	}
-	out := filepath.Join(dir, "drove")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/drove")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build drove (run from the repository root, or pass -drove-bin): %v: %s", err, b)
-	}
-	return out, nil
 }

@@ -7,13 +7,13 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/planner/service"
+	"github.com/drovehq/drove/test/bench/subproc"
 )
 
 // The planner service's log lines the bench waits for.
@@ -45,19 +45,19 @@ func measureTakeover(ctx context.Context, in *infra, cfg config, s *summary, std
 	}
 	args := []string{"planner", "--brokers", strings.Join(kcfg.Brokers, ","), "--kafka-namespace", kcfg.Namespace,
 		"--partitions", "3", "--log-level", "info", "--election-timeout", cfg.electionTimeout.String()}
-	var ps []*proc
+	var ps []*subproc.Proc
 	defer func() {
 		for _, p := range ps {
-			p.kill()
+			p.Kill()
 		}
 	}()
 	for i := range 2 {
-		p, err := startProc(fmt.Sprintf("planner-%d", i), in.bin, args, filepath.Join(in.tmp, fmt.Sprintf("planner-%d.log", i)), lineLeading, lineStandsBy, lineNoLonger)
+		p, err := subproc.Start(fmt.Sprintf("planner-%d", i), in.bin, args, nil, filepath.Join(in.tmp, fmt.Sprintf("planner-%d.log", i)), lineLeading, lineStandsBy, lineNoLonger)
 		if err != nil {
 			return err
 		}
 		ps = append(ps, p)
-		if _, err := p.wait(ctx, lineStandsBy, 2*time.Minute); err != nil {
+		if _, err := p.Wait(ctx, lineStandsBy, 2*time.Minute); err != nil {
 			return err
 		}
 	}
@@ -73,29 +73,29 @@ func measureTakeover(ctx context.Context, in *infra, cfg config, s *summary, std
 	var killed time.Time
 	decided, err := decide(ctx, prod, kcfg, demo.Nodes[9].Name, func() {
 		killed = time.Now()
-		_ = leader.cmd.Process.Signal(syscall.SIGKILL)
+		leader.KillNow()
 	})
 	if err != nil {
 		return fmt.Errorf("after the leader's SIGKILL: %w", err)
 	}
 	s.TakeoverS = ptr(decided.Sub(killed).Seconds())
-	if at, err := standby.wait(ctx, lineLeading, time.Second); err == nil {
-		s.TakeoverLeadingS = ptr(at.Sub(killed).Seconds())
+	if m, err := standby.Wait(ctx, lineLeading, time.Second); err == nil {
+		s.TakeoverLeadingS = ptr(m.At.Sub(killed).Seconds())
 	}
 	fmt.Fprintf(stdout, "takeover: %s SIGKILLed; %s decided a request %.2fs later (election timeout %s)\n",
-		leader.name, standby.name, *s.TakeoverS, cfg.electionTimeout)
+		leader.Name, standby.Name, *s.TakeoverS, cfg.electionTimeout)
 	return nil
 }
 
 // leaderOf waits until one of the two planners says it leads, then for
 // the request the leader decides, and returns the one leading then: one
 // that said it leads and never that it no longer does.
-func leaderOf(ctx context.Context, ps []*proc, warmUp func() error) (leader, standby *proc, err error) {
+func leaderOf(ctx context.Context, ps []*subproc.Proc, warmUp func() error) (leader, standby *subproc.Proc, err error) {
 	t := time.NewTimer(2 * time.Minute)
 	defer t.Stop()
 	select {
-	case <-ps[0].markers[lineLeading].seen:
-	case <-ps[1].markers[lineLeading].seen:
+	case <-ps[0].SeenC(lineLeading):
+	case <-ps[1].SeenC(lineLeading):
 	case <-t.C:
 		return nil, nil, errors.New("neither planner leads within 2 minutes")
 	case <-ctx.Done():
@@ -106,7 +106,7 @@ func leaderOf(ctx context.Context, ps []*proc, warmUp func() error) (leader, sta
 	}
 	var leading []int
 	for i, p := range ps {
-		if p.seen(lineLeading) && !p.seen(lineNoLonger) {
+		if p.Seen(lineLeading) && !p.Seen(lineNoLonger) {
 			leading = append(leading, i)
 		}
 	}
