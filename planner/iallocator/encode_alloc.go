@@ -88,14 +88,7 @@ func requestFields(c *planner.Cluster, r planner.Request, hv string) map[string]
 
 func newInstanceFields(ni planner.NewInstance, hv string) map[string]any {
 	in := ni.Instance
-	disks := make([]map[string]any, 0, len(in.Disks))
-	for _, d := range in.Disks {
-		disk := map[string]any{"size": d.Size, "mode": "rw"}
-		if d.Spindles > 0 {
-			disk["spindles"] = d.Spindles
-		}
-		disks = append(disks, disk)
-	}
+	disks := diskObjects(in.Disks)
 	nics := make([]map[string]any, in.NICs)
 	for i := range nics {
 		nics[i] = map[string]any{"mac": fmt.Sprintf("aa:00:01:%02x:%02x:%02x", (i>>16)&255, (i>>8)&255, i&255), "ip": nil, "bridge": nil}

@@ -88,20 +88,26 @@ func EncodeRequest(c *planner.Cluster, r planner.Request) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// instanceObject is an instance as Ganeti's IAllocator input states it.
-func instanceObject(c *planner.Cluster, in planner.Instance, hv string) map[string]any {
-	nodes := []string{c.Nodes[in.Primary].Name}
-	if in.Secondary != planner.NoNode {
-		nodes = append(nodes, c.Nodes[in.Secondary].Name)
-	}
-	disks := make([]map[string]any, 0, len(in.Disks))
-	for _, d := range in.Disks {
+// diskObjects are an instance's disks as hail's input lists them.
+func diskObjects(ds []planner.Disk) []map[string]any {
+	disks := make([]map[string]any, 0, len(ds))
+	for _, d := range ds {
 		disk := map[string]any{"size": d.Size, "mode": "rw"}
 		if d.Spindles > 0 {
 			disk["spindles"] = d.Spindles
 		}
 		disks = append(disks, disk)
 	}
+	return disks
+}
+
+// instanceObject is an instance as Ganeti's IAllocator input states it.
+func instanceObject(c *planner.Cluster, in planner.Instance, hv string) map[string]any {
+	nodes := []string{c.Nodes[in.Primary].Name}
+	if in.Secondary != planner.NoNode {
+		nodes = append(nodes, c.Nodes[in.Secondary].Name)
+	}
+	disks := diskObjects(in.Disks)
 	nics := make([]map[string]any, in.NICs)
 	for i := range nics {
 		nics[i] = map[string]any{"mac": fmt.Sprintf("aa:00:00:%02x:%02x:%02x", (i>>16)&255, (i>>8)&255, i&255),
