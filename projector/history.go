@@ -37,6 +37,17 @@ func subjectsOf(env events.Envelope, p events.Payload) []subject {
 			}
 		}
 	}
+	// A plan's or a request's outcome: each instance, and the nodes of
+	// each one moved.
+	outcome := func(moved []events.Moved, failed []events.Failed) {
+		for _, m := range moved {
+			add(HistoryInstance, m.Instance)
+			add(HistoryNode, m.Nodes...)
+		}
+		for _, f := range failed {
+			add(HistoryInstance, f.Instance)
+		}
+	}
 	if r := requestOf(env); r != "" {
 		if isMigrationEvent(p) {
 			add(HistoryMigration, r)
@@ -64,21 +75,9 @@ func subjectsOf(env events.Envelope, p events.Payload) []subject {
 	case events.GroupChangeRequested:
 		add(HistoryInstance, e.Instances...)
 	case events.PlanComputed:
-		for _, m := range e.Moved {
-			add(HistoryInstance, m.Instance)
-			add(HistoryNode, m.Nodes...)
-		}
-		for _, f := range e.Failed {
-			add(HistoryInstance, f.Instance)
-		}
+		outcome(e.Moved, e.Failed)
 	case events.RequestFinished:
-		for _, m := range e.Moved {
-			add(HistoryInstance, m.Instance)
-			add(HistoryNode, m.Nodes...)
-		}
-		for _, f := range e.Failed {
-			add(HistoryInstance, f.Instance)
-		}
+		outcome(e.Moved, e.Failed)
 	case events.OpcodeDispatched:
 		add(HistoryNode, e.Node, e.Opcode.From, e.Opcode.To)
 	case events.OpcodeStarted:
