@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/deploy/apachekafka"
-	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/test/testenv"
 )
@@ -25,44 +23,28 @@ const brokerStart = 4 * time.Minute
 func (s *system) startKafka() {
 	ctx, cancel := context.WithTimeout(context.Background(), brokerStart+time.Minute)
 	defer cancel()
-	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3, StartTimeout: brokerStart,
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.Dir, "kafka"), Nodes: 3, StartTimeout: brokerStart,
 		Settings: testenv.BrokerSettings})
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
-	s.t.Cleanup(func() { _ = c.Kill() })
-	s.kafka = c
-	s.brokers = strings.Join(c.Brokers(), ",")
+	s.T.Cleanup(func() { _ = c.Kill() })
+	s.Kafka = c
+	s.Brokers = strings.Join(c.Brokers(), ",")
 }
 
 // killBusiestLeader kills with SIGKILL the broker leading the partition
 // that holds the most events: the one whose loss costs the most
 // leadership changes under load.
 func (s *system) killBusiestLeader() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := s.kafka.Config()
-	ends, err := kafka.Ends(ctx, cfg, events.Topics()...)
-	if err != nil {
-		s.t.Fatalf("the busiest partition: %v", err)
-	}
-	var busiest kafka.TopicPartition
-	for tp, end := range ends {
-		if end > ends[busiest] {
-			busiest = tp
-		}
-	}
-	leaders, err := kafka.Leaders(ctx, cfg, busiest.Topic)
-	if err != nil {
-		s.t.Fatalf("the leader of %s: %v", busiest, err)
-	}
-	n := s.kafka.Node(int(leaders[busiest]))
+	busiest, held, leader := s.BusiestPartition()
+	s.T.Logf("SIGKILL broker %d, the leader of %s (%d events)", leader, busiest, held)
+	n := s.Kafka.Node(leader)
 	if n == nil {
-		s.t.Fatalf("%s has no leader (%d)", busiest, leaders[busiest])
+		s.T.Fatalf("broker %d, the leader of %s, is not one of the test's", leader, busiest)
 	}
-	s.t.Logf("SIGKILL broker %d, the leader of %s (%d events)", n.ID, busiest, ends[busiest])
 	if err := n.Kill(); err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 }
 
@@ -70,9 +52,9 @@ func (s *system) killBusiestLeader() {
 // API still answers reads (from the views), and a write is refused with
 // 503: none is acknowledged.
 func (s *system) killAllBrokers() {
-	s.t.Log("SIGKILL all three brokers")
-	if err := s.kafka.Kill(); err != nil {
-		s.t.Fatal(err)
+	s.T.Log("SIGKILL all three brokers")
+	if err := s.Kafka.Kill(); err != nil {
+		s.T.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -80,17 +62,17 @@ func (s *system) killAllBrokers() {
 		Items []json `json:"items"`
 	}
 	if err := s.api.Get(ctx, "/v1/nodes", &list); err != nil {
-		s.t.Errorf("reading the nodes with every broker down: %v", err)
+		s.T.Errorf("reading the nodes with every broker down: %v", err)
 	}
 	_, err := s.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{"node-g1-002"}, Mode: "all", Reason: "chaos: no broker"})
 	var ae *wire.Error
 	switch {
 	case errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable:
-		s.t.Logf("with every broker down an evacuation is refused: %v", err)
+		s.T.Logf("with every broker down an evacuation is refused: %v", err)
 	case err == nil:
-		s.t.Errorf("with every broker down an evacuation was acknowledged")
+		s.T.Errorf("with every broker down an evacuation was acknowledged")
 	default:
-		s.t.Errorf("with every broker down an evacuation got %v, want a 503", err)
+		s.T.Errorf("with every broker down an evacuation got %v, want a 503", err)
 	}
 }
 
@@ -99,8 +81,8 @@ func (s *system) restartBrokers() {
 	ctx, cancel := context.WithTimeout(context.Background(), brokerStart+time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	if err := s.kafka.Start(ctx); err != nil {
-		s.t.Fatal(err)
+	if err := s.Kafka.Start(ctx); err != nil {
+		s.T.Fatal(err)
 	}
-	s.t.Logf("brokers listed again %s after their start", time.Since(t0).Round(time.Millisecond))
+	s.T.Logf("brokers listed again %s after their start", time.Since(t0).Round(time.Millisecond))
 }

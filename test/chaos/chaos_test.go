@@ -5,17 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/drovehq/drove/deploy/apachekafka"
-	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway/client"
@@ -40,16 +34,13 @@ const (
 	minMoved    = 6
 )
 
-// system is the running processes and what the test knows of them.
+// system is the running processes (every one a service random kills
+// choose from; three brokers, each partition on all three) and what the
+// test knows of them.
 type system struct {
-	t        *testing.T
-	dir, bin string
-	brokers  string
-	pg       *embedded.PostgresServer
-	kafka    *apachekafka.Cluster // three brokers, each partition on all three
-	services []*proc.Proc         // what random kills choose from
-	api      *client.Client
-	cluster  *planner.Cluster
+	*proc.System
+	api     *client.Client
+	cluster *planner.Cluster
 }
 
 func TestChaos(t *testing.T) {
@@ -85,7 +76,7 @@ func TestChaos(t *testing.T) {
 	next := 0
 	for i := 0; next < len(steps) || i < kills; i++ {
 		if i > maxRounds {
-			s.keepLogs()
+			s.KeepLogs()
 			t.Fatalf("the workload did not get through in %d rounds of chaos (step %d of %d)", maxRounds, next, len(steps))
 		}
 		if next < len(steps) && s.ended(l) {
@@ -103,20 +94,22 @@ func TestChaos(t *testing.T) {
 			s.killAllBrokers()
 			s.restartBrokers()
 		}
-		victim := s.services[rng.IntN(len(s.services))]
+		victim := s.Procs[rng.IntN(len(s.Procs))]
 		victim.Stop(syscall.SIGKILL, 30*time.Second)
 		killed[victim.Name]++
 		victim.Start(t)
 		time.Sleep(killEvery) // the chaos's own pace, not synchronisation
 	}
-	s.waitFor("every request and migration to end", settle, func() bool { return s.ended(l) })
-	for _, p := range s.services {
+	s.WaitFor("every request and migration to end", settle, func() bool { return s.ended(l) })
+	for _, p := range s.Procs {
 		if gone, how := p.Exited(); gone {
 			t.Errorf("%s exited by itself (%s); services must ride out restarts:\n%s", p.Name, how, p.Tail())
 		}
 	}
-	summary := s.verify()
-	s.replayEqual()
+	summary := s.Verify(func(report string) string {
+		return "the story of the instances it names:\n" + s.story(report)
+	})
+	s.ReplayEqual(2 * time.Minute)
 	o := s.account(l)
 	s.checkWork(l, o)
 	msg := fmt.Sprintf("chaos (seed %d): survived %d SIGKILLs of services %v, the SIGKILL of the busiest partition's leader, of all three brokers, and of Postgres; %s; drove verify: %s",
@@ -136,24 +129,24 @@ func acceptedID(a *wire.Accepted, err error) (string, error) {
 // cluster (2 groups of 3 nodes) and starts every service as a process.
 func startSystem(t *testing.T) *system {
 	dir := t.TempDir()
-	s := &system{t: t, dir: dir, bin: testenv.Drove(t)}
+	s := &system{System: &proc.System{T: t, Name: "chaos", Dir: dir, Bin: testenv.Drove(t)}}
 	t.Cleanup(func() {
 		if t.Failed() {
-			s.keepLogs()
+			s.KeepLogs()
 		}
 	})
-	s.pg = startPostgres(t, 0, "")
+	s.PG = s.StartPostgres(0, "")
 	s.startKafka()
 	s.seed()
 
-	gw := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	db := s.pg.URL("postgres")
+	gw := fmt.Sprintf("127.0.0.1:%d", s.FreePort())
+	db := s.PG.URL("postgres")
 	add := func(name string, args ...string) {
-		p := &proc.Proc{Name: name, Dir: dir, Argv: append(append([]string{s.bin}, args...),
-			"--brokers", s.brokers, "--replication-factor", "3", "--min-insync-replicas", "2")}
+		p := &proc.Proc{Name: name, Dir: dir, Argv: append(append([]string{s.Bin}, args...),
+			"--brokers", s.Brokers, "--replication-factor", "3", "--min-insync-replicas", "2")}
 		p.Start(t)
 		t.Cleanup(func() { p.Stop(syscall.SIGTERM, 30*time.Second) })
-		s.services = append(s.services, p)
+		s.Procs = append(s.Procs, p)
 	}
 	add("planner-1", "planner")
 	add("planner-2", "planner")
@@ -163,7 +156,7 @@ func startSystem(t *testing.T) *system {
 		add("executor-"+n.Name, "executor", "--node", n.Name, "--driver", "sim", "--listen-addr", "127.0.0.1:0")
 	}
 	s.api = client.New("http://"+gw, "chaos")
-	s.waitFor("the inventory in the views", 2*time.Minute, func() bool {
+	s.WaitFor("the inventory in the views", 2*time.Minute, func() bool {
 		var list struct {
 			Items []json `json:"items"`
 		}
@@ -184,99 +177,47 @@ func (s *system) seed() {
 	spec.Seed = 18
 	c, err := clustergen.Generate(spec)
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	s.cluster = c
-	kc := s.kafka.Config()
+	kc := s.Kafka.Config()
 	kc.TransactionalID, kc.ReplicationFactor, kc.MinInsyncReplicas = "chaos-seed", 3, 2
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s.waitFor("the broker", time.Minute, func() bool { return kafka.EnsureTopics(ctx, kc, 3, events.Topics()...) == nil })
+	s.WaitFor("the broker", time.Minute, func() bool { return kafka.EnsureTopics(ctx, kc, 3, events.Topics()...) == nil })
 	p, err := kafka.NewProducer(kc)
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	defer p.Close()
 	if err := service.Seed(ctx, p, service.InventoryEvents(c, events.Reason{Actor: "chaos", Why: "test cluster"})); err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
-}
-
-// startPostgres starts a cluster of the test's own; dir and port empty
-// make a new one, else it is the same cluster started again.
-func startPostgres(t *testing.T, port int, dir string) *embedded.PostgresServer {
-	t.Helper()
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "drove-chaos-pg-"); err != nil {
-			t.Fatal(err)
-		}
-		// The server may run as the postgres user: it must reach dir.
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	}
-	pg, err := embedded.StartPostgres(context.Background(), embedded.Postgres{Dir: dir, Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Stop() })
-	return pg
 }
 
 // crashPostgres kills Postgres with SIGKILL (the postmaster and its
 // backends) and starts it again on the same data, through crash recovery.
 func (s *system) crashPostgres() {
-	s.t.Log("SIGKILL Postgres")
-	if err := s.pg.Kill(); err != nil {
-		s.t.Fatal(err)
+	s.T.Log("SIGKILL Postgres")
+	if err := s.PG.Kill(); err != nil {
+		s.T.Fatal(err)
 	}
-	s.pg = startPostgres(s.t, s.pg.Port, s.pg.Dir)
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// waitFor polls cond until it holds or d passes.
-func (s *system) waitFor(what string, d time.Duration, cond func() bool) {
-	s.t.Helper()
-	deadline := time.Now().Add(d)
-	for backoff := 20 * time.Millisecond; !cond(); backoff = min(backoff*2, 500*time.Millisecond) {
-		if time.Now().After(deadline) {
-			s.keepLogs()
-			s.dumpLogs()
-			s.t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(backoff)
-	}
-}
-
-func (s *system) dumpLogs() {
-	for _, p := range s.services {
-		s.t.Logf("---- %s:\n%s", p.Name, p.Tail())
-	}
+	s.PG = s.StartPostgres(s.PG.Port, s.PG.Dir)
 }
 
 // submit sends a request until the API answers (the gateway may be dead
 // or restarting); a refusal (4xx) is counted in l, by its reason.
 func (s *system) submit(l ledger, ids []string, what string, send func(context.Context) (string, error)) []string {
-	s.t.Helper()
+	s.T.Helper()
 	var id string
-	s.waitFor("the API to take the "+what, time.Minute, func() bool {
+	s.WaitFor("the API to take the "+what, time.Minute, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var err error
 		id, err = send(ctx)
 		var ae *wire.Error
 		if errors.As(err, &ae) && ae.Status < 500 {
-			s.t.Logf("%s refused: %v", what, err)
+			s.T.Logf("%s refused: %v", what, err)
 			l.refused[fmt.Sprintf("%s: %d %s", what, ae.Status, ae.Message)]++
 			return true
 		}
@@ -324,7 +265,7 @@ func (s *system) migrate(l ledger, group string) []string {
 			return ids
 		}
 	}
-	s.t.Logf("no instance of %s could be migrated", group)
+	s.T.Logf("no instance of %s could be migrated", group)
 	return ids
 }
 
@@ -352,31 +293,6 @@ func (s *system) ended(l ledger) bool {
 	return true
 }
 
-// verify runs drove verify on the log; it must pass. It returns the
-// report's last lines.
-func (s *system) verify() string {
-	out, err := exec.Command(s.bin, "verify", "--brokers", s.brokers).CombinedOutput()
-	if err != nil {
-		s.keepLogs()
-		s.t.Fatalf("drove verify: %v\n%s\nthe story of the instances it names:\n%s", err, out, s.story(string(out)))
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	s.t.Logf("drove verify:\n%s", out)
-	return lines[len(lines)-1]
-}
-
-// replayEqual runs drove replay until the views, caught up, equal the
-// log (the projector may still be folding the last events).
-func (s *system) replayEqual() {
-	var out []byte
-	s.waitFor("drove replay to find the views equal", 2*time.Minute, func() bool {
-		var err error
-		out, err = exec.Command(s.bin, "replay", "--brokers", s.brokers, "--database-url", s.pg.URL("postgres")).CombinedOutput()
-		return err == nil
-	})
-	s.t.Logf("drove replay:\n%s", out)
-}
-
 // story lists every event of the placement and opcode topics naming an
 // instance the report names, for a failure's diagnosis.
 func (s *system) story(report string) string {
@@ -388,7 +304,7 @@ func (s *system) story(report string) string {
 	}
 	var b strings.Builder
 	for _, topic := range []string{events.TopicRequests, events.TopicPlans, events.TopicJobs, events.TopicOpcodes, events.TopicInventory, events.TopicMigrations} {
-		recs, err := kafka.ReadAll(context.Background(), s.kafka.Config(), topic)
+		recs, err := kafka.ReadAll(context.Background(), s.Kafka.Config(), topic)
 		if err != nil {
 			return err.Error()
 		}
@@ -402,21 +318,4 @@ func (s *system) story(report string) string {
 		}
 	}
 	return b.String()
-}
-
-// keepLogs copies the processes' logs where a failed run leaves them.
-func (s *system) keepLogs() {
-	keep, err := os.MkdirTemp("", "drove-chaos-failed-")
-	if err != nil {
-		return
-	}
-	for _, p := range s.services {
-		_ = os.WriteFile(filepath.Join(keep, filepath.Base(p.Name)+".log"), []byte(p.Log()), 0o644)
-	}
-	for _, n := range s.kafka.Nodes {
-		if b, err := os.ReadFile(filepath.Join(n.Dir, "broker.log")); err == nil {
-			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("broker-%d.log", n.ID)), b, 0o644)
-		}
-	}
-	s.t.Logf("the processes' logs are kept in %s", keep)
 }

@@ -70,14 +70,14 @@ func (s *system) account(l ledger) outcome {
 	submitted, ended := map[string]bool{}, map[string]bool{}
 	final := map[string]events.MigrationStateChanged{}
 	for _, topic := range []string{events.TopicRequests, events.TopicMigrations} {
-		recs, err := kafka.ReadAll(ctx, s.kafka.Config(), topic)
+		recs, err := kafka.ReadAll(ctx, s.Kafka.Config(), topic)
 		if err != nil {
-			s.t.Fatalf("reading %s: %v", topic, err)
+			s.T.Fatalf("reading %s: %v", topic, err)
 		}
 		for _, r := range recs {
 			p, err := r.Event.DecodePayload()
 			if err != nil {
-				s.t.Fatalf("%s: %v", r, err)
+				s.T.Fatalf("%s: %v", r, err)
 			}
 			switch v := p.(type) {
 			case events.EvacuationRequested:
@@ -135,18 +135,18 @@ func firstLine(s string) string {
 // evacuations and the group change moved instances, and a migration
 // succeeded.
 func (s *system) checkWork(l ledger, o outcome) {
-	s.t.Helper()
+	s.T.Helper()
 	if len(o.missing) > 0 {
-		s.t.Errorf("acknowledged with a 2xx, yet not ended in the log: %s", strings.Join(o.missing, "; "))
+		s.T.Errorf("acknowledged with a 2xx, yet not ended in the log: %s", strings.Join(o.missing, "; "))
 	}
 	if len(l.refused) > 0 {
-		s.t.Logf("refused by the API: %v", l.refused)
+		s.T.Logf("refused by the API: %v", l.refused)
 	}
 	for _, reason := range slices.Sorted(maps.Keys(o.migrationErrors)) {
-		s.t.Logf("migration ended without success (%d): %s", o.migrationErrors[reason], reason)
+		s.T.Logf("migration ended without success (%d): %s", o.migrationErrors[reason], reason)
 	}
 	if o.finished < minFinished || o.moved < minMoved || o.migrations[string(events.MigrationSuccessful)] < 1 {
-		s.t.Errorf("the workload did too little to prove anything: %s; want at least %d requests finished, %d instances moved and a migration successful",
+		s.T.Errorf("the workload did too little to prove anything: %s; want at least %d requests finished, %d instances moved and a migration successful",
 			o, minFinished, minMoved)
 	}
 }

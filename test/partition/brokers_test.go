@@ -36,20 +36,20 @@ func (s *system) startKafka() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), brokerStart+time.Minute)
 	defer cancel()
-	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.dir, "kafka"), Nodes: 3, StartTimeout: brokerStart,
+	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(s.Dir, "kafka"), Nodes: 3, StartTimeout: brokerStart,
 		Hosts: hosts, Settings: testenv.BrokerSettings,
 		Wrap: func(id int) []string { return []string{"ip", "netns", "exec", s.net.nodes[brokerHost(id)].ns} }})
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
-	s.t.Cleanup(func() { _ = c.Kill() })
-	s.kafka = c
-	s.brokers = strings.Join(c.Brokers(), ",")
+	s.T.Cleanup(func() { _ = c.Kill() })
+	s.Kafka = c
+	s.Brokers = strings.Join(c.Brokers(), ",")
 	// The internal topics made now, not by the services' first appends:
 	// those, all at once on a loaded machine, took longer than the
 	// executors' fence.
 	if err := testenv.WarmUp(ctx, c.Config()); err != nil {
-		s.t.Fatalf("warming the brokers up: %v", err)
+		s.T.Fatalf("warming the brokers up: %v", err)
 	}
 }
 
@@ -57,30 +57,14 @@ func (s *system) startKafka() {
 // events, and that partition: the broker whose loss of its peers costs
 // the most under load.
 func (s *system) busiestLeader() (int, kafka.TopicPartition) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := s.kafka.Config()
-	ends, err := kafka.Ends(ctx, cfg, events.Topics()...)
-	if err != nil {
-		s.t.Fatalf("the busiest partition: %v", err)
-	}
-	var busiest kafka.TopicPartition
-	for tp, end := range ends {
-		if end > ends[busiest] {
-			busiest = tp
-		}
-	}
-	leaders, err := kafka.Leaders(ctx, cfg, busiest.Topic)
-	if err != nil || leaders[busiest] < 1 {
-		s.t.Fatalf("the leader of %s: %d, %v", busiest, leaders[busiest], err)
-	}
-	s.t.Logf("broker %d leads %s (%d events), the busiest partition", leaders[busiest], busiest, ends[busiest])
-	return int(leaders[busiest]), busiest
+	tp, held, leader := s.BusiestPartition()
+	s.T.Logf("broker %d leads %s (%d events), the busiest partition", leader, tp, held)
+	return leader, tp
 }
 
 // others are the brokers but id, their hosts' names and their addresses.
 func (s *system) others(id int) (names, addrs []string) {
-	for _, n := range s.kafka.Nodes {
+	for _, n := range s.Kafka.Nodes {
 		if n.ID != id {
 			names, addrs = append(names, brokerHost(n.ID)), append(addrs, n.Addr())
 		}
@@ -92,9 +76,9 @@ func (s *system) others(id int) (names, addrs []string) {
 // another leader of tp than id: the controller has fenced id and moved
 // its leadership. The cut broker itself may still believe it leads.
 func (s *system) awaitLedElsewhere(id int, tp kafka.TopicPartition) {
-	s.t.Helper()
+	s.T.Helper()
 	_, addrs := s.others(id)
-	cfg := s.kafka.Config()
+	cfg := s.Kafka.Config()
 	cfg.Brokers = addrs
 	t0 := time.Now()
 	s.waitFor(fmt.Sprintf("the controller to move %s's leadership off broker %d", tp, id), func() bool {
@@ -103,7 +87,7 @@ func (s *system) awaitLedElsewhere(id int, tp kafka.TopicPartition) {
 		leaders, err := kafka.Leaders(ctx, cfg, tp.Topic)
 		return err == nil && leaders[tp] > 0 && int(leaders[tp]) != id
 	})
-	s.t.Logf("%s led elsewhere %s after broker %d's cut", tp, time.Since(t0).Round(time.Millisecond), id)
+	s.T.Logf("%s led elsewhere %s after broker %d's cut", tp, time.Since(t0).Round(time.Millisecond), id)
 }
 
 // awaitInSync waits until every partition, the internal topics' too, has
@@ -112,11 +96,11 @@ func (s *system) awaitLedElsewhere(id int, tp kafka.TopicPartition) {
 // It asks the brokers but cut, whose metadata comes from the controller:
 // the healed one may still answer from what it knew when cut off.
 func (s *system) awaitInSync(cut int) {
-	s.t.Helper()
+	s.T.Helper()
 	t0 := time.Now()
 	_, addrs := s.others(cut)
 	s.waitFor("every replica to be in sync", func() bool { return len(s.laggingReplicas(addrs)) == 0 })
-	s.t.Logf("every replica in sync again (waited %s)", time.Since(t0).Round(time.Millisecond))
+	s.T.Logf("every replica in sync again (waited %s)", time.Since(t0).Round(time.Millisecond))
 }
 
 // laggingReplicas names the partitions whose ISR is short of their
@@ -124,7 +108,7 @@ func (s *system) awaitInSync(cut int) {
 func (s *system) laggingReplicas(brokers []string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cfg := s.kafka.Config()
+	cfg := s.Kafka.Config()
 	cfg.Brokers = brokers
 	out, err := kafka.UnderReplicated(ctx, cfg)
 	if err != nil {
@@ -139,7 +123,7 @@ func (s *system) laggingReplicas(brokers []string) []string {
 // which must end if accepted). Each must be accepted
 // or refused with a clear 503, within the gateway's bound of an append.
 func (s *system) probeWrites(instance, target string) probe {
-	s.t.Helper()
+	s.T.Helper()
 	var p probe
 	no := false
 	s.answered("a user-migration override of "+instance, func(ctx context.Context) error {
@@ -167,7 +151,7 @@ type probe struct {
 
 // answered sends one write and checks its answer: acknowledged, or a 503.
 func (s *system) answered(what string, write func(context.Context) error) {
-	s.t.Helper()
+	s.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t0 := time.Now()
@@ -176,12 +160,12 @@ func (s *system) answered(what string, write func(context.Context) error) {
 	var ae *wire.Error
 	switch {
 	case err == nil:
-		s.t.Logf("while cut, %s: acknowledged in %s", what, took)
+		s.T.Logf("while cut, %s: acknowledged in %s", what, took)
 	case errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable:
-		s.t.Logf("while cut, %s: refused in %s: %v", what, took, err)
+		s.T.Logf("while cut, %s: refused in %s: %v", what, took, err)
 	default:
-		s.keepLogs()
-		s.t.Fatalf("while a broker is cut off, %s got %v after %s, want an acknowledgement or a 503", what, err, took)
+		s.KeepLogs()
+		s.T.Fatalf("while a broker is cut off, %s got %v after %s, want an acknowledgement or a 503", what, err, took)
 	}
 }
 
@@ -189,11 +173,11 @@ func (s *system) answered(what string, write func(context.Context) error) {
 // not lost: the migration ended, its instance where its end says, and
 // the override is in the views (then cleared).
 func (s *system) probed(p probe) {
-	s.t.Helper()
+	s.T.Helper()
 	if p.migration != "" {
 		r := s.awaitMigration(p.migration, "to end", func(m *wire.InstanceMigration) bool { return terminal(m.State) })
 		s.wantPrimary(p.instance, map[bool]string{true: p.target, false: p.source}[r.State == string(events.MigrationSuccessful)], "its migration ended "+r.State)
-		s.t.Logf("the migration of %s acknowledged while cut ended %s %s", p.instance, r.State, r.Error)
+		s.T.Logf("the migration of %s acknowledged while cut ended %s %s", p.instance, r.State, r.Error)
 		s.finalize(r)
 	}
 	if p.flag != "" {
@@ -211,7 +195,7 @@ func (s *system) probed(p probe) {
 			err := s.api.SetUserMigration(ctx, p.flag, nil)
 			var ae *wire.Error
 			if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusConflict) {
-				s.t.Fatalf("clearing %s's override: %v", p.flag, err)
+				s.T.Fatalf("clearing %s's override: %v", p.flag, err)
 			}
 			return err == nil
 		})
@@ -221,14 +205,14 @@ func (s *system) probed(p probe) {
 // finalize finalizes a migration that switched: until then it holds its
 // instance (the source's copy is kept), which accepts no other operation.
 func (s *system) finalize(m *wire.InstanceMigration) {
-	s.t.Helper()
+	s.T.Helper()
 	if !m.Switched || m.Finalized {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := s.api.Migrate(ctx, m.Instance, "finalize", client.MigrateOptions{Reason: "partition test"}); err != nil {
-		s.t.Fatalf("finalize the migration of %s: %v", m.Instance, err)
+		s.T.Fatalf("finalize the migration of %s: %v", m.Instance, err)
 	}
 	s.awaitMigration(m.ID, "to be finalized", func(m *wire.InstanceMigration) bool { return m.Finalized })
 }

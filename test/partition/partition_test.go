@@ -3,18 +3,12 @@ package partition
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/drovehq/drove/deploy/apachekafka"
-	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/gateway/client"
@@ -44,16 +38,9 @@ const (
 var nodes = []string{"n1", "n2", "n3"}
 
 type system struct {
-	t       *testing.T
-	dir     string
-	bin     string
-	net     *netw
-	kafka   *apachekafka.Cluster // three brokers, each in a namespace of its own
-	brokers string
-	pg      *embedded.PostgresServer
-	api     *client.Client
-	procs   []*proc.Proc
-	kept    bool // the logs, once
+	*proc.System // three brokers, each in a namespace of its own
+	net          *netw
+	api          *client.Client
 }
 
 func TestPartitions(t *testing.T) {
@@ -71,8 +58,8 @@ func TestPartitions(t *testing.T) {
 	for _, in := range []string{"a1", "a2", "b1"} {
 		t.Logf("%s ends on %s", in, s.primary(in))
 	}
-	summary := s.verify()
-	s.replayEqual()
+	summary := s.Verify(nil)
+	s.ReplayEqual(wait)
 	msg := fmt.Sprintf("partitions: survived 5 (source cut, target cut, node cut from the brokers, a broker cut from its peers, a broker's link down), each healed; drove verify: %s", summary)
 	t.Log(msg)
 	fmt.Println(msg)
@@ -92,7 +79,7 @@ func (s *system) sourceCut() {
 	s.net.heal("n1")
 	s.backOnline("n1")
 	s.wantPrimary("a1", "n1", "the move rolled back")
-	s.t.Logf("source cut: %s: %s (%s)", r1.State, r1.Error, r1.ErrorDetail)
+	s.T.Logf("source cut: %s: %s (%s)", r1.State, r1.Error, r1.ErrorDetail)
 }
 
 // targetCut takes the target's link down in the middle of a sync: the
@@ -107,7 +94,7 @@ func (s *system) targetCut() {
 	s.net.heal("n3")
 	s.backOnline("n3")
 	s.wantPrimary("b1", "n2", "the move rolled back")
-	s.t.Logf("target cut: %s: %s; %s", r2.State, r2.Error, r2.Message)
+	s.T.Logf("target cut: %s: %s; %s", r2.State, r2.Error, r2.Message)
 }
 
 // nodeCutFromBrokers cuts a node off from every broker only (its link
@@ -117,23 +104,23 @@ func (s *system) targetCut() {
 func (s *system) nodeCutFromBrokers() {
 	acc, err := s.api.Evacuate(context.Background(), wire.Evacuation{Nodes: []string{"n1"}, Mode: "all", Reason: "partition test"})
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	s.awaitMoveRunning("a2")
-	s.net.blockBrokers("n1", s.kafka.Brokers())
+	s.net.blockBrokers("n1", s.Kafka.Brokers())
 	s.awaitNode("n1", "lost", func(n node) bool { return n.Offline })
 	s.awaitRequest(acc.Request)
-	s.net.unblockBrokers("n1", s.kafka.Brokers())
+	s.net.unblockBrokers("n1", s.Kafka.Brokers())
 	s.backOnline("n1")
 	s.undrain("n1")
 	// Reconnected, n1's executor reports how its fenced moves ended: each
 	// rolled back (the instance still on n1) or done (on its target).
 	for _, in := range []string{"a1", "a2"} {
 		m := s.wantMoveEnded(in)
-		s.t.Logf("node cut from the brokers: the move of %s ended %s: %s", in, m.State, m.Error)
+		s.T.Logf("node cut from the brokers: the move of %s ended %s: %s", in, m.State, m.Error)
 	}
 	if !strings.Contains(s.proc("executor-n1").Log(), "lease lost") {
-		s.t.Fatal("n1's executor never fenced itself")
+		s.T.Fatal("n1's executor never fenced itself")
 	}
 }
 
@@ -141,10 +128,10 @@ func (s *system) nodeCutFromBrokers() {
 // that the instance is where that end says: on its target if it
 // succeeded, else on its source.
 func (s *system) wantMoveEnded(instance string) wire.Move {
-	s.t.Helper()
+	s.T.Helper()
 	m := s.awaitMoveEnded(instance)
 	if want := map[bool]string{true: m.Target, false: m.Source}[m.State == "successful"]; s.primary(instance) != want {
-		s.t.Fatalf("%s's move ended %s but %s is on %s", instance, m.State, instance, s.primary(instance))
+		s.T.Fatalf("%s's move ended %s but %s is on %s", instance, m.State, instance, s.primary(instance))
 	}
 	return m
 }
@@ -162,7 +149,7 @@ func (s *system) brokerCutFromPeers() {
 	s.awaitSync(m)
 	id, tp := s.busiestLeader()
 	peers, _ := s.others(id)
-	s.t.Logf("broker %d cut off from brokers %v during the migration of b1 from %s to %s", id, peers, from, to)
+	s.T.Logf("broker %d cut off from brokers %v during the migration of b1 from %s to %s", id, peers, from, to)
 	s.net.isolate(brokerHost(id), peers...)
 	s.awaitLedElsewhere(id, tp)
 	x := s.idle(from, to)
@@ -174,7 +161,7 @@ func (s *system) brokerCutFromPeers() {
 	s.probed(pr)
 	s.awaitInSync(id)
 	s.allOnline()
-	s.t.Logf("broker cut from its peers: b1's migration ended %s %s", r.State, r.Error)
+	s.T.Logf("broker cut from its peers: b1's migration ended %s %s", r.State, r.Error)
 }
 
 // brokerLinkDown takes the busiest partition's leader's link down (it
@@ -185,11 +172,11 @@ func (s *system) brokerLinkDown() {
 	node := s.primary("b1")
 	acc, err := s.api.Evacuate(context.Background(), wire.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "partition test"})
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	s.awaitMoveRunning("b1")
 	id, tp := s.busiestLeader()
-	s.t.Logf("broker %d's link down during the evacuation of %s", id, node)
+	s.T.Logf("broker %d's link down during the evacuation of %s", id, node)
 	s.net.cut(brokerHost(id))
 	s.awaitLedElsewhere(id, tp)
 	x := s.idle(node, "")
@@ -201,17 +188,17 @@ func (s *system) brokerLinkDown() {
 	s.awaitInSync(id)
 	s.allOnline()
 	s.undrain(node)
-	s.t.Logf("broker link down: b1's move ended %s %s", m.State, m.Error)
+	s.T.Logf("broker link down: b1's move ended %s %s", m.State, m.Error)
 }
 
 // allOnline brings back online every node the planner declared lost
 // while a broker was cut off: its executor's heartbeats may have waited on
 // the cut broker for longer than the lease.
 func (s *system) allOnline() {
-	s.t.Helper()
+	s.T.Helper()
 	for _, n := range nodes {
 		if x := s.awaitNode(n, "to be read", func(node) bool { return true }); x.Offline {
-			s.t.Logf("%s was declared lost while the broker was cut off", n)
+			s.T.Logf("%s was declared lost while the broker was cut off", n)
 			s.backOnline(n)
 		}
 	}
@@ -235,7 +222,7 @@ func (s *system) idle(a, b string) string {
 			return in
 		}
 	}
-	s.t.Fatalf("a1 and a2 are both on %s or %s", a, b)
+	s.T.Fatalf("a1 and a2 are both on %s or %s", a, b)
 	return ""
 }
 
@@ -252,19 +239,19 @@ func terminal(state string) bool {
 // the gateway on the host, and one executor per node in its namespace.
 func start(t *testing.T) *system {
 	dir := t.TempDir()
-	s := &system{t: t, dir: dir, bin: testenv.Drove(t)}
+	s := &system{System: &proc.System{T: t, Name: "partition", Dir: dir, Bin: testenv.Drove(t)}}
 	s.net = newNetw(t)
 	s.net.addHosts(11, nodes...)
 	t.Cleanup(func() {
 		if t.Failed() {
-			s.keepLogs()
+			s.KeepLogs()
 		}
 	})
 	s.startKafka()
-	s.pg = startPostgres(t)
+	s.PG = s.StartPostgres(0, "")
 	s.seed()
-	gw := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	db := s.pg.URL("postgres")
+	gw := fmt.Sprintf("127.0.0.1:%d", s.FreePort())
+	db := s.PG.URL("postgres")
 	s.add("planner", "planner", "--node-lease", lease.String())
 	s.add("projector", "projector", "--database-url", db)
 	s.add("gateway", "gateway", "--database-url", db, "--addr", gw)
@@ -288,42 +275,25 @@ func start(t *testing.T) *system {
 	return s
 }
 
-func startPostgres(t *testing.T) *embedded.PostgresServer {
-	pgDir, err := os.MkdirTemp("", "drove-partition-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(pgDir) })
-	if err := os.Chmod(pgDir, 0o755); err != nil { // the server may run as postgres
-		t.Fatal(err)
-	}
-	pg, err := embedded.StartPostgres(context.Background(), embedded.Postgres{Dir: pgDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Stop() })
-	return pg
-}
-
 // kafkaFlags are every service's: the three brokers, and topics that
 // keep each event on all three and acknowledge it once on two.
 func (s *system) kafkaFlags() []string {
-	return []string{"--brokers", s.brokers, "--replication-factor", "3", "--min-insync-replicas", "2"}
+	return []string{"--brokers", s.Brokers, "--replication-factor", "3", "--min-insync-replicas", "2"}
 }
 
 func (s *system) add(name string, args ...string) {
-	p := &proc.Proc{Name: name, Argv: append(append([]string{s.bin}, args...), s.kafkaFlags()...), Dir: s.dir}
-	p.Start(s.t)
-	s.t.Cleanup(func() { p.Stop(syscall.SIGTERM, 20*time.Second) })
-	s.procs = append(s.procs, p)
+	p := &proc.Proc{Name: name, Argv: append(append([]string{s.Bin}, args...), s.kafkaFlags()...), Dir: s.Dir}
+	p.Start(s.T)
+	s.T.Cleanup(func() { p.Stop(syscall.SIGTERM, 20*time.Second) })
+	s.Procs = append(s.Procs, p)
 }
 
 // addIn runs a drove command in namespace ns: a host of its own.
 func (s *system) addIn(ns, name string, args ...string) {
-	p := &proc.Proc{Name: name, Argv: append(append([]string{"ip", "netns", "exec", ns, s.bin}, args...), s.kafkaFlags()...), Dir: s.dir}
-	p.Start(s.t)
-	s.t.Cleanup(func() { p.Stop(syscall.SIGTERM, 20*time.Second) })
-	s.procs = append(s.procs, p)
+	p := &proc.Proc{Name: name, Argv: append(append([]string{"ip", "netns", "exec", ns, s.Bin}, args...), s.kafkaFlags()...), Dir: s.Dir}
+	p.Start(s.T)
+	s.T.Cleanup(func() { p.Stop(syscall.SIGTERM, 20*time.Second) })
+	s.Procs = append(s.Procs, p)
 }
 
 // seed writes the cluster: one group of three nodes; a1 and a2 on n1, b1
@@ -345,44 +315,25 @@ func (s *system) seed() {
 		c.Nodes[in.node].FreeMemory -= 4096
 		c.Nodes[in.node].FreeDisk -= diskMiB
 	}
-	kc := s.kafka.Config()
+	kc := s.Kafka.Config()
 	kc.TransactionalID, kc.ReplicationFactor, kc.MinInsyncReplicas = "partition-seed", 3, 2
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	s.waitFor("the broker", func() bool { return kafka.EnsureTopics(ctx, kc, 3, events.Topics()...) == nil })
 	p, err := kafka.NewProducer(kc)
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	defer p.Close()
 	if err := service.Seed(ctx, p, service.InventoryEvents(c, events.Reason{Actor: "partition-test", Why: "test cluster"})); err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // waitFor polls cond until it holds or wait passes.
 func (s *system) waitFor(what string, cond func() bool) {
-	s.t.Helper()
-	deadline := time.Now().Add(wait)
-	for backoff := 20 * time.Millisecond; !cond(); backoff = min(backoff*2, 300*time.Millisecond) {
-		if time.Now().After(deadline) {
-			for _, p := range s.procs {
-				s.t.Logf("---- %s:\n%s", p.Name, p.Tail())
-			}
-			s.keepLogs()
-			s.t.Fatalf("timed out after %s waiting for %s", wait, what)
-		}
-		time.Sleep(backoff)
-	}
+	s.T.Helper()
+	s.WaitFor(what, wait, cond)
 }
 
 // node is a node as the API shows it.
@@ -393,7 +344,7 @@ type node struct {
 }
 
 func (s *system) awaitNode(name, what string, cond func(node) bool) node {
-	s.t.Helper()
+	s.T.Helper()
 	var n node
 	s.waitFor(name+" "+what, func() bool {
 		return s.api.Get(context.Background(), "/v1/nodes/"+name, &n) == nil && cond(n)
@@ -404,7 +355,7 @@ func (s *system) awaitNode(name, what string, cond func(node) bool) node {
 // backOnline waits for the healed node's executor to renew its lease
 // again (a heartbeat after the heal), then brings the node online.
 func (s *system) backOnline(name string) {
-	s.t.Helper()
+	s.T.Helper()
 	healed := time.Now()
 	s.awaitNode(name, "to renew its lease after the heal", func(n node) bool {
 		return n.HeartbeatAt != nil && n.HeartbeatAt.After(healed)
@@ -414,38 +365,38 @@ func (s *system) backOnline(name string) {
 }
 
 func (s *system) undrain(name string) {
-	s.t.Helper()
+	s.T.Helper()
 	s.act(name, "undrain")
 	s.awaitNode(name, "undrained", func(n node) bool { return !n.Drained })
 }
 
 // act runs a node command and waits for the planner's answer: done.
 func (s *system) act(name, action string) {
-	s.t.Helper()
+	s.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	a, err := s.api.NodeAct(ctx, name, action, "partition test: "+name+" healed")
 	if err != nil {
-		s.t.Fatalf("%s %s: %v", action, name, err)
+		s.T.Fatalf("%s %s: %v", action, name, err)
 	}
 	if _, err := s.api.AwaitNodeAction(ctx, a.Request); err != nil {
-		s.t.Fatalf("%s %s: %v", action, name, err)
+		s.T.Fatalf("%s %s: %v", action, name, err)
 	}
 }
 
 // migrate starts an automatic migration of instance to target.
 func (s *system) migrate(instance, target string) string {
-	s.t.Helper()
+	s.T.Helper()
 	a, err := s.api.Migrate(context.Background(), instance, "automatic",
 		client.MigrateOptions{Target: target, Reason: "partition test"})
 	if err != nil {
-		s.t.Fatalf("migrate %s: %v", instance, err)
+		s.T.Fatalf("migrate %s: %v", instance, err)
 	}
 	return a.Migration
 }
 
 func (s *system) awaitMigration(id, what string, cond func(*wire.InstanceMigration) bool) *wire.InstanceMigration {
-	s.t.Helper()
+	s.T.Helper()
 	var m *wire.InstanceMigration
 	s.waitFor("migration "+id+" "+what, func() bool {
 		var err error
@@ -457,7 +408,7 @@ func (s *system) awaitMigration(id, what string, cond func(*wire.InstanceMigrati
 
 // awaitSync waits for the migration's sync to be sending.
 func (s *system) awaitSync(id string) {
-	s.t.Helper()
+	s.T.Helper()
 	s.awaitMigration(id, "to be syncing", func(m *wire.InstanceMigration) bool {
 		return m.Phase == events.PhaseSync && m.State == string(events.MigrationRunning) && m.CurrentBytes > 0
 	})
@@ -465,7 +416,7 @@ func (s *system) awaitSync(id string) {
 
 // awaitMoveRunning waits for a request's move of instance to be sending.
 func (s *system) awaitMoveRunning(instance string) {
-	s.t.Helper()
+	s.T.Helper()
 	s.waitFor("the move of "+instance+" to be sending", func() bool {
 		ms, err := s.api.Moves(context.Background(), client.MigrationFilter{Instance: instance})
 		if err != nil {
@@ -482,7 +433,7 @@ func (s *system) awaitMoveRunning(instance string) {
 
 // awaitMoveEnded waits for the request's move of instance to have an end.
 func (s *system) awaitMoveEnded(instance string) wire.Move {
-	s.t.Helper()
+	s.T.Helper()
 	var out wire.Move
 	s.waitFor("the move of "+instance+" to end", func() bool {
 		ms, err := s.api.Moves(context.Background(), client.MigrationFilter{Instance: instance})
@@ -496,17 +447,17 @@ func (s *system) awaitMoveEnded(instance string) wire.Move {
 }
 
 func (s *system) proc(name string) *proc.Proc {
-	for _, p := range s.procs {
+	for _, p := range s.Procs {
 		if p.Name == name {
 			return p
 		}
 	}
-	s.t.Fatalf("no process %s", name)
+	s.T.Fatalf("no process %s", name)
 	return nil
 }
 
 func (s *system) awaitRequest(id string) {
-	s.t.Helper()
+	s.T.Helper()
 	s.waitFor("request "+id+" to end", func() bool {
 		var r struct {
 			Status string `json:"status"`
@@ -520,7 +471,7 @@ func (s *system) primary(instance string) string {
 		Primary string `json:"primary"`
 	}
 	if err := s.api.Get(context.Background(), "/v1/instances/"+instance, &in); err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	return in.Primary
 }
@@ -530,54 +481,6 @@ func (s *system) primary(instance string) string {
 // placement are on different topics, which the projector may fold in
 // either order: the placement can show a moment after the end.
 func (s *system) wantPrimary(instance, node, why string) {
-	s.t.Helper()
+	s.T.Helper()
 	s.waitFor(fmt.Sprintf("%s on %s, as %s", instance, node, why), func() bool { return s.primary(instance) == node })
-}
-
-// verify runs drove verify; it must pass. It returns its last line.
-func (s *system) verify() string {
-	out, err := exec.Command(s.bin, "verify", "--brokers", s.brokers).CombinedOutput()
-	if err != nil {
-		s.keepLogs()
-		s.t.Fatalf("drove verify: %v\n%s", err, out)
-	}
-	s.t.Logf("drove verify:\n%s", out)
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1]
-}
-
-// replayEqual runs drove replay until the views, caught up, equal the
-// log (the projector may still be folding the last events).
-func (s *system) replayEqual() {
-	var out []byte
-	s.waitFor("drove replay to find the views equal", func() bool {
-		var err error
-		out, err = exec.Command(s.bin, "replay", "--brokers", s.brokers, "--database-url", s.pg.URL("postgres")).CombinedOutput()
-		return err == nil
-	})
-	s.t.Logf("drove replay:\n%s", out)
-}
-
-// keepLogs copies the processes' and the brokers' logs where a failed run
-// leaves them, once.
-func (s *system) keepLogs() {
-	if s.kept {
-		return
-	}
-	s.kept = true
-	keep, err := os.MkdirTemp("", "drove-partition-failed-")
-	if err != nil {
-		return
-	}
-	for _, p := range s.procs {
-		_ = os.WriteFile(filepath.Join(keep, filepath.Base(p.Name)+".log"), []byte(p.Log()), 0o644)
-	}
-	if s.kafka != nil {
-		for _, n := range s.kafka.Nodes {
-			if b, err := os.ReadFile(filepath.Join(n.Dir, "broker.log")); err == nil {
-				_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("broker-%d.log", n.ID)), b, 0o644)
-			}
-		}
-	}
-	s.t.Logf("the processes' and brokers' logs are kept in %s", keep)
 }

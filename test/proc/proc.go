@@ -1,7 +1,9 @@
 // Package proc runs the OS processes of the tests that treat Drove as
 // separate programs (test/chaos, test/partition): each is started with its
 // output appended to a log of its own, stopped with a signal, and read
-// back for failure messages.
+// back for failure messages. System is what those tests share beside
+// them: the Postgres and brokers they started, waiting with a deadline,
+// drove verify and replay at the end, and the logs a failure keeps.
 package proc
 
 import (
