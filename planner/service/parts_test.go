@@ -1,7 +1,6 @@
 package service
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/clustergen"
 )
 
 // A request whose decisions cannot fit in a record of the log is rejected
@@ -74,38 +74,13 @@ func TestOversizedDecisionFailsOnlyItsRequest(t *testing.T) {
 	}
 }
 
-// groupsCluster is two groups of nodes, every instance in the first:
-// perNode RBD instances (shared storage: a move copies no disk) on each of
-// its nodes, the second group empty.
-func groupsCluster(nodes, perNode int) *planner.Cluster {
-	c := &planner.Cluster{Policy: planner.DefaultIPolicy()}
-	for g := range 2 {
-		name := fmt.Sprintf("g%d", g+1)
-		c.Groups = append(c.Groups, planner.Group{UUID: name, Name: name, AllocPolicy: planner.Preferred, Policy: planner.DefaultIPolicy()})
-		for i := range nodes {
-			c.Nodes = append(c.Nodes, planner.Node{Name: fmt.Sprintf("%sn%d", name, i), Group: g,
-				TotalMemory: 4 << 20, FreeMemory: 4 << 20, TotalDisk: 1 << 30, FreeDisk: 1 << 30,
-				TotalCPUs: 1 << 14, TotalSpindles: 1 << 14, FreeSpindles: 1 << 14, VMCapable: true})
-		}
-	}
-	for i := range nodes {
-		for k := range perNode {
-			c.Instances = append(c.Instances, planner.Instance{Name: fmt.Sprintf("vm-%d-%d", i, k),
-				Memory: 128, DiskSpace: 1024, Disks: []planner.Disk{{Size: 1024}}, VCPUs: 1, SpindleUse: 1, NICs: 1,
-				Storage: planner.RBD, State: planner.Up, Primary: i, Secondary: planner.NoNode, Owner: "acct-1"})
-			c.Nodes[i].FreeMemory -= 128
-		}
-	}
-	return c
-}
-
 // A change-group of 20,000 instances is planned, appended as a plan in
 // parts (one transaction, every part within the record limit), and run:
 // every job released, dispatched, ended, and the request finished with
 // every instance moved.
 func TestGroupChangeOf20000Instances(t *testing.T) {
 	const nodes, perNode = 10, 2000
-	c := groupsCluster(nodes, perNode)
+	c := clustergen.TwoGroups(nodes, perNode)
 	// 20,000 moves take some 20 s here, several times that with the race
 	// detector on a loaded machine.
 	h := newHarnessFor(t, c, 5*time.Minute)

@@ -20,6 +20,7 @@ import (
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/sim"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/clustergen"
 	"github.com/drovehq/drove/test/bench/cli"
 )
 
@@ -71,7 +72,7 @@ type loadResult struct {
 }
 
 func TestLoadHeld(t *testing.T) {
-	seed := groupsCluster(loadNodes, loadPerNode)
+	seed := clustergen.TwoGroups(loadNodes, loadPerNode)
 	e := startWith(t, func(c *allinone.Config) {
 		c.Seed = func() *planner.Cluster { return seed }
 		c.Sim.Clock = sim.InstantClock()

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -17,33 +16,9 @@ import (
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
+	"github.com/drovehq/drove/planner/clustergen"
 	"github.com/drovehq/drove/test/testenv"
 )
-
-// groupsCluster is two groups of nodes, every instance in the first:
-// perNode RBD instances (shared storage: a move copies no disk) on each
-// of its nodes, the second group empty.
-func groupsCluster(nodes, perNode int) *planner.Cluster {
-	c := &planner.Cluster{Policy: planner.DefaultIPolicy()}
-	for g := range 2 {
-		name := fmt.Sprintf("g%d", g+1)
-		c.Groups = append(c.Groups, planner.Group{UUID: name, Name: name, AllocPolicy: planner.Preferred, Policy: planner.DefaultIPolicy()})
-		for i := range nodes {
-			c.Nodes = append(c.Nodes, planner.Node{Name: fmt.Sprintf("%sn%d", name, i), Group: g,
-				TotalMemory: 4 << 20, FreeMemory: 4 << 20, TotalDisk: 1 << 30, FreeDisk: 1 << 30,
-				TotalCPUs: 1 << 14, TotalSpindles: 1 << 14, FreeSpindles: 1 << 14, VMCapable: true})
-		}
-	}
-	for i := range nodes {
-		for k := range perNode {
-			c.Instances = append(c.Instances, planner.Instance{Name: fmt.Sprintf("vm-%d-%d", i, k),
-				Memory: 128, DiskSpace: 1024, Disks: []planner.Disk{{Size: 1024}}, VCPUs: 1, SpindleUse: 1, NICs: 1,
-				Storage: planner.RBD, State: planner.Up, Primary: i, Secondary: planner.NoNode, Owner: "acct-1"})
-			c.Nodes[i].FreeMemory -= 128
-		}
-	}
-	return c
-}
 
 // A large change-group is planned, appended as a plan in parts (one
 // transaction, each part under its bound), run by the nodes' executors on
@@ -67,7 +42,7 @@ func TestGroupChangeInPartsOnTheSimDriver(t *testing.T) {
 	defer cancel()
 	k := testenv.Kafka(t)
 	pg := testenv.Postgres(t)
-	seed := groupsCluster(nodes, perNode)
+	seed := clustergen.TwoGroups(nodes, perNode)
 	simcfg := allinone.DemoSim()
 	simcfg.Clock = sim.InstantClock()
 	sys, err := allinone.Start(ctx, allinone.Config{
