@@ -13,16 +13,17 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/executor/transfer"
+	"github.com/drovehq/drove/executor/transfer/wiretap"
 )
 
 // flipper forwards a sender's bytes to to, flipping one bit of the byte at
 // offset at: an attacker on the wire altering a record.
 func flipper(t *testing.T, to string, at int) string {
-	return newProxy(t, to, func(off int, b []byte) {
+	return wiretap.New(t, to, func(off int, b []byte) {
 		if at >= off && at < off+len(b) {
 			b[at-off] ^= 0x10
 		}
-	}).ln.Addr().String()
+	}).Addr()
 }
 
 // An altered byte anywhere in a secure stream's body stops the stream

@@ -9,12 +9,12 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/executor/nodeid"
 	"github.com/drovehq/drove/executor/transfer"
+	"github.com/drovehq/drove/executor/transfer/wiretap"
 	"github.com/drovehq/drove/test/testenv"
 )
 
@@ -54,80 +54,6 @@ func (c cluster) aToB(t *testing.T, secure bool) (toB, fromA transfer.Link, l *t
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	return toB, fromA, l
-}
-
-// proxy forwards one address to another and keeps every byte the client
-// sent, as a tap on the wire would; alter, when set, changes each piece
-// of them (at its offset in the client's bytes) before it goes on, as an
-// attacker on the wire would.
-type proxy struct {
-	ln    net.Listener
-	alter func(at int, b []byte)
-	mu    sync.Mutex
-	seen  bytes.Buffer
-	wg    sync.WaitGroup
-}
-
-func newProxy(t *testing.T, to string, alter func(at int, b []byte)) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, alter: alter}
-	t.Cleanup(func() { _ = ln.Close(); p.wg.Wait() })
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", to)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); p.forward(up, c); _ = up.(*net.TCPConn).CloseWrite() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, up); _ = c.Close() }()
-		}
-	}()
-	return p
-}
-
-// forward copies the client's bytes upstream, tapped and altered.
-func (p *proxy) forward(up, c net.Conn) {
-	buf, at := make([]byte, 32<<10), 0
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			_, _ = p.Write(buf[:n])
-			if p.alter != nil {
-				p.alter(at, buf[:n])
-			}
-			at += n
-			if _, werr := up.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *proxy) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.seen.Write(b)
-}
-
-func (p *proxy) captured() []byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return bytes.Clone(p.seen.Bytes())
 }
 
 // serveOne accepts one stream under link, reads its body and replies OK.
@@ -179,16 +105,16 @@ func TestSecureStreamCarriesTheBodyEncrypted(t *testing.T) {
 		if secure {
 			toB, fromA = transfer.Link{Identity: c.ids["a"], Peer: "b"}, transfer.Link{Identity: c.ids["b"], Peer: "a"}
 		}
-		p := newProxy(t, l.Addr(), nil)
+		p := wiretap.New(t, l.Addr(), nil)
 		got := serveOne(ctx, l, fromA)
 		body := markedBody()
-		if err := send(ctx, p.ln.Addr().String(), toB, body); err != nil {
+		if err := send(ctx, p.Addr(), toB, body); err != nil {
 			t.Fatalf("secure=%v: %v", secure, err)
 		}
 		if b := <-got; !bytes.Equal(b, body) {
 			t.Fatalf("secure=%v: body differs (%d bytes, want %d)", secure, len(b), len(body))
 		}
-		wire := p.captured()
+		wire := p.Captured()
 		if len(wire) < len(body) {
 			t.Fatalf("secure=%v: the tap saw %d bytes, fewer than the body", secure, len(wire))
 		}

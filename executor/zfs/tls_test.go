@@ -2,7 +2,6 @@ package zfs_test
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/nodeid"
 	"github.com/drovehq/drove/executor/transfer"
+	"github.com/drovehq/drove/executor/transfer/wiretap"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/test/zfsenv"
 )
@@ -65,50 +65,6 @@ func (w *world) tweakExecutor(node string, f func(*executor.Config)) {
 // another node: what a node holding another's certificate would run.
 type impostor struct{ transfer.Identity }
 
-// tap forwards connections to a fixed address and keeps what the sender
-// sent, as a capture on the wire between two nodes would.
-type tap struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	seen bytes.Buffer
-	wg   sync.WaitGroup
-}
-
-func newTap(t *testing.T, to string) *tap {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tap{ln: ln}
-	t.Cleanup(func() { _ = ln.Close(); p.wg.Wait() })
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", to)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(up, io.TeeReader(c, p)); _ = up.Close() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, up); _ = c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *tap) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.seen.Write(b)
-}
-
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -141,9 +97,9 @@ func TestMoveIsEncryptedOnTheWire(t *testing.T) {
 	writeMarked(t, "/"+poolA+"/vm1/data", 4<<20)
 
 	listen := freePort(t)
-	wire := newTap(t, listen)
+	wire := wiretap.New(t, listen, nil)
 	w.tweakExecutor("nb", func(c *executor.Config) {
-		c.ListenAddr, c.AdvertiseAddr = listen, wire.ln.Addr().String()
+		c.ListenAddr, c.AdvertiseAddr = listen, wire.Addr()
 	})
 	w.node("na", poolA, zfs.NewMemRuntime("vm1"), nil)
 	w.node("nb", poolB, zfs.NewMemRuntime(), nil)
@@ -155,12 +111,11 @@ func TestMoveIsEncryptedOnTheWire(t *testing.T) {
 	if err != nil || !bytes.Contains(got, []byte(marker)) {
 		t.Fatalf("the target's copy: %d bytes, %v; want the marked data", len(got), err)
 	}
-	wire.mu.Lock()
-	defer wire.mu.Unlock()
-	if wire.seen.Len() < 4<<20 {
-		t.Fatalf("the tap saw %d bytes: the move did not go through it", wire.seen.Len())
+	sent := wire.Captured()
+	if len(sent) < 4<<20 {
+		t.Fatalf("the tap saw %d bytes: the move did not go through it", len(sent))
 	}
-	if bytes.Contains(wire.seen.Bytes(), []byte(marker)) {
+	if bytes.Contains(sent, []byte(marker)) {
 		t.Fatal("the dataset's marker crossed the wire in clear")
 	}
 }
