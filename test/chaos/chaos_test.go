@@ -135,7 +135,7 @@ func startSystem(t *testing.T) *system {
 			s.KeepLogs()
 		}
 	})
-	s.PG = s.StartPostgres(0, "")
+	s.PG = testenv.OwnPostgres(t, 0, "")
 	s.startKafka()
 	s.seed()
 
@@ -202,7 +202,7 @@ func (s *system) crashPostgres() {
 	if err := s.PG.Kill(); err != nil {
 		s.T.Fatal(err)
 	}
-	s.PG = s.StartPostgres(s.PG.Port, s.PG.Dir)
+	s.PG = testenv.OwnPostgres(s.T, s.PG.Port, s.PG.Dir)
 }
 
 // submit sends a request until the API answers (the gateway may be dead

@@ -2,38 +2,14 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
-	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/gateway/wire"
+	"github.com/drovehq/drove/test/testenv"
 )
-
-// ownPostgres starts a Postgres cluster of this test's own, which it may
-// stop and start again on the same directory and port.
-func ownPostgres(t *testing.T) *embedded.PostgresServer {
-	t.Helper()
-	base, err := os.MkdirTemp("", "drove-e2e-pgrestart-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The server may run as the postgres user: it must reach base.
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pg, err := embedded.StartPostgres(context.Background(), embedded.Postgres{Dir: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = pg.Stop()
-		_ = os.RemoveAll(base)
-	})
-	return pg
-}
 
 // Postgres restarted under a running system in the middle of an
 // evacuation: the projector stops on the lost connection, is restarted
@@ -41,7 +17,7 @@ func ownPostgres(t *testing.T) *embedded.PostgresServer {
 // replay; the request finishes with everything moved.
 func TestPostgresRestartMidEvacuation(t *testing.T) {
 	t.Parallel()
-	pg := ownPostgres(t)
+	pg := testenv.OwnPostgres(t, 0, "")
 	e := startWith(t, func(c *allinone.Config) { c.DatabaseURL = pg.URL("postgres") }, "")
 	ctx := context.Background()
 	node := "node-g3-004"
@@ -63,11 +39,7 @@ func TestPostgresRestartMidEvacuation(t *testing.T) {
 	e.waitFor("the projector to notice", time.Minute, func() bool {
 		return strings.HasPrefix(e.sys.Parts()["projector"], "restarting")
 	})
-	restarted, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: pg.Dir, Port: pg.Port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = restarted.Stop() })
+	testenv.OwnPostgres(t, pg.Port, pg.Dir)
 
 	e.waitFor("the request to finish in the views", 3*time.Minute, func() bool {
 		var r struct {

@@ -248,7 +248,7 @@ func start(t *testing.T) *system {
 		}
 	})
 	s.startKafka()
-	s.PG = s.StartPostgres(0, "")
+	s.PG = testenv.OwnPostgres(t, 0, "")
 	s.seed()
 	gw := fmt.Sprintf("127.0.0.1:%d", s.FreePort())
 	db := s.PG.URL("postgres")

@@ -18,7 +18,8 @@ import (
 
 // System is what test/chaos and test/partition share of a Drove run as
 // separate programs: its processes, the brokers and the Postgres the test
-// started for them, and what a failure keeps of them.
+// started for them (testenv.OwnPostgres), and what a failure keeps of
+// them.
 type System struct {
 	T       *testing.T
 	Name    string // the test's kind (chaos, partition): names its kept logs
@@ -29,31 +30,6 @@ type System struct {
 	PG      *embedded.PostgresServer
 	Procs   []*Proc
 	kept    bool
-}
-
-// StartPostgres starts a Postgres of the test's own, one it may kill: on
-// port and in dir to start it again on the same data after a crash, or on
-// a free port in a new directory (port 0, dir "").
-func (s *System) StartPostgres(port int, dir string) *embedded.PostgresServer {
-	t := s.T
-	t.Helper()
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "drove-"+s.Name+"-pg-"); err != nil {
-			t.Fatal(err)
-		}
-		// The server may run as the postgres user: it must reach dir.
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	}
-	pg, err := embedded.StartPostgres(context.Background(), embedded.Postgres{Dir: dir, Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Stop() })
-	return pg
 }
 
 // WaitFor polls cond until it holds; past d it keeps the logs, shows each
