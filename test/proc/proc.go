@@ -42,6 +42,7 @@ func (p *Proc) Start(t *testing.T) {
 	fmt.Fprintf(f, "---- started %s\n", time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", p.Name, err)
 	}
