@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -55,8 +56,36 @@ func EnsureZFS(ctx context.Context) error {
 }
 
 func zpoolAnswers(ctx context.Context) error {
-	_, err := zfsRun(ctx, "zpool", "list", "-H", "-o", "name")
+	_, err := poolNames(ctx)
 	return err
+}
+
+// poolNames lists the imported pools. zfs-fuse's zpool aborts now and then
+// ("internal error: Invalid argument", SIGABRT) when another process
+// creates, imports or destroys a pool while it lists them; a list changes
+// nothing, so one that died that way is run again, up to listTries times.
+func poolNames(ctx context.Context) ([]string, error) {
+	for try := 1; ; try++ {
+		out, err := zfsRun(ctx, "zpool", "list", "-H", "-o", "name")
+		if err == nil {
+			return strings.Fields(out), nil
+		}
+		if !aborted(err) || try == listTries {
+			return nil, err
+		}
+	}
+}
+
+const listTries = 3
+
+// aborted says whether a command failed by dying of SIGABRT.
+func aborted(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGABRT
 }
 
 // zfsRun runs a zfs or zpool command with zfsTimeout and returns its
@@ -68,7 +97,7 @@ func zfsRun(ctx context.Context, name string, args ...string) (string, error) {
 	c := exec.CommandContext(ctx, name, args...)
 	c.Stdout, c.Stderr = &stdout, &stderr
 	if err := c.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return stdout.String(), nil
 }
@@ -132,11 +161,11 @@ func OpenPool(ctx context.Context, p Pool) (created bool, err error) {
 // poolFile returns the file an imported pool lives on, and whether a
 // pool of that name is imported at all.
 func poolFile(ctx context.Context, name string) (string, bool, error) {
-	out, err := zfsRun(ctx, "zpool", "list", "-H", "-o", "name")
+	names, err := poolNames(ctx)
 	if err != nil {
 		return "", false, err
 	}
-	if !contains(strings.Fields(out), name) {
+	if !contains(names, name) {
 		return "", false, nil
 	}
 	st, err := zfsRun(ctx, "zpool", "status", name)
