@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,25 +16,8 @@ import (
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
+	"github.com/drovehq/drove/test/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer dev writes to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDevOnApacheKafkaKeepsItsLogAcrossRestarts runs drove dev --kafka
 // apache on a new directory, waits until the API answers, stops it, and
@@ -75,7 +56,7 @@ func runDevOnce(t *testing.T, dir string) (string, int) {
 	f := devFlags{dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), kafka: kafkaApache, pgPort: pgPort,
 		logLevel: "error", driver: "sim", partitions: 3}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errs syncBuffer
+	var out, errs syncbuf.Buffer
 	done := make(chan error, 1)
 	began := time.Now()
 	go func() { done <- f.dev(ctx, &out, &errs) }()
@@ -99,7 +80,7 @@ func runDevOnce(t *testing.T, dir string) (string, int) {
 }
 
 // waitAPI polls the gateway until it lists nodes, within a deadline.
-func waitAPI(t *testing.T, addr string, done chan error, errs *syncBuffer) {
+func waitAPI(t *testing.T, addr string, done chan error, errs *syncbuf.Buffer) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	var last string

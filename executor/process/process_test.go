@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/process"
+	"github.com/drovehq/drove/test/syncbuf"
 )
 
 func newNode(t *testing.T, name string, command func(string) ([]string, error)) *process.Driver {
@@ -141,31 +141,12 @@ func TestCancelBeforeHandoffLeavesTheSourceAlone(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the driver's goroutines may write to while
-// the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A process that ends on its own after its start was called good is
 // reported, with how it ended; one that Stop ends is not.
 func TestUnexpectedExitIsReported(t *testing.T) {
 	dir := t.TempDir()
 	trigger := filepath.Join(dir, "exit-now")
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	d, err := process.New(process.Config{Node: "pa", Dir: dir, StopTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Command: func(inst string) ([]string, error) {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +21,8 @@ import (
 	"github.com/drovehq/drove/gateway"
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/gateway/wire"
+	"github.com/drovehq/drove/test/syncbuf"
 )
-
-// lockedBuffer collects every component's log lines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestSecretsStaySecret runs the demo with authentication on and node
 // identities issued, uses it (an evacuation, refused and forged
@@ -55,7 +37,7 @@ func TestSecretsStaySecret(t *testing.T) {
 		ownerToken = "tok-owner-51ab07f3-secret"
 		forged     = "tok-forged-0c6e99aa-guess"
 	)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	pki := t.TempDir()
 	e := startWith(t, func(c *allinone.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
