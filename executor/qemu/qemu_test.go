@@ -157,6 +157,21 @@ func (m *move) receiveResult(t *testing.T) error {
 	}
 }
 
+// run runs op on its source and waits for the target's side; either
+// failing fails the test.
+func (m *move) run(t *testing.T, ctx context.Context, op executor.Op, from *node) executor.Result {
+	t.Helper()
+	res, err := from.d.Run(ctx, op, m.rec.report)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := m.receiveResult(t); err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	t.Logf("result: %+v", res)
+	return res
+}
+
 func start(t *testing.T, n *node, inst string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -209,14 +224,7 @@ func TestLiveMigrationMovesTheRunningVM(t *testing.T) {
 	defer cancel()
 	op := migrateOp(inst, a, b)
 	m := startMove(t, ctx, &op, a, b)
-	res, err := a.d.Run(ctx, op, m.rec.report)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if err := m.receiveResult(t); err != nil {
-		t.Fatalf("Receive: %v", err)
-	}
-	t.Logf("result: %+v", res)
+	res := m.run(t, ctx, op, a)
 	if res.Downtime <= 0 {
 		t.Errorf("downtime %v, want > 0", res.Downtime)
 	}
@@ -387,14 +395,7 @@ func TestPostCopyFinishesANonConvergingMigration(t *testing.T) {
 		})
 		cancel()
 	}()
-	res, err := a.d.Run(ctx, op, m.rec.report)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if err := m.receiveResult(t); err != nil {
-		t.Fatalf("Receive: %v", err)
-	}
-	t.Logf("result: %+v", res)
+	res := m.run(t, ctx, op, a)
 	if got := m.rec.statuses[a.name]; len(got) != 1 || got[0] != events.StatusPaused {
 		t.Errorf("source statuses mid-move %v, want [paused]", got)
 	}
@@ -424,14 +425,7 @@ func TestFailoverStopsTheVMAndBootsItOnTheTarget(t *testing.T) {
 	op := migrateOp(inst, a, b)
 	op.Kind = events.OpInstanceFailover
 	m := startMove(t, ctx, &op, a, b)
-	res, err := a.d.Run(ctx, op, m.rec.report)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if err := m.receiveResult(t); err != nil {
-		t.Fatalf("Receive: %v", err)
-	}
-	t.Logf("result: %+v", res)
+	m.run(t, ctx, op, a)
 	if !gone(srcPid) {
 		t.Error("the source QEMU still runs")
 	}

@@ -212,10 +212,5 @@ func TestMigrationTargetRefusesAClientWithoutCertificate(t *testing.T) {
 	} else {
 		t.Logf("refused: %v", err)
 	}
-	if _, err := a.d.Run(ctx, op, m.rec.report); err != nil {
-		t.Fatalf("the move after the refused client: %v", err)
-	}
-	if err := m.receiveResult(t); err != nil {
-		t.Fatalf("Receive: %v", err)
-	}
+	m.run(t, ctx, op, a) // the move after the refused client
 }
