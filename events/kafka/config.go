@@ -64,8 +64,9 @@ type Config struct {
 	// the loss of a broker; else 1.
 	MinInsyncReplicas int
 	// MaxRecordBytes bounds one event in the log: topics are created with
-	// it as max.message.bytes, producers batch up to it, and Append refuses
-	// a larger event before writing anything. Default 8 MiB, enough for
+	// it as max.message.bytes, every client of the Config reads and writes
+	// records up to it, and Append refuses a larger event before writing
+	// anything. Default 8 MiB, enough for
 	// the plan of a request of tens of thousands of instances.
 	MaxRecordBytes int
 	// AwaitVisible makes an append return only once read-committed
@@ -193,7 +194,11 @@ func (c Config) clientOpts() []kgo.Opt {
 		kgo.ClientID(c.ClientID),
 		kgo.DialTimeout(c.DialTimeout),
 		kgo.FetchMaxWait(c.FetchMaxWait),
+		// A client reads and writes records up to the bound its topics
+		// are created with (franz-go's default is 1 MB each way), so a
+		// copy of a log takes every record the log holds.
 		kgo.FetchMaxPartitionBytes(int32(c.MaxRecordBytes)),
+		kgo.ProducerBatchMaxBytes(int32(c.MaxRecordBytes)),
 		// franz-go answers a metadata request from its cache for 5 s by
 		// default, and refreshes no sooner after an error: a topic just
 		// created stayed unknown 5 s to EnsureTopics on Apache Kafka, and

@@ -50,7 +50,6 @@ func NewProducer(cfg Config) (*Producer, error) {
 	opts := append(cfg.clientOpts(),
 		kgo.TransactionalID(cfg.wire(cfg.TransactionalID)),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
-		kgo.ProducerBatchMaxBytes(int32(cfg.MaxRecordBytes)),
 		// Kafka's own key partitioner, named so that PartitionOf computes
 		// the partition an event lands in with the same code.
 		kgo.RecordPartitioner(partitioner),

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -325,7 +326,9 @@ func TestReaderPicksUpNewPartitions(t *testing.T) {
 
 // TestWriteRecordsCopiesWhatReaderReads: records written as given come
 // back from a Reader as given, headers and timestamps included, each in
-// the partition it named and in order there.
+// the partition it named and in order there; one larger than a megabyte
+// (franz-go's default batch, which Apache Kafka's default record bound
+// matches) too, as the log may hold one up to MaxRecordBytes.
 func TestWriteRecordsCopiesWhatReaderReads(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -337,6 +340,7 @@ func TestWriteRecordsCopiesWhatReaderReads(t *testing.T) {
 			Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint("v", i)), Time: at.Add(time.Duration(i) * time.Millisecond),
 			Headers: []Header{{Key: "h", Value: []byte(fmt.Sprint(i))}, {Key: "empty"}}})
 	}
+	want[5].Value = bytes.Repeat([]byte("x"), 3<<19)
 	if err := WriteRecords(ctx, cfg, want); err != nil {
 		t.Fatal(err)
 	}
