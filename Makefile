@@ -53,15 +53,12 @@ fuzz: ## run each fuzzer for a while (FUZZTIME=60s)
 
 HAIL ?= /usr/lib/ganeti/iallocators/hail
 
-bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log, Drove at fleet scale (10,000 nodes, 100,000 instances, a 1,000,000-event log), a move through Drove vs a bare zfs send | receive, a migration through the whole system over HTTP, and the downtime of live QEMU migrations (shared storage, zfs-local hand-over), each kind of move's downtime as its workload saw it, as Drove reported it and as predicted before it (downtime.json), evacuation makespans against their lower bound, and Drove on real Apache Kafka vs kfake (fold rate, request to first opcode, planner takeover, broker kill to append), and load held (200 writes, 500 watchers, readers at once: latencies, memory) (BENCHFLAGS=-quick: short)
-	@[ -x $(HAIL) ] || { s=; [ "$$(id -u)" -eq 0 ] || s=sudo; \
-	  echo "bench: installing ganeti-htools (hail)"; \
-	  $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -qq ganeti-htools; }
+bench: build ## measure: the planner vs Ganeti's hail (~10 min), the projector's fold of a 100,000-event log on Apache Kafka, Drove at fleet scale (10,000 nodes, 100,000 instances, a 1,000,000-event log), a move through Drove vs a bare zfs send | receive, a migration through the whole system over HTTP, and the downtime of live QEMU migrations (shared storage, zfs-local hand-over), each kind of move's downtime as its workload saw it, as Drove reported it and as predicted before it (downtime.json), evacuation makespans against their lower bound, and Drove on real Apache Kafka vs kfake (fold rate, request to first opcode, planner takeover, broker kill to append), and load held (200 writes, 500 watchers, readers at once: latencies, memory) (BENCHFLAGS=-quick: short)
+	@bash test/tools/deps.sh # hail, Apache Kafka, zfs-fuse, QEMU: what the benches run beside Drove
 	$(GO) run ./test/bench/planner -hail $(HAIL) -drove-bin $(BIN) $(BENCHFLAGS)
 	$(GO) run ./test/bench/projector $(filter -quick,$(BENCHFLAGS))
 	$(GO) run ./test/bench/fleet -drove-bin $(BIN) $(filter -quick,$(BENCHFLAGS))
 	$(GO) run ./test/bench/makespan
-	@bash test/tools/deps.sh
 	$(GO) run ./test/bench/kafka -drove-bin $(BIN) $(filter -quick,$(BENCHFLAGS))
 	$(GO) run ./test/bench/zfs
 	$(GO) run ./test/bench/live
