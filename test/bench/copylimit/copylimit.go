@@ -1,14 +1,14 @@
 // Package copylimit measures the physical limit the projector's fold is
 // held against (issue 32): Postgres taking the fold's event_log rows
 // without any logic. The live fold's rows are read back in binary and
-// COPYed, in one statement, into an empty table with event_log's columns
-// and nothing else (no index, no sequence, no constraint): the figure the
-// projector's rates are divided by, measured in the same run, because on
-// a shared machine an absolute figure says as much about the neighbours
-// as about the code. The same rows into a table of event_log's whole
-// shape (a schema built by projector.ApplySchema: its sequence,
-// constraint and indexes, which the projector must maintain) are
-// measured too: that is what the log alone costs the fold.
+// COPYed, in one statement, into an empty table of event_log's shape (a
+// schema built by projector.ApplySchema: its columns, sequence, keys and
+// indexes, which the fold must keep too): the figure the projector's
+// rates are divided by, measured in the same run, because on a shared
+// machine an absolute figure says as much about the neighbours as about
+// the code. The same rows into a bare table (event_log's columns and
+// nothing else: no index, no sequence, no constraint) are measured too,
+// the stricter figure: what the heap alone takes.
 package copylimit
 
 import (

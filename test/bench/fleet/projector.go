@@ -36,7 +36,13 @@ func (w *world) projector(ctx context.Context, r *result) error {
 	if err := projector.ApplySchema(ctx, pool, "drove"); err != nil {
 		return err
 	}
-	pcfg := projector.Config{Kafka: kafka.Config{Brokers: w.brokers, FetchMaxWait: 100 * time.Millisecond, Logger: w.quiet},
+	brokers, what, stopBroker, err := w.foldBrokers(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopBroker()
+	r.note(w.out, "projector_live_eps", "folded from %s", what)
+	pcfg := projector.Config{Kafka: kafka.Config{Brokers: brokers, FetchMaxWait: 100 * time.Millisecond, Logger: w.quiet},
 		LagInterval: time.Second, ReplayWait: time.Minute, Logger: w.quiet}
 	p, err := projector.New(pcfg, pool)
 	if err != nil {
@@ -46,7 +52,7 @@ func (w *world) projector(ctx context.Context, r *result) error {
 	done := make(chan error, 1)
 	began := time.Now()
 	go func() { done <- p.Run(rctx) }()
-	folded, last, err := w.waitFolded(ctx, pool, done)
+	folded, last, err := w.waitFolded(ctx, brokers, pool, done)
 	cancel()
 	if rerr := <-done; err == nil && rerr != nil {
 		err = rerr
@@ -59,14 +65,22 @@ func (w *world) projector(ctx context.Context, r *result) error {
 	fmt.Fprintf(w.out, "projector folded %d events from zero in %.1fs: %.0f events/s\n", folded, last.Sub(began).Seconds(), live)
 	lim := w.copyLimit(ctx, pool, pg.DataDir, r)
 
-	rep, err := projector.Replay(ctx, pcfg, pool)
+	// The replay runs on connections of its own, as `drove replay` does
+	// (test/bench/projector's replayOwnPool says why).
+	rpool, err := pgxpool.New(ctx, pg.URL("drove"))
+	if err != nil {
+		return err
+	}
+	defer rpool.Close()
+	rep, err := projector.Replay(ctx, pcfg, rpool)
 	if err != nil {
 		r.note(w.out, "projector_replay_eps", "%v", err)
 		return nil
 	}
 	r.ProjectorReplayEPS = f64(float64(rep.Events) / rep.FoldDuration.Seconds())
 	if lim != nil {
-		r.ProjectorReplayRatioToCopy = f64(*r.ProjectorReplayEPS / lim.RowsPerSec)
+		r.ProjectorReplayRatioToCopy = f64(*r.ProjectorReplayEPS / lim.ShapeRowsPerSec)
+		r.ProjectorReplayRatioToBareCopy = f64(*r.ProjectorReplayEPS / lim.RowsPerSec)
 	}
 	fmt.Fprintf(w.out, "projector replay: %d events in %.1fs: %.0f events/s, equal to live: %v\n",
 		rep.Events, rep.FoldDuration.Seconds(), *r.ProjectorReplayEPS, rep.Equal)
@@ -88,8 +102,9 @@ func (w *world) copyLimit(ctx context.Context, pool *pgxpool.Pool, pgData string
 		r.note(w.out, "copy_rows_per_s", "%v", err)
 		return nil
 	}
-	r.CopyRowsPerS, r.CopySameShapeRowsPerS = f64(lim.RowsPerSec), f64(lim.ShapeRowsPerSec)
-	r.ProjectorLiveRatioToCopy = f64(*r.ProjectorLiveEPS / lim.RowsPerSec)
+	r.CopyRowsPerS, r.BareCopyRowsPerS = f64(lim.ShapeRowsPerSec), f64(lim.RowsPerSec)
+	r.ProjectorLiveRatioToCopy = f64(*r.ProjectorLiveEPS / lim.ShapeRowsPerSec)
+	r.ProjectorLiveRatioToBareCopy = f64(*r.ProjectorLiveEPS / lim.RowsPerSec)
 	fmt.Fprintf(w.out, "COPY of the %d event_log rows: %.0f rows/s into a bare table (runs %.0f), %.0f into event_log's shape (runs %.0f)\n",
 		lim.Rows, lim.RowsPerSec, lim.Runs, lim.ShapeRowsPerSec, lim.ShapeRuns)
 	return lim
@@ -104,8 +119,8 @@ const copyRuns = 3
 // record may be a transaction's commit marker, which the projector need
 // not pass: one short of the end counts when the offsets stood still for
 // 3 s (a pause alone does not: a loaded machine stalls the fold).
-func (w *world) waitFolded(ctx context.Context, pool *pgxpool.Pool, done <-chan error) (int64, time.Time, error) {
-	ends, err := kafka.Ends(ctx, kafka.Config{Brokers: w.brokers}, events.Topics()...)
+func (w *world) waitFolded(ctx context.Context, brokers []string, pool *pgxpool.Pool, done <-chan error) (int64, time.Time, error) {
+	ends, err := kafka.Ends(ctx, kafka.Config{Brokers: brokers}, events.Topics()...)
 	if err != nil {
 		return 0, time.Now(), err
 	}
