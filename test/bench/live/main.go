@@ -1,7 +1,8 @@
 // Command live measures the switchover downtime and the total time of a
-// live per-instance migration of a QEMU VM through the whole system
-// (embedded broker and Postgres, projector, planner service, one executor
-// per node, gateway; driven over HTTP, automatic mode):
+// live per-instance migration of a QEMU VM through the whole system (an
+// Apache Kafka broker and the embedded Postgres, projector, planner
+// service, one executor per node, gateway; driven over HTTP, automatic
+// mode):
 //
 //   - shared: a VM on shared storage (rbd: one disk directory both nodes
 //     reach), moved by the QEMU driver's live phases;

@@ -1,7 +1,7 @@
 // Package system is what the benchmarks that drive Drove's whole system
-// over HTTP (live, zfs) share: starting it over an embedded broker and
-// Postgres (deploy/allinone's services, the gateway behind a local HTTP
-// server) and running an automatic per-instance migration through it as
+// over HTTP (live, zfs) share: starting it over a real Apache Kafka
+// broker and the embedded Postgres (deploy/allinone's services, the
+// gateway behind a local HTTP server) and running an automatic per-instance migration through it as
 // a user would.
 package system
 
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
+	"github.com/drovehq/drove/deploy/apachekafka"
 	"github.com/drovehq/drove/deploy/embedded"
 	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor"
@@ -29,7 +30,7 @@ import (
 // System is the whole system, running until Stop.
 type System struct {
 	API     *client.Client
-	Brokers []string // the embedded broker's, to read the log directly
+	Brokers []string // the broker's, to read the log directly
 	stop    func()
 }
 
@@ -40,28 +41,29 @@ func Start(ctx context.Context, tmp string, seed *planner.Cluster, driver func(c
 	for d := tmp; d != "/" && d != filepath.Dir(os.TempDir()); d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755) // Postgres runs as postgres when we are root
 	}
-	broker, err := embedded.StartBroker(embedded.Broker{Dir: filepath.Join(tmp, "kafka"), Logger: quiet})
+	broker, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(tmp, "kafka")})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (make test-deps fetches Apache Kafka)", err)
 	}
+	stopBroker := func() { _ = broker.Stop(10 * time.Second) }
 	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
 	if err != nil {
-		broker.Stop()
+		stopBroker()
 		return nil, err
 	}
-	stopInfra := func() { _ = pg.Stop(); broker.Stop() }
+	stopInfra := func() { _ = pg.Stop(); stopBroker() }
 	if err := pg.EnsureDatabase(ctx, "drove"); err != nil {
 		stopInfra()
 		return nil, err
 	}
-	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Addrs()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
+	sys, err := allinone.Start(ctx, allinone.Config{Kafka: kafka.Config{Brokers: broker.Brokers()}, DatabaseURL: pg.URL("drove"), Logger: quiet,
 		Seed: func() *planner.Cluster { return seed }, Driver: driver})
 	if err != nil {
 		stopInfra()
 		return nil, err
 	}
 	srv := httptest.NewServer(sys.Handler)
-	return &System{API: client.New(srv.URL, "bench"), Brokers: broker.Addrs(), stop: func() {
+	return &System{API: client.New(srv.URL, "bench"), Brokers: broker.Brokers(), stop: func() {
 		srv.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

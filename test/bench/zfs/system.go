@@ -26,8 +26,8 @@ import (
 	"github.com/drovehq/drove/test/zfsenv"
 )
 
-// The per-instance migration through the whole system: the embedded
-// broker and Postgres, the projector, the planner service (its migration
+// The per-instance migration through the whole system: an Apache Kafka
+// broker and the embedded Postgres, the projector, the planner service (its migration
 // coordinator), one executor per node with the ZFS driver and the process
 // runtime, and the gateway, driven over HTTP as a user would. The
 // instance is a zfs-local dataset of sizeMiB whose process rewrites
