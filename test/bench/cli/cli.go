@@ -33,6 +33,29 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// The brokers a bench's -kafka flag names: a real Apache Kafka broker
+// the bench starts (make test-deps fetches it), or franz-go's kfake in the
+// bench's own process.
+const (
+	KafkaApache   = "apache"
+	KafkaEmbedded = "embedded"
+)
+
+// KafkaFlag defines -kafka on fs, Apache Kafka by default; what says what
+// the broker is for. Check the value with CheckKafka.
+func KafkaFlag(fs *flag.FlagSet, what string) *string {
+	return fs.String("kafka", KafkaApache, fmt.Sprintf("%s: %s (a real Apache Kafka broker; make test-deps fetches it) or %s (franz-go's kfake)",
+		what, KafkaApache, KafkaEmbedded))
+}
+
+// CheckKafka returns what is wrong with a -kafka value, "" if nothing.
+func CheckKafka(v string) string {
+	if v == KafkaApache || v == KafkaEmbedded {
+		return ""
+	}
+	return fmt.Sprintf("-kafka %q: want %s or %s", v, KafkaApache, KafkaEmbedded)
+}
+
 // Flags reads a bench's configuration with parse. When ok is false the
 // bench must exit with code: 0 after -h (the flag package printed the
 // usage), 2 after a bad flag, which Flags printed to stderr as

@@ -48,3 +48,21 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+func TestKafkaFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+		bad  bool
+	}{{nil, KafkaApache, false}, {[]string{"-kafka", "embedded"}, KafkaEmbedded, false}, {[]string{"-kafka", "kfake"}, "kfake", true}} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		v := KafkaFlag(fs, "the broker")
+		if err := fs.Parse(tc.args); err != nil || *v != tc.want {
+			t.Fatalf("%v: -kafka %q, %v; want %q", tc.args, *v, err, tc.want)
+		}
+		if problem := CheckKafka(*v); (problem != "") != tc.bad || (tc.bad && !strings.Contains(problem, "want apache or embedded")) {
+			t.Errorf("%v: CheckKafka says %q", tc.args, problem)
+		}
+	}
+}

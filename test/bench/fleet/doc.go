@@ -14,7 +14,9 @@
 //     at least 1,000,000 events of history);
 //   - the projector's events/s, live (catching up from zero) and in replay,
 //     and each as a ratio to Postgres's COPY of the same event_log rows in
-//     the same run (test/bench/copylimit: issue 32's physical limit);
+//     the same run (test/bench/copylimit: issue 32's physical limit), the
+//     fold reading a copy of the log on a real Apache Kafka broker
+//     (mirror.go; -kafka embedded reads the fleet's own kfake);
 //   - peak RSS (VmHWM) of the planner service and of one executor process.
 //
 // A figure that cannot be measured (a plan that does not come within the

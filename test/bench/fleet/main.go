@@ -49,7 +49,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.runTimeout, "run-timeout", 3*time.Minute, "how long the evacuation may run for the fetch measure")
 	fs.StringVar(&cfg.droveBin, "drove-bin", "", "the drove binary to run the planner and one executor from; empty: built into a temporary directory")
 	fs.StringVar(&cfg.out, "out", "test/bench/results/fleet.json", "where to write the figures as JSON")
-	fs.StringVar(&cfg.kafka, "kafka", kafkaApache, "the broker the projector's fold reads the log from: apache (a real Apache Kafka broker the log is copied onto; make test-deps fetches it) or embedded (the fleet's own kfake)")
+	kafkaFlag := cli.KafkaFlag(fs, "the broker the projector's fold reads the log from (apache: a copy of the fleet's log; embedded: the fleet's own)")
 	if err := cli.Parse(fs, args); err != nil {
 		return cfg, err
 	}
@@ -76,8 +76,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.perNode < 1 || cfg.partitions < 1 || cfg.executors < 1 || cfg.evacuate < 1 || cfg.wave < 1 {
 		probs = append(probs, "-instances-per-node, -partitions, -executors, -evacuate and -start-wave must be positive")
 	}
-	if cfg.kafka != kafkaApache && cfg.kafka != kafkaEmbedded {
-		probs = append(probs, fmt.Sprintf("-kafka %q: want %s or %s", cfg.kafka, kafkaApache, kafkaEmbedded))
+	cfg.kafka = *kafkaFlag
+	if p := cli.CheckKafka(cfg.kafka); p != "" {
+		probs = append(probs, p)
 	}
 	if cfg.executors > cfg.nodes {
 		probs = append(probs, "-executors must not exceed -nodes (they run on the first nodes)")

@@ -11,12 +11,7 @@ import (
 	"github.com/drovehq/drove/deploy/apachekafka"
 	"github.com/drovehq/drove/events"
 	"github.com/drovehq/drove/events/kafka"
-)
-
-// The brokers -kafka names for the projector's fold.
-const (
-	kafkaApache   = "apache"
-	kafkaEmbedded = "embedded"
+	"github.com/drovehq/drove/test/bench/cli"
 )
 
 // mirrorBatch is how many records go to the broker in one produce: a few
@@ -33,7 +28,7 @@ const mirrorBatch = 50_000
 // on the engine Drove is built on. what says which broker it is; stop
 // stops it.
 func (w *world) foldBrokers(ctx context.Context) (brokers []string, what string, stop func(), err error) {
-	if w.cfg.kafka == kafkaEmbedded {
+	if w.cfg.kafka == cli.KafkaEmbedded {
 		return w.brokers, "the fleet's embedded broker (kfake)", func() {}, nil
 	}
 	began := time.Now()

@@ -81,8 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.skipLive, "skip-live", false, "skip the live projector's catch-up (and so the replay's comparison and the COPY limit)")
 	fs.BoolVar(&cfg.skipAudit, "skip-audit", false, "skip the auditor's figures (point in time, notary, verify-log)")
 	fs.IntVar(&cfg.copyRuns, "copy-runs", 3, "COPYs of the event_log rows measured for the physical limit (the median is used)")
-	fs.StringVar(&cfg.kafka, "kafka", kafkaApache,
-		"the broker the bench starts: apache (a real Apache Kafka broker; make test-deps fetches it) or embedded (franz-go's kfake, in this process)")
+	kafkaFlag := cli.KafkaFlag(fs, "the broker the bench starts")
 	brokers := fs.String("brokers", os.Getenv("DROVE_BENCH_BROKERS"),
 		"comma-separated Kafka brokers with empty Drove topics to use instead of a broker the bench starts (env DROVE_BENCH_BROKERS)")
 	fs.StringVar(&cfg.postgres, "postgres", "", "URL of an empty database to use instead of the embedded server")
@@ -93,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if *quick {
 		cfg.events = 10_000
 	}
+	cfg.kafka = *kafkaFlag
 	if *brokers != "" {
 		cfg.brokers = strings.Split(*brokers, ",")
 	}
@@ -109,8 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.copyRuns < 1 {
 		probs = append(probs, "-copy-runs must be at least 1")
 	}
-	if cfg.kafka != kafkaApache && cfg.kafka != kafkaEmbedded {
-		probs = append(probs, fmt.Sprintf("-kafka %q: want %s or %s", cfg.kafka, kafkaApache, kafkaEmbedded))
+	if p := cli.CheckKafka(cfg.kafka); p != "" {
+		probs = append(probs, p)
 	}
 	if len(probs) > 0 {
 		return cfg, errors.New(strings.Join(probs, "; "))
@@ -323,19 +323,13 @@ func startServices(ctx context.Context, cfg config, quiet *slog.Logger) (*benchE
 	return e, nil
 }
 
-// The brokers -kafka names.
-const (
-	kafkaApache   = "apache"
-	kafkaEmbedded = "embedded"
-)
-
 // startBroker uses the brokers the flags give, or starts the one -kafka
 // names in dir.
 func (e *benchEnv) startBroker(ctx context.Context, cfg config, dir string, quiet *slog.Logger) error {
 	switch {
 	case len(cfg.brokers) > 0:
 		e.brokers, e.broker = cfg.brokers, strings.Join(cfg.brokers, ",")
-	case cfg.kafka == kafkaEmbedded:
+	case cfg.kafka == cli.KafkaEmbedded:
 		b, err := embedded.StartBroker(embedded.Broker{Dir: dir, Logger: quiet})
 		if err != nil {
 			return err
