@@ -1,8 +1,8 @@
 // Package system is what the benchmarks that drive Drove's whole system
 // over HTTP (live, zfs) share: starting it over a real Apache Kafka
 // broker and the embedded Postgres (deploy/allinone's services, the
-// gateway behind a local HTTP server) and running an automatic per-instance migration through it as
-// a user would.
+// gateway behind a local HTTP server) and running an automatic
+// per-instance migration through it as a user would.
 package system
 
 import (
