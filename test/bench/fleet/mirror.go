@@ -34,7 +34,7 @@ func (w *world) foldBrokers(ctx context.Context) (brokers []string, what string,
 	began := time.Now()
 	c, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(w.tmp, "apache")})
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("%w (make test-deps fetches Apache Kafka; -kafka embedded folds from kfake)", err)
+		return nil, "", nil, fmt.Errorf("%w (-kafka embedded folds from kfake)", err)
 	}
 	stop = func() { _ = c.Stop(10 * time.Second) }
 	n, err := mirror(ctx, kafka.Config{Brokers: w.brokers, Logger: w.quiet}, c.Config(), w.cfg.partitions)

@@ -43,7 +43,7 @@ func Start(ctx context.Context, tmp string, seed *planner.Cluster, driver func(c
 	}
 	broker, err := apachekafka.Start(ctx, apachekafka.Options{Dir: filepath.Join(tmp, "kafka")})
 	if err != nil {
-		return nil, fmt.Errorf("%w (make test-deps fetches Apache Kafka)", err)
+		return nil, err // it says how to fetch the broker
 	}
 	stopBroker := func() { _ = broker.Stop(10 * time.Second) }
 	pg, err := embedded.StartPostgres(ctx, embedded.Postgres{Dir: filepath.Join(tmp, "pg")})
