@@ -149,15 +149,7 @@ func replaceDisks(instance, from, to string) events.Opcode {
 // read returns every committed event of topic.
 func (w *world) read(topic string) []events.Envelope {
 	w.t.Helper()
-	recs, err := kafka.ReadAll(w.ctx, w.kcfg, topic)
-	if err != nil {
-		w.t.Fatalf("ReadAll(%s): %v", topic, err)
-	}
-	out := make([]events.Envelope, len(recs))
-	for i, r := range recs {
-		out[i] = r.Event
-	}
-	return out
+	return testenv.Envelopes(w.t, w.ctx, w.kcfg, topic)
 }
 
 // waitFor polls topic until cond holds on its events.

@@ -269,16 +269,7 @@ func TestARestartedSourceRunsNoPhaseThePlannerCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.wg.Wait()
-	recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ends []events.MigrationPhaseEnded
-	for _, r := range recs {
-		if p, err := events.As[events.MigrationPhaseEnded](r.Event); err == nil {
-			ends = append(ends, p)
-		}
-	}
+	ends := testenv.Read[events.MigrationPhaseEnded](t, ctx, kcfg, nil)
 	if len(ends) != 1 || ends[0].Seq != 2 || ends[0].Status != events.JobCanceled || !strings.Contains(ends[0].Error, "declared this node lost") {
 		t.Fatalf("phase ends %+v; want the cancel's alone, canceled, saying the node was declared lost", ends)
 	}

@@ -93,49 +93,36 @@ func runExecutors(t *testing.T, ctx context.Context, kcfg kafka.Config, nodes ..
 
 // waitOpcodeEnded polls the log until an opcode ends on node.
 func waitOpcodeEnded(t *testing.T, ctx context.Context, kcfg kafka.Config, node string) *events.OpcodeEnded {
-	var ended *events.OpcodeEnded
-	for ended == nil {
-		recs, err := kafka.ReadAll(ctx, kcfg, events.TopicOpcodes)
-		if err != nil {
-			t.Fatal(err)
+	t.Helper()
+	onNode := func(e events.OpcodeEnded) bool { return e.Node == node }
+	for {
+		if ended := testenv.Read(t, ctx, kcfg, onNode); len(ended) > 0 {
+			return &ended[len(ended)-1]
 		}
-		for _, r := range recs {
-			if e, err := events.As[events.OpcodeEnded](r.Event); err == nil && e.Node == node {
-				ended = &e
-			}
-		}
-		if ended == nil {
-			select {
-			case <-ctx.Done():
-				t.Fatal("the migrate did not end in time")
-			case <-time.After(100 * time.Millisecond): // polling the log with a deadline
-			}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the migrate did not end in time")
+		case <-time.After(100 * time.Millisecond): // polling the log with a deadline
 		}
 	}
-	return ended
 }
 
 // checkProgressLog checks the progress topic: inst ended down on src and up
 // on dst, its End is successful and gives the downtime, and its progress
 // carried the guest's memory at some rate.
 func checkProgressLog(t *testing.T, ctx context.Context, kcfg kafka.Config, inst, src, dst string) {
-	recs, err := kafka.ReadAll(ctx, kcfg, events.TopicProgress)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Helper()
 	final := map[string]events.NodeMoveStatus{}
+	for _, s := range testenv.Read(t, ctx, kcfg, func(s events.MoveStatusReported) bool { return s.Instance == inst }) {
+		final[s.Node] = s.Status
+	}
 	var end events.End
+	if ends := testenv.Read(t, ctx, kcfg, func(e events.End) bool { return e.Instance == inst }); len(ends) > 0 {
+		end = ends[len(ends)-1]
+	}
 	var maxBytes, maxRate int64
-	for _, r := range recs {
-		if s, err := events.As[events.MoveStatusReported](r.Event); err == nil && s.Instance == inst {
-			final[s.Node] = s.Status
-		}
-		if e, err := events.As[events.End](r.Event); err == nil && e.Instance == inst {
-			end = e
-		}
-		if p, err := events.As[events.Progress](r.Event); err == nil && p.Instance == inst {
-			maxBytes, maxRate = max(maxBytes, p.Current), max(maxRate, p.BytesPerSecond)
-		}
+	for _, p := range testenv.Read(t, ctx, kcfg, func(p events.Progress) bool { return p.Instance == inst }) {
+		maxBytes, maxRate = max(maxBytes, p.Current), max(maxRate, p.BytesPerSecond)
 	}
 	if final[src] != events.StatusDown || final[dst] != events.StatusUp {
 		t.Errorf("final statuses %v, want %s down and %s up", final, src, dst)

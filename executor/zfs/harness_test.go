@@ -136,15 +136,10 @@ func (n *node) shutdown(t *testing.T) {
 // ended waits for the OpcodeEnded of job from node and returns it.
 func (w *world) ended(job int, node string) events.OpcodeEnded {
 	w.t.Helper()
+	ofJob := func(e events.OpcodeEnded) bool { return e.Job == job && e.Node == node }
 	for {
-		recs, err := kafka.ReadAll(w.ctx, w.kcfg, events.TopicOpcodes)
-		if err != nil {
-			w.t.Fatalf("read opcodes: %v", err)
-		}
-		for _, r := range recs {
-			if e, err := events.As[events.OpcodeEnded](r.Event); err == nil && e.Job == job && e.Node == node {
-				return e
-			}
+		if ended := testenv.Read(w.t, w.ctx, w.kcfg, ofJob); len(ended) > 0 {
+			return ended[0]
 		}
 		select {
 		case <-w.ctx.Done():
@@ -157,17 +152,7 @@ func (w *world) ended(job int, node string) events.OpcodeEnded {
 // progress returns the Progress events of node so far.
 func (w *world) progress(node string) []events.Progress {
 	w.t.Helper()
-	recs, err := kafka.ReadAll(w.ctx, w.kcfg, events.TopicProgress)
-	if err != nil {
-		w.t.Fatalf("read progress: %v", err)
-	}
-	var ps []events.Progress
-	for _, r := range recs {
-		if p, err := events.As[events.Progress](r.Event); err == nil && p.Node == node {
-			ps = append(ps, p)
-		}
-	}
-	return ps
+	return testenv.Read(w.t, w.ctx, w.kcfg, func(p events.Progress) bool { return p.Node == node })
 }
 
 // writer is the instance's workload: it appends pseudo-random data to a

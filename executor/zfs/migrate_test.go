@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/test/testenv"
 	"github.com/drovehq/drove/test/zfsenv"
@@ -57,15 +56,10 @@ func (m *migration) dispatch(phase string) int {
 // ended waits for the end of phase seq.
 func (m *migration) ended(seq int) events.MigrationPhaseEnded {
 	m.w.t.Helper()
+	ofPhase := func(e events.MigrationPhaseEnded) bool { return e.Migration == m.id && e.Seq == seq }
 	for {
-		recs, err := kafka.ReadAll(m.w.ctx, m.w.kcfg, events.TopicOpcodes)
-		if err != nil {
-			m.w.t.Fatalf("read opcodes: %v", err)
-		}
-		for _, r := range recs {
-			if e, err := events.As[events.MigrationPhaseEnded](r.Event); err == nil && e.Migration == m.id && e.Seq == seq {
-				return e
-			}
+		if ended := testenv.Read(m.w.t, m.w.ctx, m.w.kcfg, ofPhase); len(ended) > 0 {
+			return ended[0]
 		}
 		select {
 		case <-m.w.ctx.Done():
@@ -105,14 +99,9 @@ func (m *migration) sending(seq int, n int64) {
 // endMessage is the message of phase seq's End event.
 func (m *migration) endMessage(seq int) string {
 	m.w.t.Helper()
-	recs, err := kafka.ReadAll(m.w.ctx, m.w.kcfg, events.TopicProgress)
-	if err != nil {
-		m.w.t.Fatalf("read progress: %v", err)
-	}
-	for _, r := range recs {
-		if e, err := events.As[events.End](r.Event); err == nil && e.Request == m.id && e.Index == seq {
-			return e.Message
-		}
+	ofPhase := func(e events.End) bool { return e.Request == m.id && e.Index == seq }
+	if ends := testenv.Read(m.w.t, m.w.ctx, m.w.kcfg, ofPhase); len(ends) > 0 {
+		return ends[0].Message
 	}
 	return ""
 }

@@ -109,15 +109,7 @@ func (h *harness) appendEvent(p events.Payload, actor, why, request string) even
 
 func (h *harness) read(topic string) []events.Envelope {
 	h.t.Helper()
-	recs, err := kafka.ReadAll(h.ctx, h.kc, topic)
-	if err != nil {
-		h.t.Fatalf("ReadAll %s: %v", topic, err)
-	}
-	out := make([]events.Envelope, len(recs))
-	for i, r := range recs {
-		out[i] = r.Event
-	}
-	return out
+	return testenv.Envelopes(h.t, h.ctx, h.kc, topic)
 }
 
 // ofRequest returns the events of topic for request, of the given types

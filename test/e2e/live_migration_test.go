@@ -16,13 +16,13 @@ import (
 
 	"github.com/drovehq/drove/deploy/allinone"
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/gateway/wire"
 	"github.com/drovehq/drove/planner"
 	"github.com/drovehq/drove/planner/clustergen"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // Per-instance live migrations of a QEMU VM on shared storage (rbd),
@@ -203,15 +203,9 @@ func (l *liveEnv) loggedStatuses(id string) []string {
 	l.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	recs, err := kafka.ReadAll(ctx, l.kcfg, events.TopicProgress)
-	if err != nil {
-		l.t.Fatal(err)
-	}
 	var out []string
-	for _, r := range recs {
-		if s, err := events.As[events.MoveStatusReported](r.Event); err == nil && s.Request == id {
-			out = append(out, s.Node+" "+string(s.Status))
-		}
+	for _, s := range testenv.Read(l.t, ctx, l.kcfg, func(s events.MoveStatusReported) bool { return s.Request == id }) {
+		out = append(out, s.Node+" "+string(s.Status))
 	}
 	return out
 }

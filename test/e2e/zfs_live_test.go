@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
-	"github.com/drovehq/drove/events/kafka"
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/executor/zfs"
 	"github.com/drovehq/drove/gateway/client"
 	"github.com/drovehq/drove/gateway/wire"
+	"github.com/drovehq/drove/test/testenv"
 )
 
 // The live hand-over of a QEMU VM on zfs-local (zfs migrate_live.go),
@@ -168,6 +168,18 @@ func (zl *zlive) guestGap(node string) time.Duration {
 	return gap
 }
 
+// endMessage is the message of the End of request's move of the instance
+// ("" before it ends).
+func (zl *zlive) endMessage(t *testing.T, ctx context.Context, request string) string {
+	t.Helper()
+	ofMove := func(e events.End) bool { return e.Instance == zl.name && e.Request == request }
+	ends := testenv.Read(t, ctx, zl.kcfg, ofMove)
+	if len(ends) == 0 {
+		return ""
+	}
+	return ends[len(ends)-1].Message
+}
+
 func (zl *zlive) vmOn(node string) bool {
 	zl.t.Helper()
 	st, err := zl.drivers[node].Status(context.Background(), zl.name)
@@ -315,16 +327,7 @@ func TestZfsLiveEvacuation(t *testing.T) {
 	if zl.vmOn(zl.src) {
 		t.Errorf("the source VM still runs on %s", zl.src)
 	}
-	recs, err := kafka.ReadAll(ctx, zl.kcfg, events.TopicProgress)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var end string
-	for _, r := range recs {
-		if e, err := events.As[events.End](r.Event); err == nil && e.Instance == zl.name && e.Request == a.Request {
-			end = e.Message
-		}
-	}
+	end := zl.endMessage(t, ctx, a.Request)
 	if !strings.Contains(end, "switched "+zl.name+" live") {
 		t.Errorf("the move's end %q, want the live hand-over", end)
 	}
@@ -373,22 +376,12 @@ func TestZfsLiveEvacuationFallsBackOffline(t *testing.T) {
 	if zl.vmOn(zl.src) {
 		t.Errorf("the source VM still runs on %s", zl.src)
 	}
-	recs, err := kafka.ReadAll(ctx, zl.kcfg, events.TopicProgress)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fellBack bool
-	var end string
-	for _, r := range recs {
-		if p, err := events.As[events.Progress](r.Event); err == nil && p.Instance == zl.name && strings.Contains(p.Message, "allow_failover") {
-			fellBack = true
-		}
-		if e, err := events.As[events.End](r.Event); err == nil && e.Instance == zl.name && e.Request == a.Request {
-			end = e.Message
-		}
+	end := zl.endMessage(t, ctx, a.Request)
+	saysFailover := func(p events.Progress) bool {
+		return p.Instance == zl.name && strings.Contains(p.Message, "allow_failover")
 	}
 	// Progress reports may be dropped under load; the end always says.
-	fellBack = fellBack || strings.Contains(end, "allow_failover")
+	fellBack := len(testenv.Read(t, ctx, zl.kcfg, saysFailover)) > 0 || strings.Contains(end, "allow_failover")
 	if !fellBack || strings.Contains(end, " live to ") {
 		t.Errorf("fell back %v; end %q: want the offline switch after the failed hand-over", fellBack, end)
 	}

@@ -57,3 +57,44 @@ func Facts(t testing.TB, ctx context.Context, cfg kafka.Config, instance string,
 	}
 	return inv.Facts(instance, nodes...)
 }
+
+// Envelopes returns every committed event of topic, in the order read.
+func Envelopes(t testing.TB, ctx context.Context, cfg kafka.Config, topic string) []events.Envelope {
+	t.Helper()
+	recs, err := kafka.ReadAll(ctx, cfg, topic)
+	if err != nil {
+		t.Fatalf("testenv: read %s: %v", topic, err)
+	}
+	out := make([]events.Envelope, len(recs))
+	for i, r := range recs {
+		out[i] = r.Event
+	}
+	return out
+}
+
+// Read returns every committed event of type T (from T's topic) that keep
+// holds, decoded, in the order read; a nil keep keeps all. An event of
+// T's type that does not decode fails the test, where a loop that skipped
+// whatever events.As refused would hide it.
+func Read[T events.Payload](t testing.TB, ctx context.Context, cfg kafka.Config, keep func(T) bool) []T {
+	t.Helper()
+	var zero T
+	topic, err := events.TopicOf(zero.Type())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	var out []T
+	for _, e := range Envelopes(t, ctx, cfg, topic) {
+		if e.Type != zero.Type() {
+			continue
+		}
+		v, err := events.As[T](e)
+		if err != nil {
+			t.Fatalf("testenv: %s %s: %v", e.Type, e.ID, err)
+		}
+		if keep == nil || keep(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
