@@ -2,12 +2,16 @@ package zfs
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The switch's checksum reuses the sum of a file verified ahead of it only
@@ -193,4 +197,65 @@ func TestSumDiffNamesTheBlocks(t *testing.T) {
 			t.Errorf("%q does not say %q", got, want)
 		}
 	}
+}
+
+// A checksum leaves none of what it read in the page cache: the
+// process runtime drops a dataset's cached pages before each start, and
+// that drop walks every page left there, inside a switch's downtime.
+func TestChecksumLeavesNothingCached(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "disk.img")
+	data := make([]byte, 8<<20)
+	rand.Read(data)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	syncFile(t, path) // written-back pages are clean, so they can be dropped
+	if _, err := checksumTree(context.Background(), root, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := cachedPages(t, path); n > 0 {
+		t.Fatalf("%d pages of %s cached after its checksum, want none", n, path)
+	}
+}
+
+func syncFile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cachedPages counts path's pages in the page cache (mincore).
+func cachedPages(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(info.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)),
+		uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }

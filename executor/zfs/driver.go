@@ -264,6 +264,10 @@ type MoveReport struct {
 	// FinalDelta is the bytes of the switch's final incremental.
 	FinalDelta int64
 	Downtime   time.Duration
+	// StopTime and StartTime are the switch's stop of the instance on
+	// the source and its start on the target: with the final send, what
+	// Downtime is made of.
+	StopTime, StartTime time.Duration
 	// WorkloadDowntime is the downtime the workload saw, from its own
 	// timeline on the target (WorkloadClocked); 0 when there is none.
 	WorkloadDowntime time.Duration

@@ -324,6 +324,7 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 		if err := m.d.cfg.Runtime.Stop(ctx, m.d.instance(ctx, op.Instance)); err != nil {
 			return executor.PhaseResult{}, m.switchFailed(ctx, executor.Transient(err), true, prior)
 		}
+		m.rep.StopTime = time.Since(down)
 	}
 	// The target holds the last snapshot sent: no need to ask it again.
 	last := base
@@ -336,9 +337,11 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	}
 	sendTime := m.rep.Syncs[len(m.rep.Syncs)-1].Duration
 	if prior {
+		began := time.Now()
 		if err := m.startEarly(ctx); err != nil {
 			return executor.PhaseResult{}, m.earlyStartFailed(ctx, err, prior)
 		}
+		m.rep.StartTime = time.Since(began)
 		m.rep.Downtime = time.Since(down)
 	}
 	began := time.Now()
@@ -409,8 +412,9 @@ func (m *move) switchedText(prior bool, sendTime, commitTime time.Duration, sum 
 	r, op := m.rep, m.op
 	down := "stopped before the switch, not started"
 	if prior {
-		down = fmt.Sprintf("downtime %s%s (final send %s, then started on %s)", r.Downtime.Round(time.Millisecond),
-			r.workloadText(), sendTime.Round(time.Millisecond), op.To)
+		down = fmt.Sprintf("downtime %s%s (stop %s, final send %s, start on %s %s)", r.Downtime.Round(time.Millisecond),
+			r.workloadText(), r.StopTime.Round(time.Millisecond), sendTime.Round(time.Millisecond), op.To,
+			r.StartTime.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("switched %s to %s: %d sends in the switch, %d bytes, final delta %d bytes, %s; then checksum %s reading %d bytes in %s and commit in %s; checksum %s ahead of the switch",
 		op.Instance, op.To, len(r.Syncs), m.sent, r.FinalDelta, down, sum, r.ChecksumRead,

@@ -61,6 +61,8 @@ type migrationResult struct {
 	// Of the downtime: the final delta's send, and the content checksums
 	// of both sides at the switch.
 	FinalSendMS      int64   `json:"final_send_ms"`
+	StopMS           int64   `json:"stop_ms"`
+	StartMS          int64   `json:"start_ms"`
 	SwitchChecksumMS int64   `json:"switch_checksum_ms"`
 	SizeMiB          int     `json:"size_mib"`
 	WriteMiBps       float64 `json:"write_mibps"`
@@ -256,6 +258,7 @@ func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs
 		if strings.HasPrefix(rep.Key, m.ID+"#") && len(rep.Syncs) > 0 && rep.Syncs[len(rep.Syncs)-1].Final {
 			r.FinalDeltaBytes, r.DriverDowntimeMS = rep.FinalDelta, rep.Downtime.Milliseconds()
 			r.FinalSendMS = rep.Syncs[len(rep.Syncs)-1].Duration.Milliseconds()
+			r.StopMS, r.StartMS = rep.StopTime.Milliseconds(), rep.StartTime.Milliseconds()
 			r.SwitchChecksumMS = rep.ChecksumTime.Milliseconds()
 		}
 	}
@@ -263,8 +266,8 @@ func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs
 	r.MedianRatio = round3(cli.Median(r.FirstSyncsMiBps) / cli.Median(r.BareRunsMiBps))
 	fmt.Printf("system: throughput ratio %.3f, the fastest first sync (send alone %.3f; goal >= 0.9) against bare %.1f MiB/s (the best run before and after the moves); medians' ratio %.3f\n",
 		r.ThroughputRatio, r.SendRatio, r.BareMiBps, r.MedianRatio)
-	fmt.Printf("system: move 1: %d syncs, final delta %d KiB, downtime %d ms in the record (driver %d ms, of which final send %d ms; the checksums after the start %d ms; goal <= 250)\n",
-		r.Syncs, r.FinalDeltaBytes>>10, r.DowntimeMS, r.DriverDowntimeMS, r.FinalSendMS, r.SwitchChecksumMS)
+	fmt.Printf("system: move 1: %d syncs, final delta %d KiB, downtime %d ms in the record (driver %d ms: stop %d, final send %d, start %d; the checksums after the start %d ms; goal <= 250)\n",
+		r.Syncs, r.FinalDeltaBytes>>10, r.DowntimeMS, r.DriverDowntimeMS, r.StopMS, r.FinalSendMS, r.StartMS, r.SwitchChecksumMS)
 	return cli.WriteJSON(out, r)
 }
 
