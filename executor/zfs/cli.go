@@ -111,6 +111,32 @@ func setProp(ctx context.Context, name, p, v string) error {
 	return translate((&gozfs.Dataset{Name: name}).SetProperty(p, v))
 }
 
+// intProps reads the numeric properties ps of every one of names in one
+// command, by name then property; a property that does not apply, or
+// does not parse, is left out (reads as 0).
+func intProps(ctx context.Context, names []string, ps ...string) (map[string]map[string]int64, error) {
+	out, err := run(ctx, append([]string{"get", "-Hp", "-o", "name,property,value", strings.Join(ps, ",")}, names...)...)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]map[string]int64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(f[2]), 10, 64)
+		if err != nil {
+			continue
+		}
+		if m[f[0]] == nil {
+			m[f[0]] = map[string]int64{}
+		}
+		m[f[0]][f[1]] = n
+	}
+	return m, nil
+}
+
 // localProps is those of ps set on name itself (source local).
 func localProps(ctx context.Context, name string, ps ...string) ([]string, error) {
 	out, err := run(ctx, "get", "-H", "-o", "property,source", strings.Join(ps, ","), name)

@@ -346,18 +346,21 @@ func (m *move) stream(ctx context.Context, args []string, meta map[string]string
 // what base alone still holds (blocks overwritten since). The progress
 // total grows when the real stream is larger.
 func (m *move) estimate(ctx context.Context, base, next int) int64 {
-	refNext, _ := propInt(ctx, m.ds+"@"+snapName(next), "referenced")
+	to := m.ds + "@" + snapName(next)
 	if base == 0 {
-		return refNext
+		ref, _ := propInt(ctx, to, "referenced")
+		return ref
 	}
 	if m.d.feat.Written {
-		if w, err := propInt(ctx, m.ds+"@"+snapName(next), "written@"+snapName(base)); err == nil {
+		if w, err := propInt(ctx, to, "written@"+snapName(base)); err == nil {
 			return w
 		}
 	}
-	refBase, _ := propInt(ctx, m.ds+"@"+snapName(base), "referenced")
-	usedBase, _ := propInt(ctx, m.ds+"@"+snapName(base), "used")
-	return max(refNext-refBase, 0) + usedBase
+	// Both snapshots in one command: the final delta's estimate is in
+	// the switch's downtime, and each command waits on the daemon.
+	from := m.ds + "@" + snapName(base)
+	v, _ := intProps(ctx, []string{to, from}, "referenced", "used")
+	return max(v[to]["referenced"]-v[from]["referenced"], 0) + v[from]["used"]
 }
 
 // verifyAhead checksums the last synced snapshot on both nodes while the
