@@ -145,3 +145,27 @@ func estimateI1(t *testing.T, e *env) wire.Estimate {
 	}
 	return est
 }
+
+// The dirty rate is a re-sync's bytes over the time since the sync before
+// it started (when each took its snapshot), not over that sync's own
+// duration: a move that checksummed for 7 s between two syncs did not
+// write 40 MiB in the first's 0.2 s.
+func TestEstimateDirtyRateBetweenSyncStarts(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	const mib = 1 << 20
+	sync := func(req string, idx int, bytes int64, started string, seconds float64) {
+		e.exec(`INSERT INTO event_log (id, topic, partition, "offset", type, version, time, key, instance, payload)
+VALUES (gen_random_uuid()::text, 'test', 0, 0, 'move.progress', 1, now(), 'i1', 'i1',
+        json_build_object('request', $1::text, 'index', $2::int, 'phase', 'sync', 'current', $3::bigint,
+                          'total', $3::bigint, 'started', $4::text, 'duration_seconds', $5::float8))`,
+			req, idx, bytes, started, seconds)
+	}
+	sync("m1", 1, 1024*mib, "2026-11-29T10:00:00Z", 4)   // the full send
+	sync("m1", 2, 40*mib, "2026-11-29T10:00:08Z", 0.2)   // after a checksum ahead: 8 s of writes
+	sync("m1", 3, 1*mib, "2026-11-29T10:00:08.2Z", 0.05) // right after: 0.2 s of them
+	est := estimateI1(t, e)
+	if d := est.DirtyBytesPerS - 5*mib; d < -1 || d > 1 || !strings.Contains(est.How, "measured over 2 re-sync(s)") {
+		t.Fatalf("dirty rate %d B/s, %q; want 5 MiB/s over the two re-syncs", est.DirtyBytesPerS, est.How)
+	}
+}
