@@ -266,7 +266,8 @@ type MoveReport struct {
 	Downtime   time.Duration
 	// StopTime and StartTime are the switch's stop of the instance on
 	// the source and its start on the target: with the final send, what
-	// Downtime is made of.
+	// Downtime is made of. A switch that starts the instance in its
+	// commit (the bulk path, source.go) has no StartTime of its own.
 	StopTime, StartTime time.Duration
 	// WorkloadDowntime is the downtime the workload saw, from its own
 	// timeline on the target (WorkloadClocked); 0 when there is none.

@@ -128,6 +128,7 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 		if err := m.d.cfg.Runtime.Stop(ctx, in); err != nil {
 			return res, m.fail(ctx, executor.Transient(err), false, wasRunning)
 		}
+		m.rep.StopTime = time.Since(down)
 	}
 	final, err := m.send(ctx, true)
 	if err != nil {
