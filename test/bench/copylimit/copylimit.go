@@ -30,12 +30,12 @@ import (
 // Result is what Measure found.
 type Result struct {
 	Rows int `json:"rows"`
-	// Runs are the rows per second of each COPY into the bare table;
-	// RowsPerSec is their median, PostgresCPUPer100k the server's CPU per
-	// 100,000 rows in that run.
-	Runs               []float64 `json:"runs_rows_per_second"`
-	RowsPerSec         float64   `json:"rows_per_second"`
-	PostgresCPUPer100k float64   `json:"postgres_cpu_seconds_per_100k"`
+	// BareRuns are the rows per second of each COPY into the bare table;
+	// BareRowsPerSec is their median, BarePostgresCPUPer100k the
+	// server's CPU per 100,000 rows in that run.
+	BareRuns               []float64 `json:"runs_rows_per_second"`
+	BareRowsPerSec         float64   `json:"rows_per_second"`
+	BarePostgresCPUPer100k float64   `json:"postgres_cpu_seconds_per_100k"`
 	// The same into event_log's whole shape: the median of as many runs.
 	ShapeRuns               []float64 `json:"same_shape_runs_rows_per_second"`
 	ShapeRowsPerSec         float64   `json:"same_shape_rows_per_second"`
@@ -73,12 +73,12 @@ func Measure(ctx context.Context, pool *pgxpool.Pool, serverCPU func() float64, 
 				res.ShapeRuns = append(res.ShapeRuns, r.rps)
 			} else {
 				bare = append(bare, r)
-				res.Runs = append(res.Runs, r.rps)
+				res.BareRuns = append(res.BareRuns, r.rps)
 			}
 		}
 	}
 	m := median(bare)
-	res.RowsPerSec, res.PostgresCPUPer100k = m.rps, cpu.Per100k(m.cpu, rows)
+	res.BareRowsPerSec, res.BarePostgresCPUPer100k = m.rps, cpu.Per100k(m.cpu, rows)
 	m = median(shape)
 	res.ShapeRowsPerSec, res.ShapePostgresCPUPer100k = m.rps, cpu.Per100k(m.cpu, rows)
 	return res, nil

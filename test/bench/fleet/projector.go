@@ -80,7 +80,7 @@ func (w *world) projector(ctx context.Context, r *result) error {
 	r.ProjectorReplayEPS = f64(float64(rep.Events) / rep.FoldDuration.Seconds())
 	if lim != nil {
 		r.ProjectorReplayRatioToCopy = f64(*r.ProjectorReplayEPS / lim.ShapeRowsPerSec)
-		r.ProjectorReplayRatioToBareCopy = f64(*r.ProjectorReplayEPS / lim.RowsPerSec)
+		r.ProjectorReplayRatioToBareCopy = f64(*r.ProjectorReplayEPS / lim.BareRowsPerSec)
 	}
 	fmt.Fprintf(w.out, "projector replay: %d events in %.1fs: %.0f events/s, equal to live: %v\n",
 		rep.Events, rep.FoldDuration.Seconds(), *r.ProjectorReplayEPS, rep.Equal)
@@ -102,11 +102,11 @@ func (w *world) copyLimit(ctx context.Context, pool *pgxpool.Pool, pgData string
 		r.note(w.out, "copy_rows_per_s", "%v", err)
 		return nil
 	}
-	r.CopyRowsPerS, r.BareCopyRowsPerS = f64(lim.ShapeRowsPerSec), f64(lim.RowsPerSec)
+	r.CopyRowsPerS, r.BareCopyRowsPerS = f64(lim.ShapeRowsPerSec), f64(lim.BareRowsPerSec)
 	r.ProjectorLiveRatioToCopy = f64(*r.ProjectorLiveEPS / lim.ShapeRowsPerSec)
-	r.ProjectorLiveRatioToBareCopy = f64(*r.ProjectorLiveEPS / lim.RowsPerSec)
+	r.ProjectorLiveRatioToBareCopy = f64(*r.ProjectorLiveEPS / lim.BareRowsPerSec)
 	fmt.Fprintf(w.out, "COPY of the %d event_log rows: %.0f rows/s into a bare table (runs %.0f), %.0f into event_log's shape (runs %.0f)\n",
-		lim.Rows, lim.RowsPerSec, lim.Runs, lim.ShapeRowsPerSec, lim.ShapeRuns)
+		lim.Rows, lim.BareRowsPerSec, lim.BareRuns, lim.ShapeRowsPerSec, lim.ShapeRuns)
 	return lim
 }
 

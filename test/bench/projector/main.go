@@ -384,7 +384,7 @@ func liveAndCopy(ctx context.Context, cfg config, pcfg projector.Config, pool *p
 		return err
 	}
 	fmt.Fprintf(stdout, "COPY of the %d event_log rows: %.0f rows/s into a bare table (runs %.0f), %.0f into event_log's shape (runs %.0f)\n",
-		s.Copy.Rows, s.Copy.RowsPerSec, s.Copy.Runs, s.Copy.ShapeRowsPerSec, s.Copy.ShapeRuns)
+		s.Copy.Rows, s.Copy.BareRowsPerSec, s.Copy.BareRuns, s.Copy.ShapeRowsPerSec, s.Copy.ShapeRuns)
 	return nil
 }
 
@@ -400,7 +400,7 @@ func (s *summary) fillRatios() {
 		s.CopyRowsPerSec = s.Copy.ShapeRowsPerSec
 		s.LiveRatioToCopy = s.LiveEPS / s.CopyRowsPerSec
 		s.ReplayRatioToCopy = s.ReplayEPS / s.CopyRowsPerSec
-		s.BareCopyRowsPerSec = s.Copy.RowsPerSec
+		s.BareCopyRowsPerSec = s.Copy.BareRowsPerSec
 		s.LiveRatioToBareCopy = s.LiveEPS / s.BareCopyRowsPerSec
 		s.ReplayRatioToBareCopy = s.ReplayEPS / s.BareCopyRowsPerSec
 	}
@@ -568,9 +568,9 @@ func printTable(w io.Writer, s *summary) {
 	}
 	if c := s.Copy; c != nil {
 		fmt.Fprintf(tw, "COPY into event_log's shape\t%.0f\t1.00\t%s\t-\t%.2f\t-\t-\t-\t\n", c.ShapeRowsPerSec,
-			ratio(c.ShapeRowsPerSec, c.RowsPerSec), c.ShapePostgresCPUPer100k)
-		fmt.Fprintf(tw, "COPY into a bare table\t%.0f\t%s\t1.00\t-\t%.2f\t-\t-\t-\t\n", c.RowsPerSec,
-			ratio(c.RowsPerSec, c.ShapeRowsPerSec), c.PostgresCPUPer100k)
+			ratio(c.ShapeRowsPerSec, c.BareRowsPerSec), c.ShapePostgresCPUPer100k)
+		fmt.Fprintf(tw, "COPY into a bare table\t%.0f\t%s\t1.00\t-\t%.2f\t-\t-\t-\t\n", c.BareRowsPerSec,
+			ratio(c.BareRowsPerSec, c.ShapeRowsPerSec), c.BarePostgresCPUPer100k)
 	}
 	if l := s.Live; l != nil {
 		fmt.Fprintf(tw, "live catch-up\t%.0f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t%.0f\t\n", l.EventsPerSec,
