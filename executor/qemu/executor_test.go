@@ -112,16 +112,17 @@ func waitOpcodeEnded(t *testing.T, ctx context.Context, kcfg kafka.Config, node 
 // carried the guest's memory at some rate.
 func checkProgressLog(t *testing.T, ctx context.Context, kcfg kafka.Config, inst, src, dst string) {
 	t.Helper()
+	log := testenv.Envelopes(t, ctx, kcfg, events.TopicProgress)
 	final := map[string]events.NodeMoveStatus{}
-	for _, s := range testenv.Read(t, ctx, kcfg, func(s events.MoveStatusReported) bool { return s.Instance == inst }) {
+	for _, s := range testenv.OfType(t, log, func(s events.MoveStatusReported) bool { return s.Instance == inst }) {
 		final[s.Node] = s.Status
 	}
 	var end events.End
-	if ends := testenv.Read(t, ctx, kcfg, func(e events.End) bool { return e.Instance == inst }); len(ends) > 0 {
+	if ends := testenv.OfType(t, log, func(e events.End) bool { return e.Instance == inst }); len(ends) > 0 {
 		end = ends[len(ends)-1]
 	}
 	var maxBytes, maxRate int64
-	for _, p := range testenv.Read(t, ctx, kcfg, func(p events.Progress) bool { return p.Instance == inst }) {
+	for _, p := range testenv.OfType(t, log, func(p events.Progress) bool { return p.Instance == inst }) {
 		maxBytes, maxRate = max(maxBytes, p.Current), max(maxRate, p.BytesPerSecond)
 	}
 	if final[src] != events.StatusDown || final[dst] != events.StatusUp {

@@ -73,9 +73,7 @@ func Envelopes(t testing.TB, ctx context.Context, cfg kafka.Config, topic string
 }
 
 // Read returns every committed event of type T (from T's topic) that keep
-// holds, decoded, in the order read; a nil keep keeps all. An event of
-// T's type that does not decode fails the test, where a loop that skipped
-// whatever events.As refused would hide it.
+// holds, decoded, in the order read; a nil keep keeps all (see OfType).
 func Read[T events.Payload](t testing.TB, ctx context.Context, cfg kafka.Config, keep func(T) bool) []T {
 	t.Helper()
 	var zero T
@@ -83,8 +81,19 @@ func Read[T events.Payload](t testing.TB, ctx context.Context, cfg kafka.Config,
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
+	return OfType(t, Envelopes(t, ctx, cfg, topic), keep)
+}
+
+// OfType returns the events of type T among envs that keep holds,
+// decoded, in order; a nil keep keeps all. An event of T's type that does
+// not decode fails the test, where a loop that skipped whatever events.As
+// refused would hide it. A test that looks for several types on one topic
+// reads it once (Envelopes) and picks each type from that.
+func OfType[T events.Payload](t testing.TB, envs []events.Envelope, keep func(T) bool) []T {
+	t.Helper()
+	var zero T
 	var out []T
-	for _, e := range Envelopes(t, ctx, cfg, topic) {
+	for _, e := range envs {
 		if e.Type != zero.Type() {
 			continue
 		}
