@@ -170,6 +170,7 @@ func TestGuestClockShowsAPause(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	asked := time.Now()
 	if _, err := n.d.HMP(ctx, "vc", "stop"); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestGuestClockShowsAPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := time.Since(stopped)
-	got, err := qemu.GuestDowntime(ctx, disk)
+	got, err := qemu.GuestDowntime(ctx, disk, asked)
 	if err != nil {
 		t.Fatal(err)
 	}

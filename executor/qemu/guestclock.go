@@ -109,18 +109,26 @@ func fromBCD(v uint32) (int, bool) {
 	return hi*10 + lo, true
 }
 
-// guestEdge is an edge the guest saw: the HPET counter then, and the
-// RTC's time less the HPET's (the RTC's seconds counted from the first
-// edge), low by the guest's delay in seeing it.
+// guestEdge is an edge the guest saw: the HPET counter then, the RTC's
+// time less the HPET's (the RTC's seconds counted from the first edge),
+// low by the guest's delay in seeing it, and the host's whole second of
+// the RTC's seconds then. The RTC's seconds need not change on the
+// host's whole seconds (dated so, a switch's pause began before the
+// switch did): the edge fell within the second after at.
 type guestEdge struct {
 	hpet int64
 	off  time.Duration
+	at   time.Time
 }
 
-// guestEdges are the edges of the stamps st, in order. Two edges more
-// than a minute apart on the host (a pause of a minute) would count as
-// one minute less: the RTC's seconds do not tell.
-func guestEdges(st []guestStamp) []guestEdge {
+// guestEdges are the edges of the stamps st, in order, dated by read,
+// the host's time when st was read from a running guest's disk: its
+// newest edge is the latest whole second with its RTC seconds up to a
+// second after read (the reader's clock may be a little behind that of
+// the guest's host). Two edges more than a minute apart on the host (a
+// pause of a minute) would count as one minute less: the RTC's seconds
+// do not tell.
+func guestEdges(st []guestStamp, read time.Time) []guestEdge {
 	var es []guestEdge
 	var host time.Duration
 	prev := 0
@@ -137,6 +145,13 @@ func guestEdges(st []guestStamp) []guestEdge {
 		}
 		prev = s.sec
 		es = append(es, guestEdge{hpet: s.edge, off: host - ticks(s.edge)})
+	}
+	newest := read.UTC().Add(time.Second).Truncate(time.Second)
+	for newest.Second() != prev {
+		newest = newest.Add(-time.Second)
+	}
+	for i := range es {
+		es[i].at = newest.Add(es[i].off + ticks(es[i].hpet) - host)
 	}
 	return es
 }
@@ -160,26 +175,40 @@ func step(es []guestEdge, i int) time.Duration {
 	return top(es[i:min(i+edgesAfter, len(es))]) - top(es[:i])
 }
 
-// guestPause finds the longest pause of the guest's VM that ended at or
-// after the HPET counter from, with two edges seen before it and
-// edgesAfter after it (so that every reader of the stamps, once they
-// hold that many, measures it alike), and the chunks' usual HPET gap
-// (the median) where it fell: the guest's gap in writes across the
-// pause, from its last write before to its first after, on host time,
-// is their sum (the HPET does not tell which two chunks the pause fell
-// between, only between which two edges). ok is false when there is no
-// such pause.
-func guestPause(st []guestStamp, es []guestEdge, from int64) (pause, gap time.Duration, ok bool) {
+// guestPause finds the longest pause of the guest's VM between the
+// host's times from and to, to a second or two: the first edge after it
+// may be later than from, the last before it is earlier than to (an
+// edge fell within the second after its at). The window is what keeps
+// an earlier, longer pause (a reader's, a snapshot's) from being taken
+// for the one asked about, and from adding itself to it: a split's step
+// counts the edgesAfter edges after it, which can hold a later pause.
+// The pause must have two edges seen before it and edgesAfter after it
+// (so that every reader of the stamps, once they hold that many,
+// measures it alike); a window that reaches back before the guest's
+// third edge has no figure: the pause may lie where it cannot be
+// measured, and the best split after it would say none. With the pause,
+// the chunks' usual HPET gap (the median) where it fell: the guest's gap
+// in writes across the pause, from its last write before to its first
+// after, on host time, is their sum (the HPET does not tell which two
+// chunks the pause fell between, only between which two edges). ok is
+// false when there is no such pause.
+func guestPause(st []guestStamp, es []guestEdge, from, to time.Time) (pause, gap time.Duration, ok bool) {
+	if len(es) < 2 || es[1].at.Add(time.Second).After(from) {
+		return 0, 0, false
+	}
+	in := func(i int) bool {
+		return i >= 2 && i+edgesAfter <= len(es) && es[i].at.Add(time.Second).After(from) && es[i-1].at.Before(to)
+	}
 	k := -1
-	for i := 2; i+edgesAfter <= len(es); i++ {
-		if es[i].hpet >= from && (k < 0 || step(es, i) > step(es, k)) {
+	for i := range es {
+		if in(i) && (k < 0 || step(es, i) > step(es, k)) {
 			k = i
 		}
 	}
 	if k < 0 {
 		return 0, 0, false
 	}
-	k = firstRise(es, k)
+	k = firstRise(es, k, in)
 	a, b := es[k-1].hpet, es[k].hpet
 	var gaps []time.Duration
 	for i := 1; i < len(st); i++ {
@@ -205,30 +234,28 @@ const riseOver = 5 * time.Millisecond
 // split one edge early measures a little more when that edge was the
 // most prompt before the pause; the first edge after a pause that spans
 // a second's edge is seen at the resume, mid-second, and rises only
-// part of the way (a split after it would measure the rest).
-func firstRise(es []guestEdge, k int) int {
-	for j := max(k-1, 1); j <= k+1 && j+edgesAfter <= len(es); j++ {
-		if es[j].off > top(es[:j])+riseOver {
+// part of the way (a split after it would measure the rest). Only the
+// splits in (the caller's window) are looked at.
+func firstRise(es []guestEdge, k int, in func(int) bool) int {
+	for j := k - 1; j <= k+1; j++ {
+		if in(j) && es[j].off > top(es[:j])+riseOver {
 			return j
 		}
 	}
 	return k
 }
 
-// guestPauseWindow is how much of the guest's running time before the
-// newest chunk at GuestDowntime's call it looks for the pause in: the
-// switch's pause is a little before (the guest wrote on while the switch
-// committed), earlier moves' pauses further back.
-const guestPauseWindow = 6 * time.Second
-
 func ticks(t int64) time.Duration { return time.Duration(t) * (time.Second / hpetHz) }
 
 // GuestDowntime is the pause a writing guest whose VM resumed just
 // before the call saw, read from the clock stamps on its disk at path:
-// the gap in its writes across the pause on host time. It waits,
-// polling, until the guest has seen four edges since the call (three to
-// four seconds), or until ctx ends.
-func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
+// the gap in its writes across the pause on host time. since is when
+// the pause could begin at the earliest (the switch's start, or the
+// start of the VM it resumed in): a pause before it is not this one. It
+// waits, polling, until the guest has seen four edges since the call
+// (three to four seconds), or until ctx ends.
+func GuestDowntime(ctx context.Context, path string, since time.Time) (time.Duration, error) {
+	called := time.Now()
 	st, err := readGuestStamps(path)
 	if err != nil {
 		return 0, err
@@ -245,16 +272,17 @@ func GuestDowntime(ctx context.Context, path string) (time.Duration, error) {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("%w: no edges seen after the resume in %s: %v", ErrNoGuestClock, path, context.Cause(ctx))
 		}
-		if gap, ok, err := pauseSince(path, newest); err != nil || ok {
+		if gap, ok, err := pauseSince(path, newest, since, called, time.Now()); err != nil || ok {
 			return gap, err
 		}
 	}
 }
 
-// pauseSince measures the pause about chunk newest once the guest has
-// seen one edge more than edgesAfter after it (the pause fell less than a
-// chunk interval after it if at all, one edge at most).
-func pauseSince(path string, newest uint32) (time.Duration, bool, error) {
+// pauseSince measures the pause between since and called, about chunk
+// newest, once the guest has seen one edge more than edgesAfter after
+// it (the pause fell less than a chunk interval after it if at all, one
+// edge at most); read is when the stamps are read.
+func pauseSince(path string, newest uint32, since, called, read time.Time) (time.Duration, bool, error) {
 	st, err := readGuestStamps(path)
 	if err != nil {
 		return 0, false, err
@@ -264,7 +292,7 @@ func pauseSince(path string, newest uint32) (time.Duration, bool, error) {
 		return 0, false, fmt.Errorf("%w: chunk %d's stamp is gone from %s (the guest booted again?)", ErrNoGuestClock, newest, path)
 	}
 	at := st[i].hpet
-	es := guestEdges(st)
+	es := guestEdges(st, read)
 	after := 0
 	for _, e := range es {
 		if e.hpet > at {
@@ -274,25 +302,32 @@ func pauseSince(path string, newest uint32) (time.Duration, bool, error) {
 	if after <= edgesAfter {
 		return 0, false, nil
 	}
-	pause, gap, ok := guestPause(st, es, at-int64(guestPauseWindow/time.Second)*hpetHz)
+	pause, gap, ok := guestPause(st, es, since, called)
 	if !ok {
-		return 0, false, fmt.Errorf("%w: no two edges before a pause in %s", ErrNoGuestClock, path)
+		return 0, false, fmt.Errorf("%w: no pause since %s with two edges before it in %s (the guest ran under three seconds before it?)", ErrNoGuestClock, since.Format(time.TimeOnly), path)
 	}
 	return pause + gap, true, nil
 }
 
-// LongestGuestGap is the longest gap in a writing guest's writes across a
-// pause of its VM that the clock stamps on its disk at path still hold:
-// after a live move, the move's downtime as the guest saw it, found by a
-// reader that was not there when the guest resumed (a test's).
-func LongestGuestGap(path string) (time.Duration, error) {
+// GuestGap is the longest gap in a writing guest's writes across a pause
+// of its VM between the host's times from and to (to the second), as the
+// clock stamps on its disk at path hold it: after a live move, with from
+// and to around the switch, the move's downtime as the guest saw it,
+// found by a reader that was not there when the guest resumed (a
+// test's). The guest must run on: its newest stamps date the rest.
+func GuestGap(path string, from, to time.Time) (time.Duration, error) {
+	return gapBetween(path, from, to, time.Now())
+}
+
+func gapBetween(path string, from, to, read time.Time) (time.Duration, error) {
 	st, err := readGuestStamps(path)
 	if err != nil {
 		return 0, err
 	}
-	pause, gap, ok := guestPause(st, guestEdges(st), -1<<62)
+	pause, gap, ok := guestPause(st, guestEdges(st, read), from, to)
 	if !ok {
-		return 0, fmt.Errorf("%w: no pause with two edges before and %d after in %s", ErrNoGuestClock, edgesAfter, path)
+		return 0, fmt.Errorf("%w: no pause between %s and %s with two edges before and %d after in %s",
+			ErrNoGuestClock, from.Format(time.TimeOnly), to.Format(time.TimeOnly), edgesAfter, path)
 	}
 	return pause + gap, nil
 }

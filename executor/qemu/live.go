@@ -320,6 +320,9 @@ func (d *Driver) preCopyFailed(mp executor.MigrationPhase, v *vm, info migration
 }
 
 func (d *Driver) liveSwitch(ctx context.Context, mp executor.MigrationPhase, hook SwitchHook, report func(executor.Progress)) (executor.PhaseResult, error) {
+	// The pause may begin as soon as the downtime limit is raised below,
+	// before QEMU answers: the guest's pause is after since.
+	since := time.Now()
 	if n, ok := d.readNote(mp); ok && n.Switched {
 		return executor.PhaseResult{Message: fmt.Sprintf("already switched: %s runs on %s", mp.Instance, mp.Target)}, nil
 	}
@@ -362,19 +365,20 @@ func (d *Driver) liveSwitch(ctx context.Context, mp executor.MigrationPhase, hoo
 	}
 	status(mp, mp.Source, events.StatusDown)
 	status(mp, mp.Target, events.StatusUp)
-	wd := d.guestDowntime(ctx, mp.Instance)
+	wd := d.guestDowntime(ctx, mp.Instance, since)
 	if wd > 0 {
 		res.Message += fmt.Sprintf(" (the guest's own clock: %s)", wd.Round(time.Millisecond))
 	}
 	return executor.PhaseResult{Bytes: res.Bytes, Downtime: res.Downtime, WorkloadDowntime: wd, Message: res.Message}, nil
 }
 
-// guestDowntime is the pause the instance's guest saw at the switch, read
-// from the clock stamps a writing guest (Guest) leaves on its disk,
-// which shared storage lets this node read while the guest runs on the
-// target; 0, with why in the log, when there is no figure. The guest
-// runs on the target already: no figure costs the figure, not the move.
-func (d *Driver) guestDowntime(ctx context.Context, instance string) time.Duration {
+// guestDowntime is the pause the instance's guest saw at the switch
+// (which began after since), read from the clock stamps a writing guest
+// (Guest) leaves on its disk, which shared storage lets this node read
+// while the guest runs on the target; 0, with why in the log, when there
+// is no figure. The guest runs on the target already: no figure costs
+// the figure, not the move.
+func (d *Driver) guestDowntime(ctx context.Context, instance string, since time.Time) time.Duration {
 	if d.cfg.Disk == nil {
 		return 0
 	}
@@ -383,7 +387,7 @@ func (d *Driver) guestDowntime(ctx context.Context, instance string) time.Durati
 		ctx, cancel := context.WithTimeout(ctx, guestClockWait)
 		defer cancel()
 		var gap time.Duration
-		if gap, err = GuestDowntime(ctx, path); err == nil {
+		if gap, err = GuestDowntime(ctx, path, since); err == nil {
 			return gap
 		}
 	}

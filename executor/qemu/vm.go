@@ -33,6 +33,9 @@ type vm struct {
 	qmp     *QMP
 	proc    *os.Process
 	exited  chan struct{} // closed once the process is gone
+	// started is when this executor started the VM; zero for one it
+	// found running (a restarted executor's).
+	started time.Time
 }
 
 // fileName turns an instance name into a file name: instance names come
@@ -115,7 +118,7 @@ func (d *Driver) startVM(ctx context.Context, spec Spec) (*vm, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("qemu: start %s: %w", d.cfg.Binary, err)
 	}
-	v := &vm{spec: spec, sock: sock, pidfile: pidfile, proc: cmd.Process, exited: make(chan struct{})}
+	v := &vm{spec: spec, sock: sock, pidfile: pidfile, proc: cmd.Process, exited: make(chan struct{}), started: time.Now()}
 	go func() {
 		cmd.Wait()
 		close(v.exited)

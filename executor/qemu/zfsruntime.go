@@ -72,15 +72,21 @@ var (
 
 // WorkloadDowntime is the pause the VM's guest saw at its resume here,
 // read from the clock stamps a writing guest (Guest) leaves on its disk
-// (GuestDowntime): it waits up to guestClockWait for them. A VM that
-// does not run here, or a guest that stamps nothing, has no figure.
+// (GuestDowntime): it waits up to guestClockWait for them. The pause is
+// one since this node started the VM (-incoming, for a hand-over), not
+// an earlier one the guest saw on the source. A VM that does not run
+// here, or a guest that stamps nothing, has no figure.
 func (r ZFSRuntime) WorkloadDowntime(ctx context.Context, in zfs.Instance) (time.Duration, error) {
 	if run, err := r.Running(ctx, in); err != nil || !run {
 		return 0, fmt.Errorf("%w: %s does not run on %s (%v)", ErrNoGuestClock, in.Name, in.Node, err)
 	}
+	v, err := r.Driver.lookup(ctx, in.Name)
+	if err != nil {
+		return 0, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, guestClockWait)
 	defer cancel()
-	return GuestDowntime(ctx, r.spec(in).Disk)
+	return GuestDowntime(ctx, r.spec(in).Disk, v.started)
 }
 
 // guestClockWait bounds the wait for a guest's clock stamps after its

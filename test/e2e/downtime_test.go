@@ -72,7 +72,10 @@ const guestChunkInterval = 62500 * time.Microsecond
 // and the resume, and smaller only if Drove heard of the completion
 // late (beside load) or by the error of the guest's edges (a few ms).
 // Measured: the guest's 64-77 ms above Drove's quiet, 64-78 ms beside
-// two busy loops, 73-81 ms under the race detector beside them.
+// two busy loops, 65-69 ms under the race detector (where the guest's
+// figure was 530 ms to 1.1 s until it was read within a window around
+// the switch: it had taken the test's own longer pauses to read the
+// guest's disk just before).
 var guestTolerance = downtimeTolerance{below: 100 * time.Millisecond, above: guestChunkInterval + 250*time.Millisecond}
 
 // checkDowntime holds a switched migration's record to the workload's

@@ -92,7 +92,9 @@ func startZfsLiveWith(t *testing.T, tune func(*zfs.Config)) *zlive {
 		t.Fatal(err)
 	}
 	zl.counting(src)
-	zl.writing(src, qemu.GuestWrites{})
+	zl.waitFor("three seconds of the guest's writes", time.Minute, func() bool {
+		return guestClockReady(filepath.Join(mp, "disk.raw"), zfsLiveWriteRate)
+	})
 	return zl
 }
 
@@ -156,12 +158,14 @@ func (zl *zlive) snapshotWrites(node, snap string) qemu.GuestWrites {
 	return w
 }
 
-// guestGap is the longest gap in the guest's writes across a pause that
-// its clock stamps on its disk in node's dataset hold, read by the test
-// itself: after a live move, the move's downtime as the guest saw it.
-func (zl *zlive) guestGap(node string) time.Duration {
+// guestGap is the longest gap in the guest's writes across a pause from
+// asked until now that its clock stamps on its disk in node's dataset
+// hold, read by the test itself: after a live move asked for at asked,
+// the move's downtime as the guest saw it (the test's own pauses to read
+// the guest's writes come before and after).
+func (zl *zlive) guestGap(node string, asked time.Time) time.Duration {
 	zl.t.Helper()
-	gap, err := qemu.LongestGuestGap(filepath.Join(zl.z.mountpoint(node, zl.name), "disk.raw"))
+	gap, err := qemu.GuestGap(filepath.Join(zl.z.mountpoint(node, zl.name), "disk.raw"), asked, time.Now())
 	if err != nil {
 		zl.t.Fatalf("the guest's clock on %s: %v", node, err)
 	}
@@ -210,6 +214,7 @@ func TestZfsLiveHandOver(t *testing.T) {
 	zl := startZfsLive(t)
 	id := zl.begunSynced()
 	before := zl.counter(zl.src)
+	asked := time.Now()
 	zl.act(zl.name, "switch", client.MigrateOptions{})
 	m := zl.awaitState(id, zfsMigrationWait, "successful", "failed", "aborted")
 	if m.State != "successful" {
@@ -218,7 +223,7 @@ func TestZfsLiveHandOver(t *testing.T) {
 	// The guest's gap as its own stamps on the target's disk show it
 	// (its timeline keeps 17 minutes of them at 1 MiB/s): the record's
 	// figure must be the same, read there by the executor.
-	gap := zl.guestGap(zl.dst)
+	gap := zl.guestGap(zl.dst, asked)
 	after := zl.counter(zl.dst)
 	if after < before {
 		t.Fatalf("the guest's counter is %d on %s after the switch, %d on %s before: it restarted", after, zl.dst, before, zl.src)
