@@ -203,8 +203,12 @@ type MigrationPhaseEnded struct {
 	// its check (the stop and the start, the final send's setup), as the
 	// driver timed it; 0 when the driver does not split its downtime.
 	// Later predictions read it.
-	OverheadMS int64  `json:"overhead_ms,omitempty"`
-	Error      string `json:"error,omitempty"`
+	OverheadMS int64 `json:"overhead_ms,omitempty"`
+	// AtSwitchPoint says a sync ended with the instance stopped at the
+	// switch point (a live pre-copy that had nothing left dirty stops the
+	// guest there): it is down until the switch, which follows at once.
+	AtSwitchPoint bool   `json:"at_switch_point,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // ReceiverReady is the target side of a move saying where it listens, so

@@ -235,7 +235,11 @@ type PhaseResult struct {
 	// predictions (planner/downtime); 0 when the driver does not split it.
 	// Of the workload's downtime when that was the longer.
 	Overhead time.Duration
-	Message  string
+	// AtSwitchPoint says a sync left the instance stopped at the switch
+	// point (a live pre-copy with nothing left dirty): it is down from
+	// here until the switch.
+	AtSwitchPoint bool
+	Message       string
 }
 
 // Estimate is RFD 34's estimate of a migration: how long, how long down,

@@ -377,7 +377,7 @@ func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseR
 	ended := events.MigrationPhaseEnded{Migration: t.d.Migration, Instance: t.d.Instance, Node: e.cfg.Node,
 		Seq: t.d.Seq, Phase: t.d.Phase, Status: status, Bytes: res.Bytes,
 		DowntimeMS: res.Downtime.Milliseconds(), WorkloadDowntimeMS: res.WorkloadDowntime.Milliseconds(),
-		OverheadMS: res.Overhead.Milliseconds(), Error: errText}
+		OverheadMS: res.Overhead.Milliseconds(), AtSwitchPoint: res.AtSwitchPoint, Error: errText}
 	end := events.End{Request: t.d.Migration, Job: 0, Index: t.d.Seq, Instance: t.d.Instance, Node: e.cfg.Node,
 		Phase: t.d.Phase, State: events.EndSuccessful, Message: res.Message}
 	switch status {

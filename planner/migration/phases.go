@@ -34,8 +34,11 @@ func (p *pass) ended(ph *phaseRun) {
 		p.predicted(&r, sizes)
 		msg := fmt.Sprintf("sync %d done: %d bytes sent", d.Sync, e.Bytes)
 		switch {
+		case e.AtSwitchPoint && r.State == events.MigrationRunning:
+			p.atSwitchPoint(&r, msg, cause)
 		case r.State == events.MigrationPaused:
 			r.Message = msg + "; paused: resume with sync, switch or automatic"
+
 			p.record(r, cause)
 			p.emit(events.End{Request: m.id, Job: 0, Index: d.Seq, Instance: r.Instance, Node: d.Node,
 				Phase: events.PhaseSync, State: events.EndPaused, Message: r.Message},
@@ -53,6 +56,9 @@ func (p *pass) ended(ph *phaseRun) {
 	case events.PhasePause:
 		r.Syncs = len(m.syncSizes())
 		r.Message = fmt.Sprintf("paused: sync %d stopped, %d syncs complete; resume with sync, switch or automatic", d.Sync, r.Syncs)
+		if m.stoppedAtSwitchPoint(d.Sync) {
+			r.Message = fmt.Sprintf("paused after sync %d, with the instance stopped at the switch point (nothing was left to copy): it is down until you switch or abort", d.Sync)
+		}
 		p.record(r, cause)
 		p.emit(events.End{Request: m.id, Job: 0, Index: d.Seq, Instance: r.Instance, Node: d.Node,
 			Phase: events.PhaseSync, State: events.EndPaused, Message: r.Message},
@@ -93,6 +99,19 @@ func (p *pass) ended(ph *phaseRun) {
 		r.Message = fmt.Sprintf("phase %s ended %s", d.Phase, e.Status)
 		p.record(r, cause)
 	}
+}
+
+// atSwitchPoint answers a sync that left the instance stopped at the
+// switch point (a live pre-copy with nothing left dirty: QEMU stops the
+// guest there and waits): the switch follows at once, whatever would
+// have come next — the operator's word, a scheduled time, another sync
+// for the budget — since from here the instance is down until the
+// switch. A migration paused during that sync stays paused (its pause is
+// still under way) and its record says the instance is down.
+func (p *pass) atSwitchPoint(r *events.MigrationStateChanged, msg string, cause events.Envelope) {
+	r.State = events.MigrationRunning
+	r.Message = msg + "; the instance stopped at the switch point (nothing was left to copy), so it switches at once: it is down until the switch"
+	p.dispatch(r, events.PhaseSwitch, len(p.m.syncSizes())+1, cause)
 }
 
 // downText is a switch's downtime for a record's message: Drove's figure,

@@ -323,3 +323,58 @@ func TestTheEndIsAnsweredBeforeTheCommand(t *testing.T) {
 		t.Fatalf("records %q; want the sync's end, then the pause refused", msgs)
 	}
 }
+
+// A sync that left the instance stopped at the switch point (a live
+// pre-copy with nothing left dirty) is followed by the switch at once,
+// since the instance is down until the switch: on demand, automatic,
+// scheduled to switch later.
+func TestSwitchPointSwitchesAtOnce(t *testing.T) {
+	t.Parallel()
+	const done = "sync 1 done: 1000 bytes sent; "
+	atSwitchPoint := func(d *driver, seq int) []events.Envelope {
+		d.w.read(events.MigrationPhaseEnded{Migration: d.id, Instance: "vm", Node: "n1", Seq: seq, Phase: events.PhaseSync,
+			Status: events.JobSuccess, Bytes: 1000, AtSwitchPoint: true})
+		return d.decide()
+	}
+	switching := want{state: events.MigrationRunning, phase: events.PhaseSwitch, dispatched: []string{events.PhaseSwitch},
+		running: true, message: done + "the instance stopped at the switch point (nothing was left to copy), so it switches at once"}
+	for _, c := range []struct {
+		name string
+		walk func(d *driver) int // the sync's seq
+		want want
+	}{
+		{"on demand", func(d *driver) int { syncing(d); return d.running().Seq }, switching},
+		{"automatic", func(d *driver) int {
+			d.act(events.ActionAutomatic)
+			d.end(events.JobSuccess, 0)
+			return d.running().Seq
+		}, switching},
+		{"scheduled an hour on", func(d *driver) int {
+			d.schedule(d.w.env.Now.Add(time.Hour))
+			d.end(events.JobSuccess, 0)
+			return d.running().Seq
+		}, switching},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDriver(t)
+			d.check(atSwitchPoint(d, c.walk(d)), c.want)
+		})
+	}
+}
+
+// Paused during a sync that reached the switch point, the migration
+// stays paused (the pause is the operator's word) and says the instance
+// is down until they switch or abort.
+func TestSwitchPointWhilePausing(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	syncing(d)
+	seq := d.running().Seq
+	d.act(events.ActionPause)
+	d.w.read(events.MigrationPhaseEnded{Migration: d.id, Instance: "vm", Node: "n1", Seq: seq, Phase: events.PhaseSync,
+		Status: events.JobSuccess, Bytes: 1000, AtSwitchPoint: true})
+	d.decide()
+	d.check(d.end(events.JobSuccess, 0), want{state: events.MigrationPaused, phase: events.PhaseSync,
+		message: "paused after sync 1, with the instance stopped at the switch point (nothing was left to copy): it is down until you switch or abort"})
+}

@@ -249,6 +249,17 @@ func (m *mig) syncSizes() []int64 {
 	return out
 }
 
+// stoppedAtSwitchPoint says sync number sync ended with the instance
+// stopped at the switch point.
+func (m *mig) stoppedAtSwitchPoint(sync int) bool {
+	for _, p := range m.phases {
+		if p.d != nil && p.d.Phase == events.PhaseSync && p.d.Sync == sync && p.end != nil && p.end.AtSwitchPoint {
+			return true
+		}
+	}
+	return false
+}
+
 // retries counts the dispatches of the latest phase that repeat the one
 // before them (same phase, same sync pass): re-dispatches after a stall.
 func (m *mig) retries() int {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,11 +72,17 @@ func liveCluster() *planner.Cluster {
 // to each configuration) and the guest running on node-1.
 func startLive(t *testing.T, tune func(*qemu.Config)) *liveEnv {
 	t.Helper()
-	shared := t.TempDir()
-	disk := func(inst string) (string, error) { return filepath.Join(shared, inst+".raw"), nil }
 	// The guest writes its disk too (on IDE, the bus it speaks), with
 	// its clock stamps: a switch's pause shows in its own data.
-	g := qemu.Guest{MemoryMiB: liveMemMiB, Workload: qemu.FillForever, DiskBytesPerSecond: liveWriteRate}
+	return startLiveGuest(t, tune, qemu.Guest{MemoryMiB: liveMemMiB, Workload: qemu.FillForever, DiskBytesPerSecond: liveWriteRate})
+}
+
+// startLiveGuest is startLive with the guest g: one that fills its
+// memory once and halts is waited for until it has filled it.
+func startLiveGuest(t *testing.T, tune func(*qemu.Config), g qemu.Guest) *liveEnv {
+	t.Helper()
+	shared := t.TempDir()
+	disk := func(inst string) (string, error) { return filepath.Join(shared, inst+".raw"), nil }
 	if err := g.WriteDisk(filepath.Join(shared, liveVM+".raw"), 32); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +121,10 @@ func startLive(t *testing.T, tune func(*qemu.Config)) *liveEnv {
 			}
 			return l.api.Get(ctx, "/v1/nodes/"+n, &node) == nil && node.Name == n
 		})
+	}
+	if g.Workload == qemu.FillOnce {
+		l.waitFor("the guest's memory filled", time.Minute, func() bool { return l.counter(l.src) > 0 })
+		return l
 	}
 	l.counting(l.src)
 	l.waitFor("three seconds of the guest's writes", time.Minute, func() bool { return guestClockReady(l.disk, liveWriteRate) })
@@ -269,26 +280,37 @@ var (
 // On demand: begin, sync, switch, finalize. The counter continues on the
 // target from where it was on the source, the downtime is in the record,
 // the source VM is gone, and the statuses go migration source/destination,
-// then down/up.
+// then down/up. The guest dirties little: its sync may end with it
+// stopped at the switch point (under the race detector it always does),
+// and the switch then follows by itself (TestLiveMigrationIdleGuest).
 func TestLiveMigrationShared(t *testing.T) {
 	l := startLive(t, nil)
 	id := l.begun()
-	l.act(liveVM, "sync", client.MigrateOptions{})
-	m := l.awaitRecord(id, liveWait, "sync done", func(m wire.InstanceMigration) bool { return m.Syncs == 1 || m.State == "failed" })
-	if m.State != "paused" || m.LastSyncBytes < 16<<20 {
-		t.Fatalf("after the sync: %+v; want paused, at least the guest's 16 MiB sent", m)
-	}
 	before := l.counter(l.src)
 	asked := time.Now()
-	l.act(liveVM, "switch", client.MigrateOptions{})
+	l.act(liveVM, "sync", client.MigrateOptions{})
+	m := l.awaitRecord(id, liveWait, "sync done", func(m wire.InstanceMigration) bool { return m.Syncs == 1 || m.State == "failed" })
+	// QEMU leaves what fits in a millisecond at the rate it measured for
+	// the pause (up to 8 MB seen at 8 GB/s, the guest's pages mostly zero).
+	if m.State == "failed" || m.LastSyncBytes < 8<<20 {
+		t.Fatalf("after the sync: %+v; want most of the guest's 16 MiB sent", m)
+	}
+	switch {
+	case m.State == "paused":
+		l.act(liveVM, "switch", client.MigrateOptions{})
+	case m.Phase == "switch":
+		t.Logf("the sync left the guest at the switch point: %s", m.Message)
+	default:
+		t.Fatalf("after the sync: %+v; want paused, or switching from the switch point", m)
+	}
 	m = l.awaitState(id, liveWait, "successful", "failed", "aborted")
 	if m.State != "successful" || !m.Switched {
 		t.Fatalf("after the switch: %+v", m)
 	}
 	// The guest's gap as its own stamps on the target's disk show it
-	// (its timeline keeps 17 minutes of them at 1 MiB/s), from the
-	// switch asked to its end seen: the record's figure must be the
-	// same, read there by the executor.
+	// (its timeline keeps 17 minutes of them at 1 MiB/s), from the sync
+	// asked (the pause may begin at its end) to the switch's end seen:
+	// the record's figure must be the same, read there by the executor.
 	gap, err := qemu.GuestGap(l.disk, asked, time.Now())
 	if err != nil {
 		t.Fatalf("the guest's clock: %v", err)
@@ -313,6 +335,57 @@ func TestLiveMigrationShared(t *testing.T) {
 	l.act(liveVM, "finalize", client.MigrateOptions{})
 	l.waitFor("finalized", liveWait, func() bool { return l.migration(id).Finalized })
 	l.counting(l.dst)
+}
+
+// A guest that dirties nothing (it filled its memory once and halted)
+// reaches the switch point in its first sync: QEMU stops it there, and
+// rather than leave it down until the operator's switch, the switch
+// follows at once. The record says why; the guest runs on the target,
+// its memory as it was.
+func TestLiveMigrationIdleGuest(t *testing.T) {
+	l := startLiveGuest(t, nil, qemu.Guest{MemoryMiB: liveMemMiB, Workload: qemu.FillOnce})
+	before := l.counter(l.src)
+	id := l.begun()
+	l.act(liveVM, "sync", client.MigrateOptions{})
+	m := l.awaitState(id, liveWait, "successful", "failed", "aborted")
+	if m.State != "successful" || !m.Switched {
+		t.Fatalf("after the sync: %+v; want switched by itself", m)
+	}
+	if !l.historySays(id, "stopped at the switch point (nothing was left to copy), so it switches at once") {
+		t.Errorf("no record of %s says the sync left the guest at the switch point", id)
+	}
+	if after := l.counter(l.dst); after != before {
+		t.Errorf("the guest's counter is %d on %s, %d on %s before: want its memory as it was", after, l.dst, before, l.src)
+	}
+	if m.DowntimeMS <= 0 || time.Duration(m.DowntimeMS)*time.Millisecond > sharedLiveDowntimeBound {
+		t.Errorf("Drove reports %d ms down; want some, under %s", m.DowntimeMS, sharedLiveDowntimeBound)
+	}
+	if l.vmOn(l.src) {
+		t.Errorf("the source VM still runs on %s", l.src)
+	}
+	t.Logf("record: %s", m.Message)
+}
+
+// historySays says whether a record of migration id in its history had
+// a message with text in it.
+func (l *liveEnv) historySays(id, text string) bool {
+	l.t.Helper()
+	said := false
+	err := l.api.History(context.Background(), "migration", id, 0, func(h wire.HistoryEntry, _ json.RawMessage) error {
+		if h.Type != events.TypeMigrationStateChanged {
+			return nil
+		}
+		var r events.MigrationStateChanged
+		if err := json.Unmarshal(h.Payload, &r); err != nil {
+			return err
+		}
+		said = said || strings.Contains(r.Message, text)
+		return nil
+	})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return said
 }
 
 // interrupted begins a migration, starts a sync throttled to 1 MB/s (a
