@@ -113,8 +113,9 @@ func fromBCD(v uint32) (int, bool) {
 // time less the HPET's (the RTC's seconds counted from the first edge),
 // low by the guest's delay in seeing it, and the host's whole second of
 // the RTC's seconds then. The RTC's seconds need not change on the
-// host's whole seconds (dated so, a switch's pause began before the
-// switch did): the edge fell within the second after at.
+// host's whole seconds (edges 0.01 s and at least 0.69 s into the host's
+// second were seen, on two VMs): the edge fell within the second after
+// at.
 type guestEdge struct {
 	hpet int64
 	off  time.Duration
