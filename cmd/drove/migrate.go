@@ -38,7 +38,9 @@ yourself: --begin, then --sync (any number of times), then --switch.
 
   --automatic        run every phase on its own (the default action)
   --begin            reserve the target and mark the instance migrating
-  --sync             copy the data (first a full send, then what changed)
+  --sync             copy the data (first a full send, then what changed);
+                     a running VM with nothing left to copy stops at the
+                     switch point in its sync and is switched at once
   --switch           stop, send the last changes, start on the target
   --pause            pause a running sync; resume with --sync or --switch
   --abort            stop the migration and return the instance to where and
