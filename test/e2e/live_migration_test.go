@@ -280,38 +280,32 @@ var (
 // On demand: begin, sync, switch, finalize. The counter continues on the
 // target from where it was on the source, the downtime is in the record,
 // the source VM is gone, and the statuses go migration source/destination,
-// then down/up. The guest dirties little: its sync may end with it
-// stopped at the switch point (under the race detector it always does),
-// and the switch then follows by itself (TestLiveMigrationIdleGuest).
+// then down/up. The sync's send is capped at 50 MB/s: uncapped (8.4 GB/s
+// read, the guest's pages mostly zero) the guest dirtied less in a pass
+// than a millisecond of it and stopped at the switch point in every sync,
+// and the switch followed by itself (TestLiveMigrationIdleGuest); capped
+// so through the switch, it does not converge.
 func TestLiveMigrationShared(t *testing.T) {
 	l := startLive(t, nil)
+	l.settings(map[string]any{"send_mbps_limit": 400})
 	id := l.begun()
-	before := l.counter(l.src)
-	asked := time.Now()
 	l.act(liveVM, "sync", client.MigrateOptions{})
 	m := l.awaitRecord(id, liveWait, "sync done", func(m wire.InstanceMigration) bool { return m.Syncs == 1 || m.State == "failed" })
-	// QEMU leaves what fits in a millisecond at the rate it measured for
-	// the pause: 8 MB at the 8.4 GB/s a sync's rate read here (the guest's
-	// pages mostly zero).
-	if m.State == "failed" || m.LastSyncBytes < 8<<20 {
-		t.Fatalf("after the sync: %+v; want most of the guest's 16 MiB sent", m)
+	if m.State != "paused" || m.LastSyncBytes < 16<<20 {
+		t.Fatalf("after the sync: %+v; want paused, at least the guest's 16 MiB sent", m)
 	}
-	switch {
-	case m.State == "paused":
-		l.act(liveVM, "switch", client.MigrateOptions{})
-	case m.Phase == "switch":
-		t.Logf("the sync left the guest at the switch point: %s", m.Message)
-	default:
-		t.Fatalf("after the sync: %+v; want paused, or switching from the switch point", m)
-	}
+	l.settings(map[string]any{"send_mbps_limit": 0})
+	before := l.counter(l.src)
+	asked := time.Now()
+	l.act(liveVM, "switch", client.MigrateOptions{})
 	m = l.awaitState(id, liveWait, "successful", "failed", "aborted")
 	if m.State != "successful" || !m.Switched {
 		t.Fatalf("after the switch: %+v", m)
 	}
 	// The guest's gap as its own stamps on the target's disk show it
-	// (its timeline keeps 17 minutes of them at 1 MiB/s), from the sync
-	// asked (the pause may begin at its end) to the switch's end seen:
-	// the record's figure must be the same, read there by the executor.
+	// (its timeline keeps 17 minutes of them at 1 MiB/s), from the
+	// switch asked to its end seen: the record's figure must be the
+	// same, read there by the executor.
 	gap, err := qemu.GuestGap(l.disk, asked, time.Now())
 	if err != nil {
 		t.Fatalf("the guest's clock: %v", err)
