@@ -246,17 +246,26 @@ func firstRise(es []guestEdge, k int, in func(int) bool) int {
 	return k
 }
 
+// unknownSince is how far before GuestDowntime's call a pause is looked
+// for when its earliest start is not known: the switch's pause is a
+// little before (the guest wrote on while the switch committed).
+const unknownSince = 6 * time.Second
+
 func ticks(t int64) time.Duration { return time.Duration(t) * (time.Second / hpetHz) }
 
 // GuestDowntime is the pause a writing guest whose VM resumed just
 // before the call saw, read from the clock stamps on its disk at path:
 // the gap in its writes across the pause on host time. since is when
 // the pause could begin at the earliest (the switch's start, or the
-// start of the VM it resumed in): a pause before it is not this one. It
-// waits, polling, until the guest has seen four edges since the call
-// (three to four seconds), or until ctx ends.
+// start of the VM it resumed in): a pause before it is not this one;
+// zero (a VM found running, its start unknown) is unknownSince before
+// the call. It waits, polling, until the guest has seen four edges since
+// the call (three to four seconds), or until ctx ends.
 func GuestDowntime(ctx context.Context, path string, since time.Time) (time.Duration, error) {
 	called := time.Now()
+	if since.IsZero() {
+		since = called.Add(-unknownSince)
+	}
 	st, err := readGuestStamps(path)
 	if err != nil {
 		return 0, err

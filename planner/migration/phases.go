@@ -38,7 +38,6 @@ func (p *pass) ended(ph *phaseRun) {
 			p.atSwitchPoint(&r, msg, cause)
 		case r.State == events.MigrationPaused:
 			r.Message = msg + "; paused: resume with sync, switch or automatic"
-
 			p.record(r, cause)
 			p.emit(events.End{Request: m.id, Job: 0, Index: d.Seq, Instance: r.Instance, Node: d.Node,
 				Phase: events.PhaseSync, State: events.EndPaused, Message: r.Message},
