@@ -35,7 +35,7 @@ vet: ## go vet, gofmt, go mod tidy, and no tracked file over 1 MB but test data 
 # slowest first, and beside it the end-to-end tests without the detector
 # (a sample of them with it), then the tests on zfs-fuse (executor/zfs,
 # and test/e2e's TestZfs*) through a script that runs them again (at
-# most twice) if the zfs-fuse daemon deadlocked or died
+# most three times) if the zfs-fuse daemon deadlocked or died
 # (test/zfsenv/watchdog.go).
 # Every package shares one Apache Kafka broker that test/tools/kafkabroker
 # starts for the run and hands over as KAFKA_BROKERS; each test works in a

@@ -24,7 +24,7 @@ import (
 // when it stops answering it is restarted, when it died it is started
 // again, and either way the test fails saying so and RestartMarker is
 // printed for the test runner (test/tools/zfs-tests.sh), which runs the
-// package again (at most twice).
+// package again (at most three times).
 
 // RestartMarker is printed on standard error when the watchdog finds
 // zfs-fuse deadlocked or dead during a test.
