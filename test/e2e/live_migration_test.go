@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -346,7 +345,10 @@ func TestLiveMigrationIdleGuest(t *testing.T) {
 	if m.State != "successful" || !m.Switched {
 		t.Fatalf("after the sync: %+v; want switched by itself", m)
 	}
-	if !l.historySays(id, "stopped at the switch point (nothing was left to copy), so it switches at once") {
+	said := testenv.Read(t, context.Background(), l.kcfg, func(r events.MigrationStateChanged) bool {
+		return r.Migration == id && strings.Contains(r.Message, "stopped at the switch point (nothing was left to copy), so it switches at once")
+	})
+	if len(said) == 0 {
 		t.Errorf("no record of %s says the sync left the guest at the switch point", id)
 	}
 	if after := l.counter(l.dst); after != before {
@@ -359,28 +361,6 @@ func TestLiveMigrationIdleGuest(t *testing.T) {
 		t.Errorf("the source VM still runs on %s", l.src)
 	}
 	t.Logf("record: %s", m.Message)
-}
-
-// historySays says whether a record of migration id in its history had
-// a message with text in it.
-func (l *liveEnv) historySays(id, text string) bool {
-	l.t.Helper()
-	said := false
-	err := l.api.History(context.Background(), "migration", id, 0, func(h wire.HistoryEntry, _ json.RawMessage) error {
-		if h.Type != events.TypeMigrationStateChanged {
-			return nil
-		}
-		var r events.MigrationStateChanged
-		if err := json.Unmarshal(h.Payload, &r); err != nil {
-			return err
-		}
-		said = said || strings.Contains(r.Message, text)
-		return nil
-	})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	return said
 }
 
 // interrupted begins a migration, starts a sync throttled to 1 MB/s (a
