@@ -131,6 +131,7 @@ type guestEdge struct {
 // do not tell.
 func guestEdges(st []guestStamp, read time.Time) []guestEdge {
 	var es []guestEdge
+	var hosts []time.Duration // each edge's seconds since the first
 	var host time.Duration
 	prev := 0
 	for _, s := range st {
@@ -146,13 +147,14 @@ func guestEdges(st []guestStamp, read time.Time) []guestEdge {
 		}
 		prev = s.sec
 		es = append(es, guestEdge{hpet: s.edge, off: host - ticks(s.edge)})
+		hosts = append(hosts, host)
 	}
 	newest := read.UTC().Add(time.Second).Truncate(time.Second)
 	for newest.Second() != prev {
 		newest = newest.Add(-time.Second)
 	}
 	for i := range es {
-		es[i].at = newest.Add(es[i].off + ticks(es[i].hpet) - host)
+		es[i].at = newest.Add(hosts[i] - host)
 	}
 	return es
 }

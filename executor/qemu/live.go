@@ -325,24 +325,25 @@ func atSwitchPoint(status string) bool { return status == "pre-switchover" || st
 const holdSettle = 250 * time.Millisecond
 
 // stopsAtSwitchPoint waits out holdSettle and says whether QEMU stopped
-// the guest at the switch point meanwhile.
+// the guest at the switch point meanwhile (an event, STOP or a status,
+// may say so before).
 func (d *Driver) stopsAtSwitchPoint(v *vm, evs <-chan Event) bool {
 	settled := time.After(holdSettle)
 	for {
-		done := false
 		select {
 		case <-evs:
 		case <-settled:
-			done = true
+			return d.stoppedAtSwitchPoint(v)
 		}
-		var info migrationInfo
-		if d.exec(v, "query-migrate", nil, &info) == nil && atSwitchPoint(info.Status) {
+		if d.stoppedAtSwitchPoint(v) {
 			return true
 		}
-		if done {
-			return false
-		}
 	}
+}
+
+func (d *Driver) stoppedAtSwitchPoint(v *vm) bool {
+	var info migrationInfo
+	return d.exec(v, "query-migrate", nil, &info) == nil && atSwitchPoint(info.Status)
 }
 
 // preCopyFailed answers a pre-copy QEMU reports failed or cancelled: the
