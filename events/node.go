@@ -80,10 +80,20 @@ type NodeHeartbeat struct {
 // node's partition (not the node's name, under which, on this compacted
 // topic, a check would be the last record kept of a node that stopped, in
 // place of its last heartbeat). Sent is the service's clock.
+//
+// Read is where the service's read of the node's heartbeats stood: just
+// past the last one it had read (its offset + 1; 0 if none). So the check
+// decides from the log alone: the node is lost when no heartbeat of it
+// lies between Read and the check, and the check is the last one the
+// service appended for the lapse (a check not read back in time is
+// appended again, and only the latest counts). The node's executor, back
+// from a cut, reads the same records to learn whether the planner gave up
+// on it (executor/regain.go).
 type LeaseCheck struct {
 	Node string    `json:"node"`
 	Key  string    `json:"key"`
 	Sent time.Time `json:"sent"`
+	Read int64     `json:"read,omitempty"`
 }
 
 func (n NodeActionRequested) check(p *problems) {
@@ -109,6 +119,9 @@ func (c LeaseCheck) check(p *problems) {
 	p.require("key", c.Key)
 	if c.Key == c.Node {
 		p.addf("key", "must not be the node's name (%q): the check would replace its last heartbeat", c.Key)
+	}
+	if c.Read < 0 {
+		p.addf("read", "must not be negative (%d)", c.Read)
 	}
 }
 

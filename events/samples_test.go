@@ -105,7 +105,7 @@ func samples() []Payload {
 		NodeActionEnded{Request: "req-3", Node: "node1", Action: NodeUndrain, Refused: true,
 			Reason: "request req-1 is emptying node1"},
 		NodeHeartbeat{Node: "node1", IntervalMS: 1000, Sent: started},
-		LeaseCheck{Node: "node1", Key: "node1/lease-check/3", Sent: started},
+		LeaseCheck{Node: "node1", Key: "node1/lease-check/3", Sent: started, Read: 42},
 	}
 }
 

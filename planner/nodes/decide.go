@@ -119,7 +119,7 @@ func lost(env Env, st *State, emit func(events.Payload, ...events.Option) events
 				"node %s lost: no heartbeat for %s (lease %s), none in the log before the planner's check; "+
 					"marked offline until an operator brings it online", name, since.Round(time.Millisecond), env.Lease)}))
 		case c == nil || now.Sub(c.sent) > env.Lease/2:
-			ev := emit(events.LeaseCheck{Node: name, Key: env.CheckKey(name), Sent: now},
+			ev := emit(events.LeaseCheck{Node: name, Key: env.CheckKey(name), Sent: now, Read: st.read[name]},
 				events.WithReason(events.Reason{Actor: "planner", Why: fmt.Sprintf(
 					"the lease of node %s lapsed (no heartbeat for %s, lease %s): checking the log holds none unread before declaring it lost",
 					name, since.Round(time.Millisecond), env.Lease)}))

@@ -35,7 +35,7 @@ func (w *world) apply(env events.Envelope) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if !w.st.Apply(env, p) {
+	if !w.st.Apply(env, p, inventory.Unread(env)) {
 		w.inv.Apply(p, inventory.Unread(env))
 	}
 }
@@ -45,7 +45,7 @@ func (w *world) decide(lease time.Duration) []events.Envelope {
 		CheckKey: func(n string) string { return n + "/lease-check/0" },
 		Emptying: func(n string) string { return w.emptying[n] },
 		Apply: func(e events.Envelope, p events.Payload) {
-			if !w.st.Apply(e, p) {
+			if !w.st.Apply(e, p, inventory.Unread(e)) {
 				w.inv.Apply(p, inventory.Unread(e))
 			}
 		}}
@@ -213,5 +213,25 @@ func TestLapseDeclaredOnlyOnceItsCheckIsReadBack(t *testing.T) {
 	if evs := w.decide(lease); len(evs) != 1 || !w.inv.Nodes["n1"].Offline ||
 		!strings.Contains(evs[0].Reason.Why, "before the planner's check") {
 		t.Fatalf("the latest check read back: %d events, offline %v", len(evs), w.inv.Nodes["n1"].Offline)
+	}
+}
+
+// A check says where the read of the node's heartbeats stood (past the
+// last one read), so that the log alone decides it: the node's executor
+// reads the same records to learn whether the planner gave up on it.
+func TestCheckSaysWhereTheReadStood(t *testing.T) {
+	w := newWorld(t)
+	lease := 10 * time.Second
+	for _, off := range []int64{7, 12} {
+		hb := events.NodeHeartbeat{Node: "n1", IntervalMS: 1000, Sent: w.now}
+		if !w.st.Apply(events.New(hb), hb, inventory.Pos{Time: w.now, Offset: off}) {
+			t.Fatal("a heartbeat is the fold's own")
+		}
+	}
+	w.now = w.now.Add(11 * time.Second)
+	evs := w.decide(lease)
+	c, err := events.As[events.LeaseCheck](evs[0])
+	if err != nil || c.Read != 13 {
+		t.Fatalf("check %+v (%v); want read 13, past the heartbeat at offset 12", c, err)
 	}
 }

@@ -16,6 +16,9 @@ import (
 type stateImage struct {
 	Commands []commandImage `json:"commands"`
 	Leased   []string       `json:"leased"`
+	// Read is where the read of each node's heartbeats stood (State.read),
+	// for the next LeaseCheck to say.
+	Read map[string]int64 `json:"read,omitempty"`
 }
 
 type commandImage struct {
@@ -25,7 +28,7 @@ type commandImage struct {
 
 // MarshalJSON encodes the fold for the planner service's snapshot.
 func (s *State) MarshalJSON() ([]byte, error) {
-	im := stateImage{Commands: []commandImage{}, Leased: []string{}}
+	im := stateImage{Commands: []commandImage{}, Leased: []string{}, Read: s.read}
 	for _, id := range s.order {
 		if c := s.cmds[id]; !c.answered {
 			im.Commands = append(im.Commands, commandImage{c.env, c.req})
@@ -51,6 +54,9 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	}
 	for _, n := range im.Leased {
 		s.beats[n] = s.now()
+	}
+	for n, at := range im.Read {
+		s.read[n] = at
 	}
 	return nil
 }

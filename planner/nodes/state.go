@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/planner/inventory"
 )
 
 // State is the fold of node commands (drove.requests) and heartbeats
@@ -16,6 +17,9 @@ type State struct {
 	// clocks are compared. Nodes that never sent one (seeded nodes with
 	// no executor) have no lease and are never declared lost.
 	beats map[string]time.Time
+	// read is where the service's read of each node's heartbeats stands:
+	// past the last one read (its offset + 1), as a LeaseCheck says.
+	read map[string]int64
 	// checks is the pending lease check of each node whose lease lapsed
 	// (see lost); a heartbeat read drops it, so one kept was appended
 	// after the node's last heartbeat read.
@@ -40,12 +44,13 @@ type command struct {
 
 // NewState returns an empty fold whose lease times read now.
 func NewState(now func() time.Time) *State {
-	return &State{cmds: map[string]*command{}, beats: map[string]time.Time{}, checks: map[string]*leaseCheck{}, now: now}
+	return &State{cmds: map[string]*command{}, beats: map[string]time.Time{}, read: map[string]int64{},
+		checks: map[string]*leaseCheck{}, now: now}
 }
 
-// Apply folds one event; it reports whether the event was one of the
-// fold's own (the node's state itself is the inventory's).
-func (s *State) Apply(env events.Envelope, p events.Payload) bool {
+// Apply folds one event read at pos; it reports whether the event was one
+// of the fold's own (the node's state itself is the inventory's).
+func (s *State) Apply(env events.Envelope, p events.Payload, pos inventory.Pos) bool {
 	switch e := p.(type) {
 	case events.NodeActionRequested:
 		if _, ok := s.cmds[e.Request]; !ok {
@@ -60,6 +65,7 @@ func (s *State) Apply(env events.Envelope, p events.Payload) bool {
 		return true
 	case events.NodeHeartbeat:
 		s.beats[e.Node] = s.now()
+		s.read[e.Node] = pos.Offset + 1
 		delete(s.checks, e.Node)
 		return true
 	case events.LeaseCheck:

@@ -33,7 +33,7 @@ func newState(now func() time.Time) *state {
 // apply folds one event found at pos into the fold it belongs to; types
 // no fold uses are ignored.
 func (s *state) apply(env events.Envelope, p events.Payload, pos inventory.Pos) {
-	if s.nodes.Apply(env, p) {
+	if s.nodes.Apply(env, p, pos) {
 		return
 	}
 	switch p.(type) {
