@@ -19,7 +19,9 @@ import (
 // migration. An append that succeeded began before the planner could read
 // it, so the executor's clock runs ahead of the planner's: with Fence
 // below NodeLease, the executor has stopped before the rest of the system
-// gives up on it.
+// gives up on it. Once fallen, the lease comes back only when a heartbeat
+// lands again and the log shows the planner did not give up on the node
+// meanwhile (regain.go).
 
 // errFenced is the cancel cause of moves stopped by the fence.
 var errFenced = fmt.Errorf("%w: fenced: no heartbeat reached the log within the fence", ErrCanceled)
@@ -38,20 +40,81 @@ type Lease struct {
 	last     time.Time // start of the last heartbeat append that succeeded
 	held     bool      // the fence has not fallen since the last renewal
 	fell     bool      // the fence has fallen at least once
-	regained time.Time // start of the first renewal after the latest fall
+	fellFrom time.Time // the last renewal before the latest fall: a proof reads the log from there
+	proving  bool      // a heartbeat landed after the fall; regain.go reads whether the planner gave up meanwhile
+	regained time.Time // dispatches stamped from then on may start (regain.go)
 }
 
-// renewed records a heartbeat appended that began at t.
-func (l *Lease) renewed(t time.Time) {
+// started counts an Executor's start as a renewal when the lease never
+// fell: the executor has just read its history from the log. After a fall
+// only a heartbeat that lands, and its proof (regain.go), bring it back: a
+// start proves the log answers reads, not that the planner still counts on
+// the node.
+func (l *Lease) started(t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.fell {
+		l.later(t)
+		l.held = true
+	}
+}
+
+// renewed records a heartbeat appended that began at t. One after a fall
+// does not bring the lease back: the first reports prove, with the last
+// renewal before the fall (since), and the lease stays down until regain.
+func (l *Lease) renewed(t time.Time) (since time.Time, prove bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.later(t)
+	switch {
+	case l.held || !l.fell:
+		l.held = true
+	case !l.proving:
+		l.proving = true
+		return l.fellFrom, true
+	}
+	return time.Time{}, false
+}
+
+// later moves the last renewal to t unless it is later already. The
+// caller holds mu.
+func (l *Lease) later(t time.Time) {
 	if t.After(l.last) {
 		l.last = t
 	}
-	if l.fell && !l.held {
-		l.regained = t
+}
+
+// deadline is when a heartbeat begun at at must have landed to count.
+// While the lease holds, before it would lapse (the last renewal plus the
+// fence): a heartbeat that counts then lies before any LeaseCheck the
+// planner appends, which comes a NodeLease (> Fence) after the heartbeat
+// it read last, so the planner reads it first. A heartbeat taking a whole
+// fence from its own start could land after such a check, and the lease
+// would hold on a node the planner gave up on. After a fall, a fence from
+// its start: regain.go proves what it finds.
+func (l *Lease) deadline(at time.Time, fence time.Duration) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held {
+		return l.last.Add(fence)
 	}
-	l.held = true
+	return at.Add(fence)
+}
+
+// regain brings the lease back after a fall, for moves dispatched from
+// from on (regain.go says which).
+func (l *Lease) regain(from time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held, l.proving, l.regained = true, false, from
+}
+
+// unproven gives up a proof that could not be made: the next heartbeat
+// that lands tries again.
+func (l *Lease) unproven() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.proving = false
 }
 
 // admits reports whether a move dispatched at stamp may start. Not while
@@ -73,7 +136,7 @@ func (l *Lease) admits(stamp time.Time) bool {
 func (l *Lease) valid(now time.Time, fence time.Duration) (bool, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return now.Sub(l.last) < fence, l.last
+	return (l.held || !l.fell) && now.Sub(l.last) < fence, l.last
 }
 
 // lapsed reports, once per fall, that the lease no longer holds.
@@ -83,7 +146,7 @@ func (l *Lease) lapsed(now time.Time, fence time.Duration) bool {
 	if !l.held || now.Sub(l.last) < fence {
 		return false
 	}
-	l.held, l.fell = false, true
+	l.held, l.fell, l.fellFrom = false, true, l.last
 	return true
 }
 
@@ -95,13 +158,13 @@ func (e *Executor) keepLease(ctx context.Context) {
 	if hb <= 0 {
 		return
 	}
-	e.lease.renewed(time.Now())
+	e.lease.started(time.Now())
 	beat := func() {
 		at := time.Now()
 		env := events.New(events.NodeHeartbeat{Node: e.cfg.Node, IntervalMS: hb.Milliseconds(), Sent: at},
 			events.WithProducer(e.actor),
 			events.WithReason(events.Reason{Actor: e.actor, Why: "lease of node " + e.cfg.Node}))
-		actx, cancel := context.WithTimeout(ctx, fence)
+		actx, cancel := context.WithDeadline(ctx, e.lease.deadline(at, fence))
 		defer cancel()
 		if err := e.append(actx, events.TopicHeartbeats, env); err != nil {
 			if ctx.Err() == nil {
@@ -109,7 +172,10 @@ func (e *Executor) keepLease(ctx context.Context) {
 			}
 			return
 		}
-		e.lease.renewed(at)
+		if since, prove := e.lease.renewed(at); prove {
+			e.wg.Add(1)
+			go func() { defer e.wg.Done(); e.regain(ctx, since, at, env.ID) }() // regain.go
+		}
 	}
 	// The fence is checked on its own beat: a heartbeat append may hang
 	// for as long as the fence while the broker is unreachable.

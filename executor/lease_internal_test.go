@@ -154,15 +154,40 @@ func TestFencedExecutorStartsNothingDispatchedBeforeItsLeaseIsBack(t *testing.T)
 		t.Fatal("a fresh executor refused an old dispatch: a restart could not resume its owed moves")
 	}
 	l.renewed(t0)
+	// A heartbeat counts only if it landed before the lease would lapse;
+	// one begun a second later has seven seconds, not eight.
+	if d := l.deadline(t0.Add(time.Second), fence); !d.Equal(t0.Add(fence)) {
+		t.Fatalf("a heartbeat's deadline while the lease holds: %s after the renewal; want the fence", d.Sub(t0))
+	}
 	if !l.lapsed(t0.Add(fence), fence) {
 		t.Fatal("the fence did not fall")
 	}
 	cut := t0.Add(5 * time.Second) // dispatched while cut off
+	if d := l.deadline(t0.Add(time.Minute), fence); !d.Equal(t0.Add(time.Minute + fence)) {
+		t.Fatalf("a heartbeat's deadline after the fall: %s; want a fence from its start", d.Sub(t0))
+	}
 	if l.admits(cut) || l.admits(t0.Add(time.Minute)) {
 		t.Fatal("admitted a dispatch while the fence is down")
 	}
+	l.started(t0.Add(20 * time.Second)) // a fresh Executor of the process: its producer was fenced
+	if l.admits(t0.Add(time.Minute)) {
+		t.Fatal("a fresh Executor's start brought the lease back without a heartbeat")
+	}
 	back := t0.Add(30 * time.Second)
-	l.renewed(back)
+	if since, prove := l.renewed(back); !prove || !since.Equal(t0) {
+		t.Fatalf("the first heartbeat after the fall: prove %v since %s; want its proof, since the last renewal", prove, since)
+	}
+	if l.admits(back.Add(time.Second)) {
+		t.Fatal("admitted a dispatch before the heartbeat's proof (regain.go)")
+	}
+	if _, again := l.renewed(back.Add(time.Second)); again {
+		t.Fatal("a second proof while the first is under way")
+	}
+	l.unproven() // the log could not be read: the next heartbeat tries again, from as far back
+	if since, prove := l.renewed(back.Add(2 * time.Second)); !prove || !since.Equal(t0) {
+		t.Fatalf("after a proof given up: prove %v since %s; want a proof from the last renewal before the fall", prove, since)
+	}
+	l.regain(back)
 	for _, c := range []struct {
 		stamp time.Time
 		want  bool
@@ -177,8 +202,7 @@ func TestFencedExecutorStartsNothingDispatchedBeforeItsLeaseIsBack(t *testing.T)
 			t.Errorf("admits(dispatched %s after the first renewal) = %v, want %v", c.stamp.Sub(t0), got, c.want)
 		}
 	}
-	l.renewed(back.Add(time.Second)) // a later renewal keeps the regain
-	if l.admits(cut) {
+	if _, prove := l.renewed(back.Add(3 * time.Second)); prove || l.admits(cut) {
 		t.Fatal("a second renewal admitted a dispatch from the cut")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -188,4 +189,28 @@ func Ends(ctx context.Context, cfg Config, topics ...string) (Positions, error) 
 	defer cl.Close()
 	_, ends, err := cfg.listBounds(ctx, kadm.NewClient(cl), topics)
 	return ends, err
+}
+
+// After returns, for every partition of topics, the first offset whose
+// record was stamped at or after t (producers stamp records with their
+// events' time), or the partition's end when none was: where a reader
+// starts to see everything appended since t. Stamps are the producers'
+// clocks, so a record stamped earlier may follow; a reader that must not
+// miss one starts from a little before t.
+func After(ctx context.Context, cfg Config, t time.Time, topics ...string) (Positions, error) {
+	cl, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	lo, err := kadm.NewClient(cl).ListOffsetsAfterMilli(ctx, t.UnixMilli(), cfg.wires(topics)...)
+	if err == nil {
+		err = lo.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka: offsets after %s of %v: %w", t.Format(time.RFC3339Nano), topics, translate(err))
+	}
+	out := Positions{}
+	lo.Each(func(o kadm.ListedOffset) { out[TopicPartition{cfg.local(o.Topic), o.Partition}] = o.Offset })
+	return out, nil
 }

@@ -1,0 +1,145 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/drovehq/drove/events"
+	"github.com/drovehq/drove/events/kafka"
+)
+
+// How an executor regains its lease after a fall (DESIGN.md, "Node
+// lifecycle"). A heartbeat that lands again proves the node reaches the
+// log, not that the planner still counts on it. While the node was cut
+// off the planner may have found its lease lapsed and appended a
+// LeaseCheck, which then lies before this heartbeat in the node's
+// partition; reading it back, the planner declares the node lost, even
+// after this heartbeat landed when its own read lags. A move started
+// meanwhile runs on a node the planner gave up on (test/partition: a begin
+// phase dispatched during a broker's cut ended success 0.4 s after the
+// planner declared its source lost).
+//
+// So the executor reads what the planner reads: its node's partition of
+// drove.heartbeats from its last renewal before the fall up to the
+// heartbeat that landed, and judges the last LeaseCheck of the node there
+// as the planner does (events.LeaseCheck). None, or one with a heartbeat
+// of the node after the read it names: the lease is back, for moves
+// dispatched from that heartbeat's start on. One that declares the node
+// lost: the executor waits for the planner's word in drove.inventory, the
+// node offline, stamped after the check, and takes only moves dispatched
+// after it: the planner sends none to an offline node until an operator
+// brings it back. Until then the fence stays down: nothing starts, no
+// switch.
+
+// regain proves the lease after a fall, once the heartbeat id, begun at
+// at, landed; since is the last renewal before the fall.
+func (e *Executor) regain(ctx context.Context, since, at time.Time, id string) {
+	check, lost, err := e.lastCheck(ctx, since, id)
+	if err == nil && !lost {
+		e.lease.regain(at)
+		e.log.Info("lease regained: a heartbeat landed, and no lease check of the planner's declares this node lost",
+			"since", at)
+		return
+	}
+	if err == nil {
+		e.log.Warn("the planner declares this node lost: a lease check it appended during the cut comes before this "+
+			"node's heartbeats; acting on nothing until the planner says it is offline", "check_sent", check.Sent)
+		var off time.Time
+		if off, err = e.awaitOffline(ctx, check.Sent); err == nil {
+			e.lease.regain(off)
+			e.log.Warn("declared lost, as the lease check said: moves dispatched from now on may start; "+
+				"the planner sends none until an operator brings this node online", "offline_at", off)
+			return
+		}
+	}
+	e.lease.unproven()
+	if ctx.Err() == nil {
+		e.log.Error("the lease stays down: could not read whether the planner declared this node lost", "err", err)
+	}
+}
+
+// lastCheck reads the node's partition of drove.heartbeats from since up
+// to the heartbeat id, and returns the last LeaseCheck of the node there
+// and whether it declares the node lost: no heartbeat of the node lies
+// between the read it names and it. One whose read began before since,
+// with no heartbeat of the node read between since and it, counts as
+// declaring: the records before since are not read.
+func (e *Executor) lastCheck(ctx context.Context, since time.Time, id string) (events.LeaseCheck, bool, error) {
+	var check events.LeaseCheck
+	var lost bool
+	beat := int64(0) // past the last heartbeat of the node read
+	err := e.readLog(ctx, events.TopicHeartbeats, since, false, func(rec kafka.Record, p events.Payload) bool {
+		switch v := p.(type) {
+		case events.NodeHeartbeat:
+			if v.Node == e.cfg.Node {
+				beat = rec.Offset + 1
+			}
+		case events.LeaseCheck:
+			if v.Node == e.cfg.Node {
+				check, lost = v, beat <= v.Read
+			}
+		}
+		return rec.Event.ID == id
+	})
+	return check, lost, err
+}
+
+// awaitOffline follows the node's partition of drove.inventory until a
+// NodeUpdated says it is offline, stamped at or after since, and returns
+// that stamp.
+func (e *Executor) awaitOffline(ctx context.Context, since time.Time) (time.Time, error) {
+	var at time.Time
+	err := e.readLog(ctx, events.TopicInventory, since, true, func(rec kafka.Record, p events.Payload) bool {
+		if u, ok := p.(events.NodeUpdated); ok && u.Name == e.cfg.Node && u.Offline && !rec.Event.Time.Before(since) {
+			at = rec.Event.Time
+			return true
+		}
+		return false
+	})
+	return at, err
+}
+
+// readLog reads the node's partition of topic from the first record
+// stamped at or after since, handing each record to done until it says
+// so, or, without follow, to the end the partition had.
+func (e *Executor) readLog(ctx context.Context, topic string, since time.Time, follow bool,
+	done func(kafka.Record, events.Payload) bool) error {
+	var r *kafka.Reader
+	err := e.startStep(ctx, "opening "+topic, func() error {
+		from, err := kafka.After(ctx, e.cfg.Kafka, since, topic)
+		if err == nil {
+			r, err = kafka.NewReader(ctx, e.cfg.Kafka, kafka.ReadOptions{Topics: []string{topic},
+				Keys: map[string][]string{topic: {e.cfg.Node}}, From: from, Follow: follow})
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		b, err := e.next(ctx, r)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		recs, err := b.Decode()
+		if err != nil {
+			return fmt.Errorf("executor: %w", err)
+		}
+		for _, rec := range recs {
+			p, err := rec.Event.DecodePayload()
+			if err != nil {
+				return fmt.Errorf("executor: %s: %w", rec, err)
+			}
+			if done(rec, p) {
+				return nil
+			}
+		}
+	}
+}
