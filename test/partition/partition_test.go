@@ -78,6 +78,7 @@ func (s *system) sourceCut() {
 	})
 	s.net.heal("n1")
 	s.backOnline("n1")
+	s.regainedAfterLoss("n1", 1)
 	s.wantPrimary("a1", "n1", "the move rolled back")
 	s.T.Logf("source cut: %s: %s (%s)", r1.State, r1.Error, r1.ErrorDetail)
 }
@@ -112,6 +113,7 @@ func (s *system) nodeCutFromBrokers() {
 	s.awaitRequest(acc.Request)
 	s.net.unblockBrokers("n1", s.Kafka.Brokers())
 	s.backOnline("n1")
+	s.regainedAfterLoss("n1", 2)
 	s.undrain("n1")
 	// Reconnected, n1's executor reports how its fenced moves ended: each
 	// rolled back (the instance still on n1) or done (on its target).
@@ -122,6 +124,19 @@ func (s *system) nodeCutFromBrokers() {
 	if !strings.Contains(s.proc("executor-n1").Log(), "lease lost") {
 		s.T.Fatal("n1's executor never fenced itself")
 	}
+}
+
+// regainedAfterLoss waits until node's executor has read the planner's
+// loss of it, n times in all, before taking its lease back
+// (executor/regain.go): its heartbeats landed again after the planner's
+// lease check, and a lease taken back at once would have let it start
+// what the planner dispatched to it before the loss.
+func (s *system) regainedAfterLoss(node string, n int) {
+	s.T.Helper()
+	p := s.proc("executor-" + node)
+	s.WaitFor(fmt.Sprintf("%s's executor to read its loss before taking its lease back (%d in all)", node, n), wait, func() bool {
+		return strings.Count(p.Log(), "declared lost, as the lease check said") >= n
+	})
 }
 
 // wantMoveEnded waits for the last move of instance to end and checks
