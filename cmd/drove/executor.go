@@ -69,7 +69,7 @@ Drivers:
 	fs.StringVar(&df.advertise, "advertise-addr", "", "the host other nodes reach this one at (default: the listen host)")
 	fs.Int64Var(&df.simBps, "sim-bandwidth", 0, "sim: the simulated link's bytes per second; 0: the demo's (slow it to watch moves, or to cut a node off mid-move)")
 	heartbeat := fs.Duration("heartbeat", 5*time.Second, "how often to renew this node's lease with a heartbeat")
-	fence := fs.Duration("fence", 15*time.Second, "cut off from the broker this long, stop acting on moves (cancel them, refuse switches); keep it below the planner's --node-lease")
+	fence := fs.Duration("fence", 15*time.Second, "cut off from the broker this long, stop acting on moves (cancel them, refuse switches) until a heartbeat lands again and the log shows the planner did not declare this node lost meanwhile (if it did: until it is brought online); keep it below the planner's --node-lease")
 	fs.Float64Var(&df.sendMbps, "send-mbps", 0, "cap on this node's sends in Mbit/s; 0: none (per-migration settings may cap further)")
 	if _, err := parse(fs, args); err != nil {
 		return flagExit(err)
