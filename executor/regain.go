@@ -37,28 +37,38 @@ import (
 // regain proves the lease after a fall, once the heartbeat id, begun at
 // at, landed; since is the last renewal before the fall.
 func (e *Executor) regain(ctx context.Context, since, at time.Time, id string) {
-	check, lost, err := e.lastCheck(ctx, since, id)
-	if err == nil && !lost {
-		e.lease.regain(at)
-		e.log.Info("lease regained: a heartbeat landed, and no lease check of the planner's declares this node lost",
-			"since", at)
+	from, err := e.regainFrom(ctx, since, at, id)
+	if err != nil {
+		e.lease.unproven()
+		if ctx.Err() == nil {
+			e.log.Error("the lease stays down: could not read whether the planner declared this node lost", "err", err)
+		}
 		return
 	}
+	e.lease.regain(from)
+}
+
+// regainFrom returns the stamp from which dispatches may start again: the
+// heartbeat's start, or, when the planner declares the node lost, its
+// loss, once read.
+func (e *Executor) regainFrom(ctx context.Context, since, at time.Time, id string) (time.Time, error) {
+	check, lost, err := e.lastCheck(ctx, since, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !lost {
+		e.log.Info("lease regained: a heartbeat landed, and no lease check of the planner's declares this node lost",
+			"since", at)
+		return at, nil
+	}
+	e.log.Warn("the planner declares this node lost: a lease check it appended during the cut comes before this "+
+		"node's heartbeats; acting on nothing until the planner says it is offline", "check_sent", check.Sent)
+	off, err := e.awaitOffline(ctx, check.Sent)
 	if err == nil {
-		e.log.Warn("the planner declares this node lost: a lease check it appended during the cut comes before this "+
-			"node's heartbeats; acting on nothing until the planner says it is offline", "check_sent", check.Sent)
-		var off time.Time
-		if off, err = e.awaitOffline(ctx, check.Sent); err == nil {
-			e.lease.regain(off)
-			e.log.Warn("declared lost, as the lease check said: moves dispatched from now on may start; "+
-				"the planner sends none until an operator brings this node online", "offline_at", off)
-			return
-		}
+		e.log.Warn("declared lost, as the lease check said: moves dispatched from now on may start; "+
+			"the planner sends none until an operator brings this node online", "offline_at", off)
 	}
-	e.lease.unproven()
-	if ctx.Err() == nil {
-		e.log.Error("the lease stays down: could not read whether the planner declared this node lost", "err", err)
-	}
+	return off, err
 }
 
 // lastCheck reads the node's partition of drove.heartbeats from since up
