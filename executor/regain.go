@@ -33,6 +33,16 @@ import (
 // after it: the planner sends none to an offline node until an operator
 // brings it back. Until then the fence stays down: nothing starts, no
 // switch.
+//
+// The wait is bounded by the fence. The planner judges its check when it
+// reads it back, and a heartbeat read in the same batch still keeps the
+// node; a check it resent, or one a restarted planner forgot, is never
+// judged. So a check the log says declares the node lost may never be
+// followed by the loss: seen in test/partition, where the executor waited
+// for a loss that never came and refused every move dispatched to its
+// node. The planner reads back a check it could append within moments,
+// so past a fence with no loss read the executor takes the lease back,
+// for moves dispatched from then on.
 
 // regain proves the lease after a fall, once the heartbeat id, begun at
 // at, landed; since is the last renewal before the fall.
@@ -63,10 +73,17 @@ func (e *Executor) regainFrom(ctx context.Context, since, at time.Time, id strin
 	}
 	e.log.Warn("the planner declares this node lost: a lease check it appended during the cut comes before this "+
 		"node's heartbeats; acting on nothing until the planner says it is offline", "check_sent", check.Sent)
-	off, err := e.awaitOffline(ctx, check.Sent)
-	if err == nil {
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.Fence)
+	defer cancel()
+	off, err := e.awaitOffline(wctx, check.Sent)
+	switch {
+	case err == nil:
 		e.log.Warn("declared lost, as the lease check said: moves dispatched from now on may start; "+
 			"the planner sends none until an operator brings this node online", "offline_at", off)
+	case ctx.Err() == nil && wctx.Err() != nil:
+		off, err = time.Now(), nil
+		e.log.Warn("the planner did not declare this node lost within the fence after its lease check; "+
+			"taking the lease back for moves dispatched from now on", "check_sent", check.Sent, "fence", e.cfg.Fence)
 	}
 	return off, err
 }

@@ -60,9 +60,10 @@ func (w *regainWorld) check(node string, read int64) events.LeaseCheck {
 	return c
 }
 
-// executor is node's executor whose fence fell after a renewal at since;
-// the heartbeat it appended last landed, and its proof is under way.
-func (w *regainWorld) executor(node string, since time.Time) *Executor {
+// executor is node's executor, its fence fence, whose lease fell after a
+// renewal at since; the heartbeat it appended last landed, and its proof
+// is under way.
+func (w *regainWorld) executor(node string, since time.Time, fence time.Duration) *Executor {
 	w.t.Helper()
 	l := &Lease{}
 	l.renewed(since)
@@ -74,7 +75,7 @@ func (w *regainWorld) executor(node string, since time.Time) *Executor {
 	}
 	cfg := w.cfg
 	cfg.TransactionalID = w.k.Topic("executor-" + node)
-	e, err := New(Config{Node: node, Kafka: cfg, Heartbeat: time.Second, Fence: 4 * time.Second, Lease: l,
+	e, err := New(Config{Node: node, Kafka: cfg, Heartbeat: time.Second, Fence: fence, Lease: l,
 		Logger: slog.New(slog.DiscardHandler), PlainTransfer: true}, driverFunc(func() { w.t.Error("the driver ran") }))
 	if err != nil {
 		w.t.Fatal(err)
@@ -101,7 +102,7 @@ func TestRegainReadsThePlannersCheck(t *testing.T) {
 		since := time.Now()
 		w.beat("n1")
 		h1, at := w.beat("n1"), time.Now()
-		e := w.executor("n1", since)
+		e := w.executor("n1", since, time.Minute)
 		e.regain(ctx, since, at, h1.Event.ID)
 		if !e.lease.admits(at) || e.lease.admits(at.Add(-time.Millisecond)) {
 			t.Fatal("not regained from the heartbeat's start")
@@ -112,7 +113,7 @@ func TestRegainReadsThePlannersCheck(t *testing.T) {
 		h0 := w.beat("n2")
 		w.check("n2", h0.Offset) // the planner had not read h0 yet
 		h1, at := w.beat("n2"), time.Now()
-		e := w.executor("n2", since)
+		e := w.executor("n2", since, time.Minute)
 		e.regain(ctx, since, at, h1.Event.ID)
 		if !e.lease.admits(at) {
 			t.Fatal("not regained: h0 lies after the read the check names, so the planner keeps the node")
@@ -123,7 +124,7 @@ func TestRegainReadsThePlannersCheck(t *testing.T) {
 		w.beat("n3")
 		h1, at := w.beat("n3"), time.Now()
 		w.check("n3", h1.Offset+1)
-		e := w.executor("n3", since)
+		e := w.executor("n3", since, time.Minute)
 		e.regain(ctx, since, at, h1.Event.ID)
 		if !e.lease.admits(at) {
 			t.Fatal("not regained: the planner reads the heartbeat before that check")
@@ -134,7 +135,7 @@ func TestRegainReadsThePlannersCheck(t *testing.T) {
 		h0 := w.beat("n4")
 		c := w.check("n4", h0.Offset+1)
 		h1, at := w.beat("n4"), time.Now()
-		e := w.executor("n4", since)
+		e := w.executor("n4", since, time.Minute)
 		done := make(chan struct{})
 		go func() { defer close(done); e.regain(ctx, since, at, h1.Event.ID) }()
 		node := events.NodeUpdated{Name: "n4", Group: "g1", VMCapable: true,
@@ -155,6 +156,24 @@ func TestRegainReadsThePlannersCheck(t *testing.T) {
 		}
 		if ok, _ := e.lease.valid(time.Now(), time.Hour); !ok {
 			t.Fatal("the lease does not hold once the loss is read")
+		}
+	})
+	t.Run("a check the planner never judges", func(t *testing.T) {
+		// Resent, or forgotten by a restarted planner: no loss follows.
+		// Past a fence the lease is back, for what comes from then on.
+		since := time.Now()
+		h0 := w.beat("n5")
+		w.check("n5", h0.Offset+1)
+		h1, at := w.beat("n5"), time.Now()
+		fence := 300 * time.Millisecond
+		e := w.executor("n5", since, fence)
+		began := time.Now()
+		e.regain(ctx, since, at, h1.Event.ID)
+		if waited := time.Since(began); waited < fence {
+			t.Fatalf("regained after %s, within the fence: the loss was not waited for", waited)
+		}
+		if e.lease.admits(began.Add(fence-time.Millisecond)) || !e.lease.admits(time.Now()) {
+			t.Fatalf("regained from %v; want from the wait's end, a fence after %s", e.lease.regained, began)
 		}
 	})
 }
