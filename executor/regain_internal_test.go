@@ -128,6 +128,29 @@ func TestRegainReadsThePlannersCheck(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a heartbeat not yet visible when the proof reads", func(t *testing.T) {
+		// Committed, its transaction's marker not yet written: the proof
+		// follows the partition until it reads it (the chaos test saw a
+		// read that stopped at the end it had keep the lease down).
+		since := time.Now()
+		w.beat("n6")
+		hb := events.NodeHeartbeat{Node: "n6", IntervalMS: 1000, Sent: time.Now()}
+		env := events.New(hb, events.WithProducer("test"), events.WithReason(events.Reason{Actor: "test", Why: "regain"}))
+		e := w.executor("n6", since, time.Minute)
+		done := make(chan struct{})
+		go func() { defer close(done); e.regain(ctx, since, env.Time, env.ID) }()
+		if err := w.prod.Append(ctx, events.TopicHeartbeats, env); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatal("the proof did not end on the heartbeat appended after it began")
+		}
+		if !e.lease.admits(env.Time) {
+			t.Fatal("not regained from the heartbeat's start")
+		}
+	})
 	t.Run("a check that declares the node lost", func(t *testing.T) {
 		since := time.Now()
 		h0 := w.beat("n4")
