@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -223,16 +226,46 @@ func nodePorts(opts Options, host string, i int) (port, cport int, err error) {
 	return port, cport, err
 }
 
-// freePort is a port the kernel just reported free on host. Another
-// process may take it before the broker binds it; the broker then fails
-// to start and says so in its log.
+// freePort is a port free on host now, outside the kernel's ephemeral
+// range. A node keeps its port across restarts (cluster.json), and a port
+// the kernel hands out itself could meanwhile be the local end of any
+// outgoing connection, the test's own clients' among them; the node's
+// start would then fail with "Address already in use". A port below the
+// range is only ever taken by a process that asks for it by number.
+// Another such process may take it before the broker binds it; the
+// broker then fails to start and says so in its log.
 func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("apachekafka: a free port on %s: %w", host, err)
+	low := ephemeralLow()
+	n := low - firstPort
+	start := mrand.IntN(n)
+	for i := range n {
+		port := firstPort + (start+i)%n
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err == nil {
+			ln.Close()
+			return port, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return 0, fmt.Errorf("apachekafka: a free port on %s: %w", host, err)
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("apachekafka: no free port on %s from %d to %d", host, firstPort, low-1)
+}
+
+// firstPort is the lowest port freePort picks: above the well-known and
+// the usual services' ports.
+const firstPort = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range
+// (Linux's default when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		if low, err := strconv.Atoi(f[0]); err == nil && low > firstPort+1000 {
+			return low
+		}
+	}
+	return 32768
 }
 
 // newClusterID is a KRaft cluster id: 16 random bytes, base64url, not
