@@ -31,7 +31,11 @@ import (
 type System struct {
 	API     *client.Client
 	Brokers []string // the broker's, to read the log directly
-	stop    func()
+	// BeforeMove, if set, runs before each move of MoveBackAndForth
+	// (after the one before it is finalized): what a bench measures beside
+	// the running system between its moves.
+	BeforeMove func(from, to string) error
+	stop       func()
 }
 
 // Start starts the whole system in tmp, seeded with seed, each node's
@@ -139,13 +143,18 @@ func (s *System) Migrate(ctx context.Context, instance, target string) (*Move, e
 func (s *System) MoveBackAndForth(ctx context.Context, instance, a, b string, n int) ([]*Move, error) {
 	var out []*Move
 	for i := range max(n, 1) {
-		to := b
+		from, to := a, b
 		if i%2 == 1 {
-			to = a
+			from, to = b, a
 		}
 		if i > 0 { // the instance takes no other migration until its last is finalized
 			if err := s.Finalize(ctx, instance, out[i-1].ID); err != nil {
 				return out, fmt.Errorf("finalizing move %d of %d: %w", i, n, err)
+			}
+		}
+		if s.BeforeMove != nil {
+			if err := s.BeforeMove(from, to); err != nil {
+				return out, fmt.Errorf("before move %d of %d: %w", i+1, n, err)
 			}
 		}
 		m, err := s.Migrate(ctx, instance, to)

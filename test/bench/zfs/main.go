@@ -44,7 +44,7 @@ func main() {
 	out := flag.String("out", "test/bench/results/zfs-migration.json", "where the system migration's figures go, as JSON")
 	downtimeOut := flag.String("downtime-out", "test/bench/results/downtime.json", "where the system moves' downtimes go (workload's, reported, predicted), as JSON, beside the live bench's")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process during the system's moves to this file")
-	moves := flag.Int("moves", 2, "system moves, there and back: each predicted with what the ones before it measured (the first has no history)")
+	moves := flag.Int("moves", 4, "system moves, there and back: each predicted with what the ones before it measured (the first has no history); the throughput ratio holds their first syncs' median against the bare runs'")
 	flag.Parse()
 	if *direct {
 		if err := run(*sizeMiB, *writeMiBps); err != nil {
