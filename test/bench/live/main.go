@@ -76,7 +76,7 @@ func main() {
 	withShared := flag.Bool("shared", true, "measure the migration on shared storage")
 	out := flag.String("out", "test/bench/results/live.json", "where the figures go, as JSON")
 	downtimeOut := flag.String("downtime-out", "test/bench/results/downtime.json", "where each kind of move's downtimes go (workload's, reported, predicted), as JSON, beside the zfs bench's")
-	moves := flag.Int("moves", 2, "moves of each kind, there and back: each predicted with what the ones before it measured (the first has no history); the first is the one measured for live.json")
+	moves := flag.Int("moves", 4, "moves of each kind, there and back: each predicted with what the ones before it measured (the first has no history); the first is the one measured for live.json")
 	flag.Parse()
 	r := result{SizeMiB: *sizeMiB, WriteMBps: *writeMBps, GuestMemoryMiB: memMiB}
 	if *withShared {
