@@ -457,7 +457,23 @@ func Dial(ctx context.Context, addr string, h Header, lim *Limiter) (*Sender, er
 		s.Close()
 		return nil, err
 	}
+	// The header leaves now, not with the first frame: the receiver
+	// prepares (a receive reads its dataset's state) while the sender
+	// starts its source, which for zfs send takes milliseconds, inside a
+	// switch's downtime when the body is a final delta.
+	if err := s.flush(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// flush writes what the sender holds: the header, an end marker.
+func (s *Sender) flush() error {
+	if err := s.bw.Flush(); err != nil {
+		return err
+	}
+	return flushConn(s.conn)
 }
 
 // Meter counts the body bytes written so far.
@@ -485,9 +501,6 @@ func (s *Sender) Write(p []byte) (int, error) {
 		// copy of the body into a buffer (a move is CPU-bound on a small
 		// machine), and paced bytes do not sit in a buffer, which would
 		// make the measured rate lag the limit.
-		if err := s.bw.Flush(); err != nil { // the stream's header, first time
-			return written, s.writeFailed(err)
-		}
 		var hdr [4]byte
 		binary.BigEndian.PutUint32(hdr[:], uint32(n))
 		bufs := net.Buffers{hdr[:], p[:n]}
@@ -553,10 +566,7 @@ func (s *Sender) Finish() (Reply, error) {
 	if _, err := s.bw.Write(end[:]); err != nil {
 		return Reply{}, s.writeFailed(err)
 	}
-	if err := s.bw.Flush(); err != nil {
-		return Reply{}, s.writeFailed(err)
-	}
-	if err := flushConn(s.conn); err != nil {
+	if err := s.flush(); err != nil {
 		return Reply{}, s.writeFailed(err)
 	}
 	rl := <-s.reply // the conn's close (ctx) ends the read
