@@ -42,8 +42,13 @@ type recvState struct {
 }
 
 func (d *Driver) loadState(ctx context.Context, ds, key string) recvState {
-	st := recvState{key: key}
 	ps, _ := props(ctx, ds, propMigration, propCreated, propBase)
+	return stateOf(ps, key)
+}
+
+// stateOf is the move key's state as the dataset's marks ps say.
+func stateOf(ps map[string]string, key string) recvState {
+	st := recvState{key: key}
 	if ps[propMigration] == key {
 		st.known = true
 		st.created = ps[propCreated] == "yes"
@@ -229,16 +234,18 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 	if n == 0 {
 		return 0, fmt.Errorf("recv: bad snapshot %q", s.Meta["snap"])
 	}
-	st := d.loadState(ctx, ds, op.Key())
+	// One command reads the move's marks and the quotas: each is a round
+	// trip to the daemon, and a final delta is received while the
+	// instance is down.
+	ps, err := props(ctx, ds, propMigration, propCreated, propBase, "used", "quota", "refquota")
+	had := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	st := stateOf(ps, op.Key())
 	saved := st // as the dataset's marks say: saved again only if changed
 	if !st.known {
 		saved = recvState{}
-	}
-	had, err := exists(ctx, ds)
-	if err != nil {
-		return 0, err
-	}
-	if !st.known {
 		st.known, st.created = true, !had
 		if had {
 			if ns, _ := snapNumbers(ctx, ds); len(ns) > 0 {
@@ -256,9 +263,10 @@ func (d *Driver) receiveSnapshot(ctx context.Context, s *transfer.Stream, op exe
 			return 0, err
 		}
 		st.created = true
+		ps = nil // no quota left to make room under
 	}
 	estimate, _ := strconv.ParseInt(s.Meta["estimate"], 10, 64)
-	restore, err := d.quotaHeadroom(ctx, ds, estimate)
+	restore, err := d.quotaHeadroom(ctx, ds, ps, estimate)
 	if err != nil {
 		return 0, err
 	}
@@ -386,14 +394,11 @@ func (d *Driver) rollbackTarget(ctx context.Context, ds, key string) error {
 
 // quotaHeadroom raises the dataset's quota and refquota while a receive of
 // about need bytes runs, when they would leave less than that (RFD 34,
-// Snapshot quotas), and returns what puts them back.
-func (d *Driver) quotaHeadroom(ctx context.Context, ds string, need int64) (func(), error) {
-	ps, err := props(ctx, ds, "used", "quota", "refquota")
-	if errors.Is(err, ErrNotFound) {
+// Snapshot quotas), and returns what puts them back. ps holds the
+// dataset's used, quota and refquota; nil when it does not exist.
+func (d *Driver) quotaHeadroom(ctx context.Context, ds string, ps map[string]string, need int64) (func(), error) {
+	if ps == nil {
 		return func() {}, nil
-	}
-	if err != nil {
-		return nil, err
 	}
 	used, err := num(ps["used"])
 	if err != nil {
