@@ -260,15 +260,12 @@ func (m *move) migBegin(ctx context.Context) (executor.PhaseResult, error) {
 }
 
 func (m *move) migSync(ctx context.Context, mp executor.MigrationPhase) (executor.PhaseResult, error) {
-	m.clearMarks(ctx)
-	hello, err := m.request(ctx, kindHello, nil)
-	if err != nil {
-		return executor.PhaseResult{}, err
-	}
-	if hello["committed"] == m.op.Key() {
-		return executor.PhaseResult{}, executor.Fatal(fmt.Errorf("%w: the switch of %s has committed; nothing to sync", ErrUnsupported, m.op.Request))
-	}
-	next, err := m.sendWith(ctx, false, hello)
+	next, err := m.sendAsking(ctx, false, m.clearMarks, func(hello map[string]string) error {
+		if hello["committed"] == m.op.Key() {
+			return executor.Fatal(fmt.Errorf("%w: the switch of %s has committed; nothing to sync", ErrUnsupported, m.op.Request))
+		}
+		return nil
+	})
 	if err != nil {
 		return executor.PhaseResult{}, err
 	}

@@ -199,26 +199,99 @@ func (m *move) sync(ctx context.Context, hello map[string]string, resync bool) (
 // send takes the next snapshot and sends it; final marks the switch's
 // final delta.
 func (m *move) send(ctx context.Context, final bool) (int, error) {
-	hello, err := m.request(ctx, kindHello, nil)
+	return m.sendAsking(ctx, final, nil, nil)
+}
+
+// sendAsking takes the next snapshot while the target answers hello, then
+// sends it. The hello waits on the target (its listener, a handshake, its
+// own zfs commands) and the snapshot on a transaction group here; neither
+// needs the other, and on a final delta both are downtime. prepare, when
+// set, runs first beside the hello too; vet, when set, refuses a hello
+// before anything is sent (the snapshot then stays, for the next sync's
+// prune).
+func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.Context), vet func(hello map[string]string) error) (int, error) {
+	hello := m.askAhead(ctx, kindHello)
+	defer hello.drop()
+	if prepare != nil {
+		prepare(ctx)
+	}
+	local, next, err := m.takeSnapshot(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return m.sendWith(ctx, final, hello)
+	h, err := hello.wait()
+	if err != nil {
+		return 0, err
+	}
+	if vet != nil {
+		if err := vet(h); err != nil {
+			return 0, err
+		}
+	}
+	return m.sendSnapshot(ctx, final, h, local, next)
 }
 
+// sendWith takes the next snapshot and sends it, hello already asked.
 func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string) (int, error) {
-	local, err := snapNumbers(ctx, m.ds)
+	local, next, err := m.takeSnapshot(ctx)
 	if err != nil {
-		return 0, executor.Transient(err)
+		return 0, err
 	}
-	base := commonNewest(local, hello["snaps"])
-	next := 1
+	return m.sendSnapshot(ctx, final, hello, local, next)
+}
+
+// takeSnapshot snapshots the dataset as the next migration snapshot: it
+// returns the ones it found (local) and the new one's number.
+func (m *move) takeSnapshot(ctx context.Context) (local []int, next int, err error) {
+	if local, err = snapNumbers(ctx, m.ds); err != nil {
+		return nil, 0, executor.Transient(err)
+	}
+	next = 1
 	if len(local) > 0 {
 		next = local[len(local)-1] + 1
 	}
 	if err := snapshot(ctx, m.ds+"@"+snapName(next)); err != nil {
-		return 0, executor.Transient(err)
+		return nil, 0, executor.Transient(err)
 	}
+	return local, next, nil
+}
+
+// asked is a request on its way to the target, run beside the caller's
+// own steps (askAhead).
+type asked struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	meta   map[string]string
+	err    error
+}
+
+// askAhead sends a body-less request of kind now; wait gives its reply.
+func (m *move) askAhead(ctx context.Context, kind string) *asked {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &asked{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.meta, a.err = m.request(ctx, kind, nil)
+	}()
+	return a
+}
+
+func (a *asked) wait() (map[string]string, error) {
+	<-a.done
+	return a.meta, a.err
+}
+
+// drop gives the request up if it is still on its way and waits for it
+// to end, so that no request outlives its caller.
+func (a *asked) drop() {
+	a.cancel()
+	<-a.done
+}
+
+// sendSnapshot sends snapshot next from the newest one of local that the
+// target holds too (by its hello), or whole.
+func (m *move) sendSnapshot(ctx context.Context, final bool, hello map[string]string, local []int, next int) (int, error) {
+	base := commonNewest(local, hello["snaps"])
 	est := m.estimate(ctx, base, next)
 	args := []string{}
 	if m.d.feat.Replicate {
