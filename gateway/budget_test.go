@@ -11,7 +11,7 @@ import (
 )
 
 // A first move is predicted from its parts, not as 20 s: zfs-local's
-// stated overhead (160 ms) + the final delta at 100 MiB/s, 2 ms + its
+// stated overhead (155 ms) + the final delta at 100 MiB/s, 2 ms + its
 // checksum at 200 MiB/s, 1 ms. The final delta follows the re-sync rule:
 // the 2 GiB instance's full send at the assumed 100 MiB/s dirties 20.48
 // MiB at the assumed 1 MiB/s, which a re-sync sends in 205 ms, during
@@ -27,12 +27,12 @@ func TestEstimateFromParts(t *testing.T) {
 		t.Fatalf("estimate: %d %s", code, body)
 	}
 	p := est.Downtime
-	if est.DowntimeSeconds != 0.163 || p.OverheadMS != 160 || p.TransferMS != 2 || p.ChecksumMS != 1 || est.Syncs != 2 || est.MaxDowntimeMS != 2000 {
-		t.Fatalf("estimate %.3f s from %+v in %d syncs, budget %d ms; want 0.163 s = 160 + 2 + 1 ms in 2 syncs, budget 2000 ms",
+	if est.DowntimeSeconds != 0.158 || p.OverheadMS != 155 || p.TransferMS != 2 || p.ChecksumMS != 1 || est.Syncs != 2 || est.MaxDowntimeMS != 2000 {
+		t.Fatalf("estimate %.3f s from %+v in %d syncs, budget %d ms; want 0.158 s = 155 + 2 + 1 ms in 2 syncs, budget 2000 ms",
 			est.DowntimeSeconds, p, est.Syncs, est.MaxDowntimeMS)
 	}
-	for _, part := range []string{"160 ms stop and start", "final delta of 209.7 KiB at 100.0 MiB/s", "checksum of it at 200.0 MiB/s",
-		"overhead: no switch measured yet: 160 ms assumed"} {
+	for _, part := range []string{"155 ms stop and start", "final delta of 209.7 KiB at 100.0 MiB/s", "checksum of it at 200.0 MiB/s",
+		"overhead: no switch measured yet: 155 ms assumed"} {
 		if !strings.Contains(est.How, part) {
 			t.Errorf("how %q does not say %q", est.How, part)
 		}
@@ -77,7 +77,7 @@ func TestMigrateBudget(t *testing.T) {
 		{"not a number", "/v1/instances/z1/migrate?action=automatic&max_downtime_ms=1s", "", 400, "bad_request", "not a whole number"},
 		{"on a migration begun", "/v1/instances/begun/migrate?action=sync&max_downtime_ms=500", "", 400, "bad_request", "asked with the migration"},
 		{"below the overhead", "/v1/instances/z1/migrate?action=automatic&max_downtime_ms=100", "", 409, "over_budget",
-			"the downtime budget of 100 ms (max_downtime_ms asked) is below the overhead of z1's switch alone, 160 ms"},
+			"the downtime budget of 100 ms (max_downtime_ms asked) is below the overhead of z1's switch alone, 155 ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := e.do(http.MethodPost, tc.path, tc.body, "Content-Type", "application/json")
@@ -107,7 +107,7 @@ func TestMigrateBudget(t *testing.T) {
 		t.Fatalf("%d events appended, want 1", len(recs))
 	}
 	a := as[events.MigrationActionRequested](t, recs[0].Event)
-	if b := a.Downtime; a.MaxDowntimeMS != 5000 || b == nil || b.OverheadMS != 160 || b.PredictedMS != 163 ||
+	if b := a.Downtime; a.MaxDowntimeMS != 5000 || b == nil || b.OverheadMS != 155 || b.PredictedMS != 158 ||
 		b.LinkBytesPerSecond != 100<<20 || b.ChecksumBytesPerSecond != 200<<20 {
 		t.Fatalf("appended budget %d ms, prediction %+v; want 5000 ms and the estimate's parts", a.MaxDowntimeMS, b)
 	}
@@ -205,7 +205,7 @@ func TestInstanceBudgetPrecedence(t *testing.T) {
 	e.seed()
 	e.instanceRow("z1", "acct-1", nil)
 	s := events.DefaultSettings()
-	s.MaxDowntimeMS = 150 // below z1's 160 ms overhead
+	s.MaxDowntimeMS = 150 // below z1's 155 ms overhead
 	e.settings(s)
 	estimated := func(query string) int64 {
 		t.Helper()

@@ -70,8 +70,8 @@ func TestEstimateDowntimeFromMeasuredSwitches(t *testing.T) {
 		est := estimateI1(t, e)
 		return est.DowntimeSeconds, est.How
 	}
-	if down, how := estimate(); down != 0.1 || !strings.Contains(how, "no switch measured yet: 100 ms assumed") {
-		t.Fatalf("estimate without history: %g s, %q; want 0.1 s, the stated default", down, how)
+	if down, how := estimate(); down != 0.125 || !strings.Contains(how, "no switch measured yet: 125 ms assumed") {
+		t.Fatalf("estimate without history: %g s, %q; want 0.125 s, the stated default", down, how)
 	}
 	e.exec(`
 INSERT INTO migration_phases (migration, seq, instance, phase, node, status, downtime_ms, ended_at) VALUES

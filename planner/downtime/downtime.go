@@ -11,18 +11,19 @@ import (
 // docs/benchmarks.md's moves (issue 30).
 const (
 	// CopiedOverhead is the stop and start of a switch that sends the
-	// final delta of local disks (zfs-local). By their workloads, a
-	// process runtime on ZFS measured 120 to 201 ms down in all (its
-	// final send about 60 ms; the target starts it before the checksum
-	// and the commit), a QEMU hand-over 153 to 199 ms with its checksum
-	// in the pause. The middle of both, so that a first move of either
-	// is predicted within 50 ms; a default of 200 ms put a process's
+	// final delta of local disks (zfs-local). On first moves, by their
+	// workloads, a process runtime on ZFS measured 110 to 201 ms down in
+	// all (its final send about 50 ms; the target starts it before the
+	// checksum and the commit), a QEMU hand-over 153 to 189 ms with its
+	// checksum in the pause. The middle of that range, so that a first
+	// move of either is predicted within 50 ms; 200 ms put a process's
 	// first moves up to 82 ms over.
-	CopiedOverhead = 160 * time.Millisecond
+	CopiedOverhead = 155 * time.Millisecond
 	// SharedOverhead is a live switch of shared storage (QEMU's pause,
-	// its last memory pass and the resume on the target): 84 to 174 ms
-	// by its guest's writes, 18 to 110 ms between QEMU's own events.
-	SharedOverhead = 100 * time.Millisecond
+	// its last memory pass and the resume on the target): 84 to 169 ms
+	// by its guest's writes on first moves, 18 to 110 ms between QEMU's
+	// own events. The middle of the guest's range, as above.
+	SharedOverhead = 125 * time.Millisecond
 	// ChecksumBytesPerSecond is how fast the switch's check reads the
 	// final delta on each node: one core hashing.
 	ChecksumBytesPerSecond = 200 << 20
@@ -101,9 +102,9 @@ func DefaultOverhead(k events.StorageKind, rs events.RunState) (time.Duration, s
 	case rs != events.RunRunning:
 		return 0, fmt.Sprintf("the instance is %s: nothing to stop or start", rs)
 	case k.CopiedOnMove():
-		return CopiedOverhead, fmt.Sprintf("no switch measured yet: %s assumed to stop and start (a process runtime on ZFS measured 120 to 201 ms down, a QEMU hand-over 153 to 199 ms)", ms(CopiedOverhead))
+		return CopiedOverhead, fmt.Sprintf("no switch measured yet: %s assumed to stop and start (a process runtime on ZFS measured 110 to 201 ms down on first moves, a QEMU hand-over 153 to 189 ms)", ms(CopiedOverhead))
 	}
-	return SharedOverhead, fmt.Sprintf("no switch measured yet: %s assumed for a live switch (QEMU on shared storage measured 84 to 174 ms down by its guest)", ms(SharedOverhead))
+	return SharedOverhead, fmt.Sprintf("no switch measured yet: %s assumed for a live switch (QEMU on shared storage measured 84 to 169 ms down by its guest on first moves)", ms(SharedOverhead))
 }
 
 // ChecksumRate is the checksum rate of kind k's switch: copied disks

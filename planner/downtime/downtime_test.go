@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 	if d, why := DefaultOverhead(events.StorageZFSLocal, events.RunStopped); d != 0 || !strings.Contains(why, "nothing to stop") {
 		t.Errorf("stopped: %s, %q", d, why)
 	}
-	if d, why := DefaultOverhead(events.StorageZFSLocal, events.RunRunning); d != CopiedOverhead || !strings.Contains(why, "160 ms assumed") {
+	if d, why := DefaultOverhead(events.StorageZFSLocal, events.RunRunning); d != CopiedOverhead || !strings.Contains(why, "155 ms assumed") {
 		t.Errorf("zfs-local: %s, %q", d, why)
 	}
 	if d, why := DefaultOverhead(events.StorageRBD, events.RunRunning); d != SharedOverhead || !strings.Contains(why, "live switch") {

@@ -124,11 +124,11 @@ func TestBudgetRefusesAnOperatorsSwitch(t *testing.T) {
 	if r := d.rec(); r.MaxDowntimeMS != 700 {
 		t.Fatalf("budget %d ms; want the settings' 700", r.MaxDowntimeMS)
 	}
-	// No basis from the gateway: vm's kind's stated default, 160 ms
+	// No basis from the gateway: vm's kind's stated default, 155 ms
 	// of overhead, and the checksum of 1 GiB.
 	d.check(d.act(events.ActionSwitch), want{state: events.MigrationPaused,
 		message: "switch refused: the switch's predicted downtime is"})
-	if r := d.rec(); !strings.Contains(r.Message, "over the budget of 700 ms") || !strings.Contains(r.Message, "160 ms stop and start") {
+	if r := d.rec(); !strings.Contains(r.Message, "over the budget of 700 ms") || !strings.Contains(r.Message, "155 ms stop and start") {
 		t.Fatalf("message %q; want the budget and the prediction's parts", r.Message)
 	}
 }
