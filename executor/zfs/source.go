@@ -210,25 +210,33 @@ func (m *move) send(ctx context.Context, final bool) (int, error) {
 // before anything is sent (the snapshot then stays, for the next sync's
 // prune).
 func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.Context), vet func(hello map[string]string) error) (int, error) {
-	hello := m.askAhead(ctx, kindHello)
-	defer hello.drop()
-	if prepare != nil {
-		prepare(ctx)
+	type taken struct {
+		local []int
+		next  int
+		err   error
 	}
-	local, next, err := m.takeSnapshot(ctx)
-	if err != nil {
+	took := make(chan taken, 1)
+	go func() {
+		if prepare != nil {
+			prepare(ctx)
+		}
+		local, next, err := m.takeSnapshot(ctx)
+		took <- taken{local, next, err}
+	}()
+	hello, err := m.request(ctx, kindHello, nil)
+	t := <-took
+	if err != nil { // first: a refusal says whether to try again
 		return 0, err
 	}
-	h, err := hello.wait()
-	if err != nil {
-		return 0, err
+	if t.err != nil {
+		return 0, t.err
 	}
 	if vet != nil {
-		if err := vet(h); err != nil {
+		if err := vet(hello); err != nil {
 			return 0, err
 		}
 	}
-	return m.sendSnapshot(ctx, final, h, local, next)
+	return m.sendSnapshot(ctx, final, hello, t.local, t.next)
 }
 
 // sendWith takes the next snapshot and sends it, hello already asked.
@@ -254,38 +262,6 @@ func (m *move) takeSnapshot(ctx context.Context) (local []int, next int, err err
 		return nil, 0, executor.Transient(err)
 	}
 	return local, next, nil
-}
-
-// asked is a request on its way to the target, run beside the caller's
-// own steps (askAhead).
-type asked struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	meta   map[string]string
-	err    error
-}
-
-// askAhead sends a body-less request of kind now; wait gives its reply.
-func (m *move) askAhead(ctx context.Context, kind string) *asked {
-	ctx, cancel := context.WithCancel(ctx)
-	a := &asked{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(a.done)
-		a.meta, a.err = m.request(ctx, kind, nil)
-	}()
-	return a
-}
-
-func (a *asked) wait() (map[string]string, error) {
-	<-a.done
-	return a.meta, a.err
-}
-
-// drop gives the request up if it is still on its way and waits for it
-// to end, so that no request outlives its caller.
-func (a *asked) drop() {
-	a.cancel()
-	<-a.done
 }
 
 // sendSnapshot sends snapshot next from the newest one of local that the
