@@ -242,9 +242,9 @@ func TestDryRunAnswersWithThePlan(t *testing.T) {
 	}
 	// Each move with its predicted downtime: i1's drbd disks send no
 	// final delta, so the stated default of a live switch.
-	if m := ans.Plan.Moves; len(m) != 1 || m[0].Instance != "i1" || m[0].PredictedDowntimeMS != 125 ||
-		!strings.Contains(m[0].How, "no switch measured yet: 125 ms assumed") {
-		t.Fatalf("the plan's moves %+v; want i1's, 125 ms by the stated default", m)
+	if m := ans.Plan.Moves; len(m) != 1 || m[0].Instance != "i1" || m[0].PredictedDowntimeMS != 130 ||
+		!strings.Contains(m[0].How, "no switch measured yet: 130 ms assumed") {
+		t.Fatalf("the plan's moves %+v; want i1's, 130 ms by the stated default", m)
 	}
 	got := as[events.EvacuationRequested](t, e.appended()[0].Event)
 	if !got.DryRun {

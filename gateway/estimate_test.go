@@ -70,8 +70,8 @@ func TestEstimateDowntimeFromMeasuredSwitches(t *testing.T) {
 		est := estimateI1(t, e)
 		return est.DowntimeSeconds, est.How
 	}
-	if down, how := estimate(); down != 0.125 || !strings.Contains(how, "no switch measured yet: 125 ms assumed") {
-		t.Fatalf("estimate without history: %g s, %q; want 0.125 s, the stated default", down, how)
+	if down, how := estimate(); down != 0.13 || !strings.Contains(how, "no switch measured yet: 130 ms assumed") {
+		t.Fatalf("estimate without history: %g s, %q; want 0.13 s, the stated default", down, how)
 	}
 	e.exec(`
 INSERT INTO migration_phases (migration, seq, instance, phase, node, status, downtime_ms, ended_at) VALUES
