@@ -260,12 +260,7 @@ func (m *move) migBegin(ctx context.Context) (executor.PhaseResult, error) {
 }
 
 func (m *move) migSync(ctx context.Context, mp executor.MigrationPhase) (executor.PhaseResult, error) {
-	next, err := m.sendAsking(ctx, false, m.clearMarks, func(hello map[string]string) error {
-		if hello["committed"] == m.op.Key() {
-			return executor.Fatal(fmt.Errorf("%w: the switch of %s has committed; nothing to sync", ErrUnsupported, m.op.Request))
-		}
-		return nil
-	})
+	next, err := m.sendAsking(ctx, false, m.clearMarks)
 	if err != nil {
 		return executor.PhaseResult{}, err
 	}

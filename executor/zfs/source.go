@@ -199,17 +199,16 @@ func (m *move) sync(ctx context.Context, hello map[string]string, resync bool) (
 // send takes the next snapshot and sends it; final marks the switch's
 // final delta.
 func (m *move) send(ctx context.Context, final bool) (int, error) {
-	return m.sendAsking(ctx, final, nil, nil)
+	return m.sendAsking(ctx, final, nil)
 }
 
 // sendAsking takes the next snapshot while the target answers hello, then
 // sends it. The hello waits on the target (its listener, a handshake, its
 // own zfs commands) and the snapshot on a transaction group here; neither
 // needs the other, and on a final delta both are downtime. prepare, when
-// set, runs first beside the hello too; vet, when set, refuses a hello
-// before anything is sent (the snapshot then stays, for the next sync's
-// prune).
-func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.Context), vet func(hello map[string]string) error) (int, error) {
+// set, runs first, beside the hello too. A target that has committed the
+// move takes nothing more; the snapshot then stays, for a later prune.
+func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.Context)) (int, error) {
 	type taken struct {
 		local []int
 		next  int
@@ -231,10 +230,8 @@ func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.
 	if t.err != nil {
 		return 0, t.err
 	}
-	if vet != nil {
-		if err := vet(hello); err != nil {
-			return 0, err
-		}
+	if hello["committed"] == m.op.Key() {
+		return 0, executor.Fatal(fmt.Errorf("%w: the switch of %s has committed; nothing to sync", ErrUnsupported, m.op.Request))
 	}
 	return m.sendSnapshot(ctx, final, hello, t.local, t.next)
 }
