@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -419,5 +420,44 @@ func TestStuckSenderStopsWhenCancelled(t *testing.T) {
 		if s := <-accepted; s != nil {
 			_ = s.Close()
 		}
+	}
+}
+
+// The header leaves at Dial, plain or sealed: the receiver has the stream,
+// its kind and meta, before the sender writes a byte of body, so that it
+// prepares while the sender starts its source (a zfs receive reads its
+// dataset while the source's zfs send starts, inside a switch's downtime).
+func TestHeaderArrivesBeforeTheBody(t *testing.T) {
+	c := newCluster(t)
+	for _, secure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("secure=%v", secure), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			toB, fromA, l := c.aToB(t, secure)
+			type accepted struct {
+				s   *transfer.Stream
+				err error
+			}
+			got := make(chan accepted, 1)
+			go func() { // the handshake, if any, needs both ends
+				s, err := l.Accept(transfer.WithLink(ctx, fromA))
+				got <- accepted{s, err}
+			}()
+			snd, err := transfer.Dial(transfer.WithLink(ctx, toB), l.Addr(),
+				transfer.Header{Key: "req/0/0", Kind: "recv", Meta: map[string]string{"snap": "7"}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer snd.Close()
+			a := <-got // no body is written: Accept returns on the header alone
+			if a.err != nil {
+				t.Fatalf("accept before any body: %v", a.err)
+			}
+			s := a.s
+			defer s.Close()
+			if s.Kind != "recv" || s.Meta["snap"] != "7" {
+				t.Fatalf("header %q %v; want recv with snap 7", s.Kind, s.Meta)
+			}
+		})
 	}
 }
