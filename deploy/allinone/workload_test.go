@@ -165,3 +165,64 @@ func TestWorkloadTimelineWrapsAround(t *testing.T) {
 		}
 	}
 }
+
+// The workload writes its ring through one descriptor, kept open (every
+// open costs a zfs-fuse round trip or more): each write lands in its own
+// block, across the ring's wrap and a restart from "pos", and the ring
+// never grows past its blocks. (dd seeks its standard output from where
+// it stands, not from the start: an offset left unchecked walks off the
+// end.)
+func TestWorkloadRingKeepsItsBlocks(t *testing.T) {
+	dir := t.TempDir()
+	w := allinone.Workload{Block: 4096, Blocks: 8, Interval: 10 * time.Millisecond}
+	size, blocks := int(w.Block), int(w.Blocks)
+	ring := make([]byte, size*blocks)
+	for i := range ring {
+		ring[i] = byte('A' + i/size)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ring"), ring, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pos"), fmt.Appendf(nil, "%020d\n", 5), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stop := startWorkload(t, w, dir)
+	if _, err := waitWrites(ctx, dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	stop = startWorkload(t, w, dir) // from "pos", mid-ring
+	ws, err := waitWrites(ctx, dir, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if ws, err = process.ReadTimeline(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "ring"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(ring) {
+		t.Fatalf("the ring is %d bytes after %d writes, want its %d blocks of %d", len(got), len(ws), blocks, size)
+	}
+	written := map[int]bool{}
+	for _, x := range ws {
+		written[int(x.Seq%int64(blocks))] = true
+	}
+	// A stop between a block and its record leaves the next block
+	// written with no record of it.
+	maybe := int((ws[len(ws)-1].Seq + 1) % int64(blocks))
+	for b := range blocks {
+		blk, was := got[b*size:(b+1)*size], ring[b*size:(b+1)*size]
+		switch same := string(blk) == string(was); {
+		case written[b] && same:
+			t.Errorf("block %d: written by the timeline, yet as it was", b)
+		case !written[b] && !same && b != maybe:
+			t.Errorf("block %d: not written by the timeline, yet changed", b)
+		}
+	}
+}
