@@ -135,7 +135,7 @@ func (w Workload) withDefaults() Workload {
 // open and a release besides the write itself (its attribute and entry
 // caches are off, test/zfsenv), on the daemon that runs a move's send
 // and receive: the system's first syncs ran at 283–343 MiB/s beside it,
-// 326–375 beside the writes alone (docs/benchmarks.md).
+// 285–377 beside the writes through one descriptor (docs/benchmarks.md).
 func (w Workload) Command() []string {
 	w = w.withDefaults()
 	script := fmt.Sprintf(`[ -n "$EPOCHREALTIME" ] || { echo "drove-workload: needs bash 5 or later (\$EPOCHREALTIME)" >&2; exit 1; }
