@@ -120,16 +120,10 @@ func (m *move) receiveBack(ctx context.Context, base int) (int64, error) {
 	defer l.Close()
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type result struct {
-		n   int64
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
+	received := beside(func() (int64, error) {
 		s, err := l.Accept(actx)
 		if err != nil {
-			got <- result{0, err}
-			return
+			return 0, err
 		}
 		err = recv(actx, s, "-F", m.ds)
 		r := transfer.Reply{OK: err == nil}
@@ -137,20 +131,20 @@ func (m *move) receiveBack(ctx context.Context, base int) (int64, error) {
 			r.Error = err.Error()
 		}
 		_ = s.Reply(r)
-		got <- result{s.Meter().Stats().Bytes, err}
-	}()
+		return s.Meter().Stats().Bytes, err
+	})
 	if _, err := m.ask(ctx, kindSendBack, map[string]string{"addr": l.Addr(), "base": strconv.Itoa(base)}); err != nil {
 		cancel()
-		<-got
+		_, _ = received()
 		return 0, err
 	}
-	r := <-got
-	if r.err != nil {
-		return r.n, classify(ctx, r.err)
+	n, err := received()
+	if err != nil {
+		return n, classify(ctx, err)
 	}
-	m.current, m.total = r.n, max(m.total, r.n)
-	m.progress(fmt.Sprintf("received %d bytes back from %s", r.n, m.op.To), 0, 0)
-	return r.n, nil
+	m.current, m.total = n, max(m.total, n)
+	m.progress(fmt.Sprintf("received %d bytes back from %s", n, m.op.To), 0, 0)
+	return n, nil
 }
 
 func (m *move) migFinalize(ctx context.Context) (executor.PhaseResult, error) {

@@ -212,23 +212,21 @@ func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.
 	type taken struct {
 		local []int
 		next  int
-		err   error
 	}
-	took := make(chan taken, 1)
-	go func() {
+	snap := beside(func() (taken, error) {
 		if prepare != nil {
 			prepare(ctx)
 		}
 		local, next, err := m.takeSnapshot(ctx)
-		took <- taken{local, next, err}
-	}()
+		return taken{local, next}, err
+	})
 	hello, err := m.request(ctx, kindHello, nil)
-	t := <-took
+	t, terr := snap()
 	if err != nil { // first: a refusal says whether to try again
 		return 0, err
 	}
-	if t.err != nil {
-		return 0, t.err
+	if terr != nil {
+		return 0, terr
 	}
 	if hello["committed"] == m.op.Key() {
 		return 0, executor.Fatal(fmt.Errorf("%w: the switch of %s has committed; nothing to sync", ErrUnsupported, m.op.Request))
@@ -488,47 +486,39 @@ func (m *move) verify(ctx context.Context, n, prev int) (string, error) {
 		dl = m.delta
 	}
 	m.progress(what, 0, 0)
-	type res struct {
-		ts  treeSum
-		err error
-	}
-	local := make(chan res, 1)
-	go func() {
-		ts, err := m.d.contentSum(ctx, m.op, n, prev, dl, nil)
-		local <- res{ts, err}
-	}()
+	local := beside(func() (treeSum, error) { return m.d.contentSum(ctx, m.op, n, prev, dl, nil) })
 	remote, rerr := m.request(ctx, kindChecksum, map[string]string{"snap": strconv.Itoa(n), "prev": strconv.Itoa(prev),
 		"delta": dl.encode()})
-	l := <-local
-	if l.err != nil {
-		return "", executor.Transient(l.err)
+	ts, lerr := local()
+	if lerr != nil {
+		return "", executor.Transient(lerr)
 	}
-	m.rep.Checksum = l.ts.Sum
+	m.rep.Checksum = ts.Sum
 	if rerr != nil {
 		return "", rerr
 	}
-	if remote["sum"] != l.ts.Sum && prev > 0 {
+	if remote["sum"] != ts.Sum && prev > 0 {
 		// A side re-read only what its stamps or the delta called
 		// changed; zfs-fuse can show a file's attributes from before a
 		// receive, so the whole content decides before a mismatch fails
 		// the move (more downtime, never a false alarm).
 		m.d.log.Warn("checksums differ after a partial re-read; comparing the whole content", "instance", m.op.Instance,
-			"snapshot", snapName(n), "differing", l.ts.sumDiff(remote["blocks"]))
+			"snapshot", snapName(n), "differing", ts.sumDiff(remote["blocks"]))
 		return m.verify(ctx, n, 0)
 	}
-	if remote["sum"] != l.ts.Sum {
-		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s; %s", ErrChecksum, l.ts.Sum, m.op.From, remote["sum"], m.op.To,
-			l.ts.sumDiff(remote["blocks"])))
+	if remote["sum"] != ts.Sum {
+		return "", executor.Fatal(fmt.Errorf("%w: %s on %s, %s on %s; %s", ErrChecksum, ts.Sum, m.op.From, remote["sum"], m.op.To,
+			ts.sumDiff(remote["blocks"])))
 	}
 	if m.phase == events.PhaseSwitch {
-		m.rep.ChecksumRead, m.rep.ChecksumReused = l.ts.Read, l.ts.Reused
+		m.rep.ChecksumRead, m.rep.ChecksumReused = ts.Read, ts.Reused
 	}
-	msg := fmt.Sprintf("checksum of %s equal on both nodes: %d bytes read", snapName(n), l.ts.Read)
+	msg := fmt.Sprintf("checksum of %s equal on both nodes: %d bytes read", snapName(n), ts.Read)
 	if prev > 0 {
-		msg += fmt.Sprintf(", %d bytes in files unchanged since %s", l.ts.Reused, snapName(prev))
+		msg += fmt.Sprintf(", %d bytes in files unchanged since %s", ts.Reused, snapName(prev))
 	}
 	m.progress(msg, 0, 0)
-	return l.ts.Sum, nil
+	return ts.Sum, nil
 }
 
 // fail rolls the source back after err: the instance restarts where it
