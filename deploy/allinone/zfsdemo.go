@@ -148,12 +148,12 @@ exec 3<>%[4]s || exit 1
 dd if=/dev/null bs=%[5]d seek=$(( s %% %[6]d )) count=0 conv=notrunc >&3 2>/dev/null ||
   { echo "drove-workload: positioning its timeline in $DROVE_DATA failed" >&2; exit 1; }
 exec 4<>ring || { echo "drove-workload: opening ring in $DROVE_DATA failed" >&2; exit 1; }
-gap=$(( s %% %[2]d ))
+skip=$(( s %% %[2]d ))
 exec {idle}<> <(:) || { echo "drove-workload: no pipe to wait on" >&2; exit 1; }
 k=b
 next=${EPOCHREALTIME/[!0-9]/}
 while :; do
-  dd if=/dev/urandom bs=%[1]d count=1 seek=$gap conv=notrunc iflag=fullblock >&4 2>/dev/null ||
+  dd if=/dev/urandom bs=%[1]d count=1 seek=$skip conv=notrunc iflag=fullblock >&4 2>/dev/null ||
     { echo "drove-workload: writing block $(( s %% %[2]d )) of ring in $DROVE_DATA failed" >&2; exit 1; }
   printf '%%020d %%020d %%s\n' $s ${EPOCHREALTIME/[!0-9]/}000 $k >&3 ||
     { echo "drove-workload: writing record $s of its timeline in $DROVE_DATA failed" >&2; exit 1; }
@@ -161,7 +161,7 @@ while :; do
   s=$(( s + 1 ))
   printf '%%020d\n' $s 1<>pos
   (( s %% %[6]d )) || exec 3<>%[4]s
-  gap=0
+  skip=0
   (( s %% %[2]d )) || exec 4<>ring
   next=$(( next + %[3]d ))
   now=${EPOCHREALTIME/[!0-9]/}
