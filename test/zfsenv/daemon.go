@@ -36,7 +36,7 @@ func ensureDaemon() error {
 			return fmt.Errorf("%s not found: %w", c, err)
 		}
 	}
-	if pid := daemonPid(); pid > 0 && zpoolWorks() == nil && caching(pid) && noPools() {
+	if pid := DaemonPid(); pid > 0 && zpoolWorks() == nil && caching(pid) && noPools() {
 		// Started by hand, caching: started again the tests' way while
 		// nothing uses it.
 		_ = syscall.Kill(pid, syscall.SIGTERM)
@@ -105,7 +105,7 @@ const startLine = "zfsenv: zfs-fuse started at"
 // forgets its pools: their files are a run's own, and a new daemon
 // importing them from its cache would mount them over the dead mounts.
 func clearDead() {
-	if daemonPid() != 0 {
+	if DaemonPid() != 0 {
 		return
 	}
 	if out, err := os.ReadFile("/proc/mounts"); err == nil {
@@ -121,10 +121,10 @@ func clearDead() {
 	}
 }
 
-// daemonPid is the pid of the running zfs-fuse, 0 if none, -1 if it
+// DaemonPid is the pid of the running zfs-fuse, 0 if none, -1 if it
 // cannot tell within procTimeout. A zombie (dead, its parent not yet
 // told) does not count.
-func daemonPid() int { return within(procTimeout, scanDaemon, -1) }
+func DaemonPid() int { return within(procTimeout, scanDaemon, -1) }
 
 // procTimeout bounds each look into /proc. While zfs-fuse is deadlocked,
 // a process stuck exiting in one of its mounts (a FUSE flush no one
@@ -148,7 +148,7 @@ func within[T any](d time.Duration, f func() T, late T) T {
 	}
 }
 
-// scanDaemon is daemonPid's look through /proc. It reads each process's
+// scanDaemon is DaemonPid's look through /proc. It reads each process's
 // comm, which takes no lock an exiting process holds, and the stat (for
 // its state) of zfs-fuse alone.
 func scanDaemon() int {
@@ -250,7 +250,7 @@ func noPools() bool {
 // waitGone waits up to 10 s for zfs-fuse to exit.
 func waitGone() {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		if daemonPid() == 0 {
+		if DaemonPid() == 0 {
 			return
 		}
 		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline

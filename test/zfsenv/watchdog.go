@@ -48,7 +48,7 @@ func watch(t testing.TB) {
 	if err := ensureDaemon(); err != nil {
 		t.Fatalf("zfsenv: ZFS is not usable: %v", err)
 	}
-	pid := daemonPid()
+	pid := DaemonPid()
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	reported := false // written by the goroutine, read after done
@@ -80,7 +80,7 @@ func probeLoop(ctx context.Context, t testing.TB, pid int) bool {
 			return false
 		case <-tick.C:
 		}
-		if now := daemonPid(); now >= 0 && now != pid {
+		if now := DaemonPid(); now >= 0 && now != pid {
 			return checkSame(t, pid)
 		}
 		err := probe(ctx)
@@ -106,7 +106,7 @@ func probeLoop(ctx context.Context, t testing.TB, pid int) bool {
 // maybe another test binary started it again), starting it again if
 // none runs, and says whether it did.
 func checkSame(t testing.TB, pid int) bool {
-	now := daemonPid()
+	now := DaemonPid()
 	if now < 0 || now == pid {
 		return false // the same, or no telling now: the probes still judge
 	}
@@ -130,7 +130,7 @@ func checkSame(t testing.TB, pid int) bool {
 // finds, never waiting on a scan of /proc that could block
 // (procTimeout); knowing neither, a pkill it gives up on after as long.
 func restartDaemon(pid int) {
-	now := daemonPid()
+	now := DaemonPid()
 	if now > 0 && now != pid {
 		_ = syscall.Kill(now, syscall.SIGKILL)
 	}

@@ -52,7 +52,7 @@ func (r *recorder) errors() []string {
 func TestWatchdogStartsADeadDaemonAgain(t *testing.T) {
 	r := &recorder{TB: t}
 	pool := Pool(r, "watchdog", 64)
-	pid := daemonPid()
+	pid := DaemonPid()
 	if pid == 0 {
 		t.Fatal("no zfs-fuse runs under a pool")
 	}
@@ -71,7 +71,7 @@ func TestWatchdogStartsADeadDaemonAgain(t *testing.T) {
 	if !strings.Contains(errs[0], RestartMarker) || !strings.Contains(errs[0], "died during the test") {
 		t.Errorf("the first error does not name the daemon's death: %q", errs[0])
 	}
-	if n := daemonPid(); n == 0 || n == pid {
+	if n := DaemonPid(); n == 0 || n == pid {
 		t.Errorf("zfs-fuse after the watchdog: pid %d (killed: %d)", n, pid)
 	}
 	if err := zpoolWorks(); err != nil {

@@ -124,3 +124,34 @@ func Matching(s string) float64 {
 // Per100k is secs per 100,000 of n things (events, rows): the unit the
 // benchmarks report CPU in.
 func Per100k(secs float64, n int) float64 { return secs * 100_000 / float64(n) }
+
+// Machine is the CPU seconds every CPU of the machine has spent so far,
+// busy and in all (the first line of /proc/stat: busy is all but idle
+// and iowait); 0, 0 off Linux.
+func Machine() (busy, all float64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, s := range f[1:] {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, 0
+		}
+		// user nice system idle iowait irq softirq steal guest guest_nice:
+		// guest time is already in user's.
+		if i >= 8 {
+			break
+		}
+		all += v
+		if i != 3 && i != 4 {
+			busy += v
+		}
+	}
+	return busy / clockTicks, all / clockTicks
+}

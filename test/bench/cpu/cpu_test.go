@@ -20,6 +20,9 @@ func TestStatReadsThisProcess(t *testing.T) {
 	if Matching(os.Args[0]) <= 0 {
 		t.Fatal("Matching did not find this process by its command line")
 	}
+	if busy, all := Machine(); busy <= 0 || all < busy {
+		t.Fatalf("Machine = %v busy of %v", busy, all)
+	}
 	if Postmaster(t.TempDir()) != -1 || Postgres("") != 0 {
 		t.Fatal("a directory with no server has a postmaster")
 	}

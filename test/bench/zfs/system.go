@@ -63,6 +63,8 @@ type migrationResult struct {
 	SizeMiB        int     `json:"size_mib"`
 	WriteMiBps     float64 `json:"write_mibps"`
 	LoadAverage    string  `json:"load_average"`
+	// Where the CPU went in the bare runs and the first syncs.
+	CPU cpuFigures `json:"cpu"`
 }
 
 func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves int, cpuProfile string) (err error) {
@@ -99,7 +101,9 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 		return err
 	}
 	src, dst := cluster.Nodes[0].Name, cluster.Nodes[1].Name
-	bares, err := bareRates(demo.Dataset(src, "local-1"), demo.Pools[dst], 2)
+	trace := traceCPU(100 * time.Millisecond)
+	defer trace.Stop()
+	bares, err := bareRuns(demo.Dataset(src, "local-1"), demo.Pools[dst], 2)
 	if err != nil {
 		return err
 	}
@@ -110,7 +114,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	}
 	defer sys.Stop()
 	sys.BeforeMove = func(from, to string) error {
-		r, err := bareRates(demo.Dataset(from, "local-1"), demo.Pools[to], 1)
+		r, err := bareRuns(demo.Dataset(from, "local-1"), demo.Pools[to], 1)
 		bares = append(bares, r...)
 		return err
 	}
@@ -129,7 +133,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	if len(ms)%2 == 1 {
 		at, other = dst, src
 	}
-	after, err := bareRates(demo.Dataset(at, "local-1"), demo.Pools[other], 2)
+	after, err := bareRuns(demo.Dataset(at, "local-1"), demo.Pools[other], 2)
 	if err != nil {
 		return err
 	}
@@ -142,7 +146,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	mu.Lock()
 	reps := append([]zfs.MoveReport(nil), reports...)
 	mu.Unlock()
-	return report(ctx, sys.Brokers, ms, reps, bares, sizeMiB, writeMiBps, out)
+	return report(ctx, sys.Brokers, ms, reps, bares, trace, sizeMiB, writeMiBps, out)
 }
 
 // profile starts a CPU profile into file ("": none) and returns its stop.
@@ -181,12 +185,11 @@ func benchWorkload(mibps float64) allinone.Workload {
 	return allinone.Workload{Block: block, Blocks: 512, Interval: every}
 }
 
-// bareRates times `zfs send | zfs receive` of a snapshot of ds into pool,
-// once to warm the caches, then runs times: the rates, in bytes per
-// second.
+// bareRuns times `zfs send | zfs receive` of a snapshot of ds into pool,
+// once to warm the caches, then runs times.
 // The send has the flags the driver's first sync has: -R where this
 // zfs replicates (a replication stream costs zfs-fuse about 5 % more).
-func bareRates(ds, pool string, runs int) ([]float64, error) {
+func bareRuns(ds, pool string, runs int) ([]span, error) {
 	snap := ds + "@bare"
 	if err := sh("zfs snapshot " + snap); err != nil {
 		return nil, err
@@ -202,20 +205,20 @@ func bareRates(ds, pool string, runs int) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rates []float64
+	var done []span
 	for i := range runs {
 		t0 := time.Now()
 		into := fmt.Sprintf("%s/bare%d", pool, i)
 		if err := sh(fmt.Sprintf("zfs send %s | zfs receive %s", snap, into)); err != nil {
 			return nil, err
 		}
-		rates = append(rates, float64(size)/time.Since(t0).Seconds())
+		done = append(done, span{bytes: size, from: t0, to: time.Now()})
 		if err := zfsenv.DestroyDataset(into); err != nil {
 			return nil, err
 		}
 	}
-	fmt.Printf("system: bare zfs send %s | zfs receive: %d MiB at %s MiB/s\n", snap, size>>20, mibps(rates))
-	return rates, nil
+	fmt.Printf("system: bare zfs send %s | zfs receive: %d MiB at %s MiB/s\n", snap, size>>20, mibps(rates(done)))
+	return done, nil
 }
 
 func sendSize(snap string) (int64, error) {
@@ -228,11 +231,13 @@ func sendSize(snap string) (int64, error) {
 
 // report works out the figures, prints them and writes them to out. Each
 // move's first sync is a full send (the one before was finalized).
-func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bares []float64, sizeMiB int, writeMiBps float64, out string) error {
+func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bares []span, trace *cpuTrace, sizeMiB int, writeMiBps float64, out string) error {
 	r := migrationResult{SizeMiB: sizeMiB, WriteMiBps: writeMiBps}
-	if err := r.throughput(ctx, brokers, ms, reps, bares); err != nil {
+	syncs, err := r.throughput(ctx, brokers, ms, reps, bares)
+	if err != nil {
 		return err
 	}
+	r.CPU = cpuOf(trace, bares, syncs)
 	for i, m := range ms {
 		sw := switchOf(m.InstanceMigration, reps)
 		fmt.Printf("system: move %d: %d syncs, final delta %d KiB, downtime %d ms in the record (driver %d ms: stop %d, final send %d, start %d; the checksums after the start %d ms; goal <= 250)\n",
@@ -246,21 +251,25 @@ func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs
 }
 
 // throughput fills in the first syncs' figures against the bare runs'.
-func (r *migrationResult) throughput(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bares []float64) error {
+// It returns the first syncs' spans.
+func (r *migrationResult) throughput(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bareRuns []span) ([]span, error) {
+	var firsts []span
 	var syncs, sends []float64
 	for i, m := range ms {
 		fs, err := firstSync(ctx, brokers, m.InstanceMigration, reps)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if i == 0 {
 			r.FirstSyncBytes = fs.sync.Bytes
 		}
+		firsts = append(firsts, fs.span)
 		syncs = append(syncs, fs.rate())
 		sends = append(sends, float64(fs.sync.Bytes)/fs.sync.Duration.Seconds())
 		fmt.Printf("system: move %d: first sync %d MiB in %s from dispatch to end (send alone %s) = %.1f MiB/s\n",
-			i+1, fs.sync.Bytes>>20, fs.wall.Round(time.Millisecond), fs.sync.Duration.Round(time.Millisecond), fs.rate()/(1<<20))
+			i+1, fs.sync.Bytes>>20, fs.wall().Round(time.Millisecond), fs.sync.Duration.Round(time.Millisecond), fs.rate()/(1<<20))
 	}
+	bares := rates(bareRuns)
 	bare := cli.Median(bares)
 	r.BareMiBps, r.FirstSyncMiBps = bare/(1<<20), cli.Median(syncs)/(1<<20)
 	r.BareRunsMiBps, r.FirstSyncsMiBps = roundedMiBps(bares), roundedMiBps(syncs)
@@ -270,7 +279,7 @@ func (r *migrationResult) throughput(ctx context.Context, brokers []string, ms [
 	fmt.Printf("system: first syncs %s MiB/s, bare runs %s MiB/s\n", mibps(syncs), mibps(bares))
 	fmt.Printf("system: throughput ratio %.3f: the first syncs' median %.1f MiB/s against the bare runs' %.1f (send alone %.3f; goal >= 0.9); fastest against fastest %.3f\n",
 		r.ThroughputRatio, r.FirstSyncMiBps, r.BareMiBps, r.SendRatio, r.BestRatio)
-	return nil
+	return firsts, nil
 }
 
 // moveSwitch is one move's switch, as its record and the driver's report
@@ -318,14 +327,32 @@ func mibps(rates []float64) string {
 	return strings.Join(s, ", ")
 }
 
-// firstSyncOf is a move's first sync: the driver's report of it, and its
-// wall time from dispatch to end as the log has them.
-type firstSyncOf struct {
-	sync zfs.SyncReport
-	wall time.Duration
+// span is one timed copy of the dataset: a bare run, or a first sync
+// from its dispatch to its end.
+type span struct {
+	bytes    int64
+	from, to time.Time
 }
 
-func (f firstSyncOf) rate() float64 { return float64(f.sync.Bytes) / f.wall.Seconds() }
+func (s span) wall() time.Duration { return s.to.Sub(s.from) }
+
+// rate is in bytes per second.
+func (s span) rate() float64 { return float64(s.bytes) / s.wall().Seconds() }
+
+func rates(spans []span) []float64 {
+	var out []float64
+	for _, s := range spans {
+		out = append(out, s.rate())
+	}
+	return out
+}
+
+// firstSyncOf is a move's first sync: the driver's report of it, and its
+// span from dispatch to end as the log has them.
+type firstSyncOf struct {
+	sync zfs.SyncReport
+	span
+}
 
 func firstSync(ctx context.Context, brokers []string, m *wire.InstanceMigration, reps []zfs.MoveReport) (firstSyncOf, error) {
 	var f firstSyncOf
@@ -339,20 +366,20 @@ func firstSync(ctx context.Context, brokers []string, m *wire.InstanceMigration,
 		return f, fmt.Errorf("no sync report of migration %s", m.ID)
 	}
 	var err error
-	f.wall, err = firstSyncWall(ctx, brokers, m.ID)
+	f.from, f.to, err = firstSyncTimes(ctx, brokers, m.ID)
+	f.bytes = f.sync.Bytes
 	return f, err
 }
 
 func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
 
-// firstSyncWall is the time from the dispatch of migration id's first
-// sync to its end, as the log has them.
-func firstSyncWall(ctx context.Context, brokers []string, id string) (time.Duration, error) {
+// firstSyncTimes are the times of the dispatch of migration id's first
+// sync and of its end, as the log has them.
+func firstSyncTimes(ctx context.Context, brokers []string, id string) (began, ended time.Time, err error) {
 	recs, err := kafka.ReadAll(ctx, kafka.Config{Brokers: brokers}, events.TopicOpcodes)
 	if err != nil {
-		return 0, err
+		return began, ended, err
 	}
-	var began, ended time.Time
 	seq := -1
 	for _, rec := range recs {
 		switch p, _ := rec.Event.DecodePayload(); v := p.(type) {
@@ -367,9 +394,9 @@ func firstSyncWall(ctx context.Context, brokers []string, id string) (time.Durat
 		}
 	}
 	if began.IsZero() || ended.IsZero() {
-		return 0, fmt.Errorf("the first sync of %s is not in the log", id)
+		return began, ended, fmt.Errorf("the first sync of %s is not in the log", id)
 	}
-	return ended.Sub(began), nil
+	return began, ended, nil
 }
 
 func shOut(cmd string) (string, error) {
