@@ -17,7 +17,8 @@ import (
 // projector, the gateway; not Postgres, the broker or the workload), of
 // the zfs-fuse daemon (every send and receive, the bare ones too) and of
 // the machine. Over a bare run or a first sync it says where the cores
-// went: a sync here is bound by the CPU, and the figures say by whose.
+// went: whether the copy waited for the CPU (nearly all of it busy), and
+// whose work filled it.
 type cpuTrace struct {
 	mu      sync.Mutex
 	samples []cpuSample
@@ -25,8 +26,8 @@ type cpuTrace struct {
 }
 
 type cpuSample struct {
-	at                      time.Time
-	drove, zfs, busy, total float64 // CPU seconds so far
+	at               time.Time
+	drove, zfs, busy float64 // CPU seconds so far
 }
 
 // cpuUse is what was used over a span, in CPU seconds.
@@ -45,8 +46,8 @@ func traceCPU(interval time.Duration) *cpuTrace {
 		defer tick.Stop()
 		for {
 			_, z, _ := cpu.Stat(pid) // 0 while the daemon restarts
-			busy, total := cpu.Machine()
-			s := cpuSample{at: time.Now(), drove: cpu.Self(), zfs: z, busy: busy, total: total}
+			busy, _ := cpu.Machine()
+			s := cpuSample{at: time.Now(), drove: cpu.Self(), zfs: z, busy: busy}
 			t.mu.Lock()
 			t.samples = append(t.samples, s)
 			t.mu.Unlock()
