@@ -224,19 +224,31 @@ func move(ctx context.Context, src, dst *zfs.Driver, from, to string, state even
 	}
 	op := executor.Op{Request: "bench", Job: len(src.Reports()), Kind: events.OpInstanceMigrate, Instance: "vm",
 		Storage: events.StorageZFSLocal, RunState: state, From: from, To: to, Primary: from, Attempt: 1}
+	// A source that fails ends the receiver's wait, as the executor's
+	// job would: else the receiver waits for it for ever.
+	rctx, cancel := context.WithCancel(rctx)
+	defer cancel()
 	addr := make(chan string, 1)
 	recvDone := make(chan error, 1)
 	go func() {
 		recvDone <- dst.Receive(rctx, op, func(a string) { addr <- a }, func(executor.Progress) {})
 	}()
-	got := <-addr
+	var got string
+	select {
+	case got = <-addr:
+	case err := <-recvDone:
+		return zfs.MoveReport{}, executor.Result{}, 0, fmt.Errorf("the receiver on %s: %w", to, err)
+	}
 	op.AwaitReceiver = func(context.Context) (string, error) { return got, nil }
 	began := time.Now()
 	res, err := src.Run(sctx, op, func(executor.Progress) {})
 	took := time.Since(began)
-	if rerr := <-recvDone; err == nil {
-		err = rerr
+	if err != nil {
+		cancel()
+		<-recvDone
+		return zfs.MoveReport{}, res, took, fmt.Errorf("the source on %s: %w", from, err)
 	}
+	err = <-recvDone
 	if err != nil {
 		return zfs.MoveReport{}, res, took, err
 	}
