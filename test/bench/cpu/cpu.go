@@ -138,15 +138,12 @@ func Machine() (busy, all float64) {
 	if len(f) < 5 || f[0] != "cpu" {
 		return 0, 0
 	}
-	for i, s := range f[1:] {
+	// user nice system idle iowait irq softirq steal, then guest and
+	// guest_nice, which user and nice already count.
+	for i, s := range f[1:min(len(f), 9)] {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			return 0, 0
-		}
-		// user nice system idle iowait irq softirq steal guest guest_nice:
-		// guest time is already in user's.
-		if i >= 8 {
-			break
 		}
 		all += v
 		if i != 3 && i != 4 {
