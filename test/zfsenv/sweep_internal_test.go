@@ -72,3 +72,26 @@ func TestSweepImagesTakesOnlyOrphans(t *testing.T) {
 		t.Errorf("the orphan's owner file stayed: %v", err)
 	}
 }
+
+// The owner file appears whole, by a rename, never empty: a sweep that
+// read it empty took the pool for an orphan and removed its image.
+func TestWriteOwnerLeavesTheWholePidOnly(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	if err := os.MkdirAll(stateDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOwner("drove_e_mine"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ownerFile("drove_e_mine"))
+	if err != nil || string(b) != strconv.Itoa(os.Getpid()) {
+		t.Fatalf("owner file %q, %v; want this process's pid", b, err)
+	}
+	if orphaned("drove_e_mine") {
+		t.Fatal("a pool this process owns reads as an orphan")
+	}
+	left, _ := filepath.Glob(filepath.Join(stateDir(), "*"))
+	if len(left) != 1 {
+		t.Fatalf("files left beside the owner file: %v", left)
+	}
+}

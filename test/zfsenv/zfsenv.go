@@ -79,7 +79,7 @@ func CreatePool(tag string, sizeMiB int) (string, error) {
 	}
 	// The owner's pid beside the image lets a later sweep tell a pool a
 	// killed run left behind from one another run still uses.
-	if err := os.WriteFile(ownerFile(name), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := writeOwner(name); err != nil {
 		os.Remove(img)
 		return "", err
 	}
@@ -90,6 +90,20 @@ func CreatePool(tag string, sizeMiB int) (string, error) {
 		return "", fmt.Errorf("zpool create %s: %v: %s", name, err, bytes.TrimSpace(out))
 	}
 	return name, nil
+}
+
+// writeOwner writes this process's pid as pool name's owner, whole or
+// not at all: written in place, the file was for a moment empty, and
+// another test binary sweeping then read no owner, took the pool for an
+// orphan and removed its image before `zpool create` could open it (seen
+// in make test: "cannot open '...dt3.img': No such file or directory").
+func writeOwner(name string) error {
+	tmp := ownerFile(name) + ".new"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, ownerFile(name))
 }
 
 // stateDir keeps the pools' files, their owners' pids and the daemon's
