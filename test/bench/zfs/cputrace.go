@@ -27,6 +27,7 @@ type cpuTrace struct {
 
 type cpuSample struct {
 	at               time.Time
+	daemon           int     // the zfs-fuse daemon's pid; 0: none found
 	drove, zfs, busy float64 // CPU seconds so far
 }
 
@@ -40,14 +41,21 @@ type cpuUse struct {
 // /proc of a process stuck on a deadlocked zfs-fuse can block.
 func traceCPU(interval time.Duration) *cpuTrace {
 	t := &cpuTrace{done: make(chan struct{})}
-	pid := strconv.Itoa(zfsenv.DaemonPid())
 	go func() {
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
+		pid := 0
 		for {
-			_, z, _ := cpu.Stat(pid) // 0 while the daemon restarts
+			_, z, ok := cpu.Stat(strconv.Itoa(pid))
+			if !ok { // not found yet, or restarted by the watchdog
+				pid = max(zfsenv.DaemonPid(), 0)
+				_, z, ok = cpu.Stat(strconv.Itoa(pid))
+			}
+			if !ok {
+				pid = 0
+			}
 			busy, _ := cpu.Machine()
-			s := cpuSample{at: time.Now(), drove: cpu.Self(), zfs: z, busy: busy}
+			s := cpuSample{at: time.Now(), daemon: pid, drove: cpu.Self(), zfs: z, busy: busy}
 			t.mu.Lock()
 			t.samples = append(t.samples, s)
 			t.mu.Unlock()
@@ -78,7 +86,7 @@ func (t *cpuTrace) over(from, to time.Time) (u cpuUse, ok bool) {
 			b = s
 		}
 	}
-	if a == nil || b == nil || a.zfs == 0 || b.zfs < a.zfs {
+	if a == nil || b == nil || a.daemon == 0 || a.daemon != b.daemon {
 		return u, false // no daemon found, or it restarted between
 	}
 	return cpuUse{Drove: b.drove - a.drove, ZFS: b.zfs - a.zfs, Busy: b.busy - a.busy,

@@ -9,10 +9,10 @@ func TestCPUTraceOverTakesTheSamplesAroundTheSpan(t *testing.T) {
 	t0 := time.Now()
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	tr := &cpuTrace{samples: []cpuSample{
-		{at: at(0), drove: 1, zfs: 10, busy: 100},
-		{at: at(100), drove: 1.1, zfs: 10.1, busy: 100.2},
-		{at: at(200), drove: 1.3, zfs: 10.2, busy: 100.4},
-		{at: at(300), drove: 1.6, zfs: 10.4, busy: 100.6},
+		{at: at(0), daemon: 7, drove: 1, zfs: 10, busy: 100},
+		{at: at(100), daemon: 7, drove: 1.1, zfs: 10.1, busy: 100.2},
+		{at: at(200), daemon: 7, drove: 1.3, zfs: 10.2, busy: 100.4},
+		{at: at(300), daemon: 7, drove: 1.6, zfs: 10.4, busy: 100.6},
 	}}
 	u, ok := tr.over(at(150), at(250)) // from the sample at 100 to the one at 300
 	if !ok || !near(u.Drove, 0.5) || !near(u.ZFS, 0.3) || !near(u.Busy, 0.4) || !near(u.Seconds, 0.2) {
@@ -21,7 +21,7 @@ func TestCPUTraceOverTakesTheSamplesAroundTheSpan(t *testing.T) {
 	if _, ok := tr.over(at(250), at(400)); ok {
 		t.Fatal("a span past the last sample was covered")
 	}
-	tr.samples = append(tr.samples, cpuSample{at: at(400), zfs: 0.1}) // the daemon restarted
+	tr.samples = append(tr.samples, cpuSample{at: at(400), daemon: 8, zfs: 12}) // the daemon restarted
 	if _, ok := tr.over(at(250), at(400)); ok {
 		t.Fatal("a span across a restart of the daemon gave its CPU")
 	}
