@@ -60,3 +60,44 @@ func TestIntPropsReadsEveryNameInOneCommand(t *testing.T) {
 		t.Error("a snapshot that does not exist read without an error")
 	}
 }
+
+// A move's marks are trusted only while their voucher names the move:
+// setVouched sets the voucher after the marks, so a mark that fails
+// leaves the voucher as it was, and clearVouched leaves nothing.
+func TestVouchedMarksComeWholeOrNotAtAll(t *testing.T) {
+	ctx := context.Background()
+	ds := zfsenv.Pool(t, "vouch", 128) + "/d"
+	if _, err := run(ctx, "create", ds); err != nil {
+		t.Fatal(err)
+	}
+	state := func() recvState {
+		ps, err := props(ctx, ds, propMigration, propCreated, propBase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stateOf(ps, "k1")
+	}
+	if err := setVouched(ctx, ds, map[string]string{propCreated: "yes", propBase: "3"}, propMigration, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(); !st.known || !st.created || st.base != 3 {
+		t.Fatalf("after setVouched: %+v, want k1's marks", st)
+	}
+	err := setVouched(ctx, ds, map[string]string{propBase: "4", "quota": "not a size"}, propMigration, "k2")
+	if err == nil {
+		t.Fatal("a mark that cannot be set was not an error")
+	}
+	if v, _ := prop(ctx, ds, propMigration); v != "k1" {
+		t.Fatalf("the voucher is %q after a failed mark, want k1 still", v)
+	}
+	clearVouched(ctx, ds, propMigration, propCreated, propBase)
+	if st := state(); st.known {
+		t.Fatalf("after clearVouched: %+v, want no marks", st)
+	}
+	for _, p := range []string{propCreated, propBase} {
+		if set, _ := localProps(ctx, ds, p); len(set) > 0 {
+			t.Errorf("%s still set after clearVouched", p)
+		}
+	}
+}
+

@@ -204,18 +204,17 @@ func (m *move) ask(ctx context.Context, kind string, meta map[string]string) (ma
 }
 
 // clearMarks drops the bulk path's marks from the source dataset, so that
-// they do not travel to the target with -R.
+// they do not travel to the target with -R. They are an earlier move's,
+// in which this node was the target, and vouch for nothing of this one:
+// they go at once, in no order.
 func (m *move) clearMarks(ctx context.Context) {
 	marks := []string{propMigration, propCreated, propBase, propCommitted}
-	// Each inherit waits for a transaction group: 40-50 ms for the four
-	// beside a writer on zfs-fuse, at the start of every sync. One read
-	// says which are set; unread, all are cleared.
+	// Each inherit waits for a transaction group. One read says which
+	// are set (after a move's first sync, none); unread, all are cleared.
 	if set, err := localProps(ctx, m.ds, marks...); err == nil {
 		marks = set
 	}
-	for _, p := range marks {
-		_ = inherit(ctx, m.ds, p)
-	}
+	clearProps(ctx, m.ds, marks...)
 }
 
 func (m *move) migBegin(ctx context.Context) (executor.PhaseResult, error) {
@@ -249,10 +248,8 @@ func (m *move) migBegin(ctx context.Context) (executor.PhaseResult, error) {
 	if err != nil {
 		return executor.PhaseResult{}, err
 	}
-	for p, v := range map[string]string{propMigrating: op.Request, propPrior: prior} {
-		if err := setProp(ctx, m.ds, p, v); err != nil {
-			return executor.PhaseResult{}, executor.Transient(err)
-		}
+	if err := setVouched(ctx, m.ds, map[string]string{propPrior: prior}, propMigrating, op.Request); err != nil {
+		return executor.PhaseResult{}, executor.Transient(err)
 	}
 	m.current = 1
 	return executor.PhaseResult{Message: fmt.Sprintf("begin: %s reserved on %s (%d bytes needed, %s available); prior run state %s",
@@ -566,8 +563,6 @@ func (m *move) restorePrior(ctx context.Context, prior bool) error {
 		}
 	}
 	m.clearMarks(ctx)
-	for _, p := range []string{propMigrating, propPrior} {
-		_ = inherit(ctx, m.ds, p)
-	}
+	clearVouched(ctx, m.ds, propMigrating, propPrior)
 	return nil
 }

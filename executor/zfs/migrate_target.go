@@ -81,9 +81,7 @@ func (d *Driver) serveMigration(ctx context.Context, s *transfer.Stream, op exec
 			if err := tidy(); err != nil {
 				d.log.Warn("tidying up after the commit failed", "dataset", ds, "err", err)
 			}
-			for _, p := range []string{propMigrating, propPrior} {
-				_ = inherit(ctx, ds, p)
-			}
+			clearVouched(ctx, ds, propMigrating, propPrior)
 		}
 	case kindAbort:
 		// Before the commit nothing runs here but an incoming VM of a
@@ -282,9 +280,8 @@ func (d *Driver) drop(ctx context.Context, op executor.Op, ds, what string) erro
 				return err
 			}
 		}
-		for _, p := range []string{propMigrating, propPrior, propMigration, propCreated, propBase} {
-			_ = inherit(ctx, ds, p)
-		}
+		clearProps(ctx, ds, propMigrating, propMigration) // the vouchers first (setVouched)
+		clearProps(ctx, ds, propPrior, propCreated, propBase)
 		return nil
 	}
 	return fmt.Errorf("drop: unknown %q", what)

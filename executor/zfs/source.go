@@ -93,9 +93,7 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 	}
 	// Marks of an earlier move in which this node was the target must
 	// not travel with -R to the new target.
-	for _, p := range []string{propMigration, propCreated, propBase, propCommitted} {
-		_ = inherit(ctx, m.ds, p)
-	}
+	clearProps(ctx, m.ds, propMigration, propCreated, propBase, propCommitted)
 	in := m.d.instance(ctx, op.Instance)
 	wasRunning, err := m.d.cfg.Runtime.Running(ctx, in)
 	if err != nil {

@@ -62,12 +62,7 @@ func (d *Driver) saveState(ctx context.Context, ds string, st recvState) error {
 	if st.created {
 		created = "yes"
 	}
-	for p, v := range map[string]string{propMigration: st.key, propCreated: created, propBase: strconv.Itoa(st.base)} {
-		if err := setProp(ctx, ds, p, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return setVouched(ctx, ds, map[string]string{propCreated: created, propBase: strconv.Itoa(st.base)}, propMigration, st.key)
 }
 
 func (d *Driver) lockDataset(ds string) *sync.Mutex {
@@ -349,9 +344,7 @@ func (d *Driver) commitTarget(ctx context.Context, op executor.Op, ds string, me
 				}
 			}
 		}
-		for _, p := range []string{propMigration, propCreated, propBase} {
-			_ = inherit(ctx, ds, p)
-		}
+		clearVouched(ctx, ds, propMigration, propCreated, propBase)
 		return nil
 	}, nil
 }
@@ -386,9 +379,7 @@ func (d *Driver) rollbackTarget(ctx context.Context, ds, key string) error {
 			}
 		}
 	}
-	for _, p := range []string{propMigration, propCreated, propBase} {
-		_ = inherit(ctx, ds, p)
-	}
+	clearVouched(ctx, ds, propMigration, propCreated, propBase)
 	return nil
 }
 
