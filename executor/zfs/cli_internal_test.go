@@ -1,6 +1,7 @@
 package zfs
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"os"
@@ -101,3 +102,46 @@ func TestVouchedMarksComeWholeOrNotAtAll(t *testing.T) {
 	}
 }
 
+// A sync clears the source's stale marks beside its snapshot, not before
+// it (sendAsking): that holds because a replication stream carries the
+// file system's properties as they are when the send starts. A mark
+// cleared after the snapshot does not arrive; one set after it does.
+func TestAReplicationStreamCarriesThePropertiesOfItsStart(t *testing.T) {
+	ctx := context.Background()
+	pool := zfsenv.Pool(t, "propsend", 128)
+	ds := pool + "/d"
+	if _, err := run(ctx, "create", ds); err != nil {
+		t.Fatal(err)
+	}
+	if !Detect(ctx, ds).Replicate {
+		t.Fatal("this zfs sends no replication streams; the driver's first sync sends none either, and this test has nothing to hold")
+	}
+	if err := setProp(ctx, ds, propMigration, "stale"); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot(ctx, ds+"@s1"); err != nil {
+		t.Fatal(err)
+	}
+	clearProps(ctx, ds, propMigration)
+	if err := setProp(ctx, ds, propBase, "late"); err != nil {
+		t.Fatal(err)
+	}
+	var stream bytes.Buffer
+	if err := send(ctx, &stream, false, "-R", ds+"@s1"); err != nil {
+		t.Fatal(err)
+	}
+	into := pool + "/copy"
+	if err := recv(ctx, &stream, into); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := props(ctx, into, propMigration, propBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ps[propMigration]; v != "-" {
+		t.Errorf("a mark cleared after the snapshot arrived as %q", v)
+	}
+	if v := ps[propBase]; v != "late" {
+		t.Errorf("a mark set after the snapshot arrived as %q, want late", v)
+	}
+}

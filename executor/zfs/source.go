@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drovehq/drove/events"
@@ -204,22 +205,29 @@ func (m *move) send(ctx context.Context, final bool) (int, error) {
 // sends it. The hello waits on the target (its listener, a handshake, its
 // own zfs commands) and the snapshot on a transaction group here; neither
 // needs the other, and on a final delta both are downtime. prepare, when
-// set, runs first, beside the hello too. A target that has committed the
-// move takes nothing more; the snapshot then stays, for a later prune.
+// set, runs beside both and ends before the send. A target that has
+// committed the move takes nothing more; the snapshot then stays, for a
+// later prune.
 func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.Context)) (int, error) {
 	type taken struct {
 		local []int
 		next  int
 	}
+	// prepare runs beside the snapshot too: -R sends the file system's
+	// properties as they are when the send starts, not as they were at
+	// the snapshot (so on zfs-fuse), and each waits on a transaction
+	// group, which they then mostly share.
+	var prepared sync.WaitGroup
+	if prepare != nil {
+		prepared.Go(func() { prepare(ctx) })
+	}
 	snap := beside(func() (taken, error) {
-		if prepare != nil {
-			prepare(ctx)
-		}
 		local, next, err := m.takeSnapshot(ctx)
 		return taken{local, next}, err
 	})
 	hello, err := m.request(ctx, kindHello, nil)
 	t, terr := snap()
+	prepared.Wait()
 	if err != nil { // first: a refusal says whether to try again
 		return 0, err
 	}
