@@ -61,6 +61,37 @@ func TestPumpIsMonotonicAndRateLimited(t *testing.T) {
 	}
 }
 
+// closeLeft hands back what the pump has not sent, for the end's
+// transaction, and sends nothing more itself.
+func TestPumpCloseLeftKeepsTheUnsent(t *testing.T) {
+	var s sink
+	p := newPump(events.Progress{Request: "r", Instance: "vm1", Node: "n1"}, time.Hour, s.send)
+	p.report(Progress{Phase: events.PhaseSync, Current: 10, Total: 100})
+	for s.count() == 0 { // the first report goes at once: no interval has begun
+		time.Sleep(time.Millisecond) // polling the pump's goroutine; the test's deadline bounds it
+	}
+	p.report(Progress{Phase: events.PhaseSync, Current: 40, Total: 100}) // held: within the interval
+	p.report(Progress{Phase: events.PhaseSync, Current: 100, Total: 100, Message: "sent"})
+	left := p.closeLeft()
+	if n := s.count(); n != 1 {
+		t.Fatalf("the pump sent %d events, want only the first", n)
+	}
+	var got []string
+	for _, ev := range left {
+		got = append(got, fmt.Sprintf("%d %s", ev.Current, ev.Message))
+	}
+	want := []string{"100 sent"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("left %q, want %q", got, want)
+	}
+}
+
+func (s *sink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.got)
+}
+
 func TestPlanMoves(t *testing.T) {
 	groups := map[string]string{"n1": "g1", "n2": "g1", "n3": "g2"}
 	pl := func(storage events.StorageKind, pri, sec string) *events.InstanceFacts {

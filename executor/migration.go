@@ -228,7 +228,7 @@ func (e *Executor) runPhase(t *migTask) {
 	}
 	if t.d.Phase == events.PhaseCancel {
 		// Nothing runs: the phase it superseded is never resumed here.
-		e.writePhaseEnd(t, events.JobCanceled, PhaseResult{}, errLostNode, log)
+		e.writePhaseEnd(t, events.JobCanceled, PhaseResult{}, errLostNode, nil, log)
 		return
 	}
 	if err := e.notifyTarget(t.ctx, t.d.Target, t.dispatch); err != nil {
@@ -237,7 +237,7 @@ func (e *Executor) runPhase(t *migTask) {
 		// next start would run the phase, and the migration would wait
 		// for it forever. It ends canceled, as a phase that had begun.
 		if status := e.phaseInterrupted(t); status != "" {
-			e.writePhaseEnd(t, status, PhaseResult{}, context.Cause(t.ctx), log)
+			e.writePhaseEnd(t, status, PhaseResult{}, context.Cause(t.ctx), nil, log)
 			return
 		}
 		log.Info("phase interrupted before it began; it runs again at the next start", "err", err)
@@ -247,13 +247,13 @@ func (e *Executor) runPhase(t *migTask) {
 	base := events.Progress{Request: t.d.Migration, Job: 0, Index: t.d.Seq, Instance: t.d.Instance, Node: e.cfg.Node}
 	p := newPump(base, e.cfg.ProgressInterval, e.sendPhaseProgress(context.WithoutCancel(t.ctx), t))
 	status, res, err := e.executePhase(t, p, log)
-	p.close()
 	if status == "" {
+		p.close()
 		log.Info("phase interrupted by shutdown; it runs again at the next start")
 		e.finishPhase(t, false)
 		return
 	}
-	e.writePhaseEnd(t, status, res, err, log)
+	e.writePhaseEnd(t, status, res, err, p.closeLeft(), log)
 }
 
 // executePhase calls the driver, retrying transient faults; an empty
@@ -351,10 +351,7 @@ func (e *Executor) reportPhaseStatus(t *migTask) func(node string, status events
 
 func (e *Executor) sendPhaseProgress(ctx context.Context, t *migTask) func(events.Progress) {
 	return func(ev events.Progress) {
-		if ev.Phase == events.PhaseBegin && t.d.Phase != events.PhaseBegin {
-			ev.Phase = t.d.Phase // the pump's default before any report
-		}
-		env := e.phaseEffect(t, ev, "progress of the "+t.what())
+		env := e.phaseProgressOf(t, ev)
 		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
 		defer cancel()
 		if err := e.append(ctx, events.TopicProgress, env); err != nil {
@@ -365,8 +362,16 @@ func (e *Executor) sendPhaseProgress(ctx context.Context, t *migTask) func(event
 	}
 }
 
-// writePhaseEnd appends MigrationPhaseEnded and End in one transaction.
-func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseResult, err error, log interface {
+func (e *Executor) phaseProgressOf(t *migTask, ev events.Progress) events.Envelope {
+	if ev.Phase == events.PhaseBegin && t.d.Phase != events.PhaseBegin {
+		ev.Phase = t.d.Phase // the pump's default before any report
+	}
+	return e.phaseEffect(t, ev, "progress of the "+t.what())
+}
+
+// writePhaseEnd appends the progress left (the pump's last reports),
+// MigrationPhaseEnded and End in one transaction.
+func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseResult, err error, left []events.Progress, log interface {
 	Info(string, ...any)
 	Error(string, ...any)
 }) {
@@ -390,9 +395,13 @@ func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseR
 	default:
 		end.State, end.Message = events.EndFailed, "failed: "+errText
 	}
+	var msgs []kafka.Message
+	for _, ev := range left {
+		msgs = append(msgs, kafka.Message{Topic: events.TopicProgress, Event: e.phaseProgressOf(t, ev)})
+	}
 	endedEnv := e.phaseEffect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), status))
-	msgs := append([]kafka.Message{{Topic: events.TopicOpcodes, Event: endedEnv}},
-		e.targetNotice(t.d.Target, endedEnv)...)
+	msgs = append(msgs, kafka.Message{Topic: events.TopicOpcodes, Event: endedEnv})
+	msgs = append(msgs, e.targetNotice(t.d.Target, endedEnv)...)
 	// A pause and the sync it stopped have no End of their own: the
 	// coordinator writes the one RFD 34 end, "paused", when the pause ends.
 	if t.d.Phase != events.PhasePause && !errors.Is(context.Cause(t.ctx), errPaused) {
@@ -404,6 +413,9 @@ func (e *Executor) writePhaseEnd(t *migTask, status events.JobStatus, res PhaseR
 		log.Error("phase end not appended; the phase runs again at the next start", "err", err)
 		e.finishPhase(t, false)
 		return
+	}
+	if len(left) > 0 {
+		e.m.progress.Add(float64(len(left)))
 	}
 	log.Info("phase ended", "status", status, "err", errText)
 	e.finishPhase(t, true)

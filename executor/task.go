@@ -229,15 +229,19 @@ func (e *Executor) appendHard(ctx context.Context, msgs []kafka.Message) error {
 	return err
 }
 
-// writeEnd flushes progress and appends the end events in one
-// transaction: OpcodeEnded, End, the two final node statuses and, on
-// success, InstancePlaced.
+// writeEnd appends the progress left (the pump's last reports) and the
+// end events in one transaction: OpcodeEnded, End, the two final node
+// statuses and, on success, InstancePlaced.
 func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
 	phase := events.PhaseBegin
+	var msgs []kafka.Message
 	if p != nil {
-		p.close()
+		for _, ev := range p.closeLeft() {
+			msgs = append(msgs, kafka.Message{Topic: events.TopicProgress, Event: e.progressOf(t, ev)})
+		}
 		phase = p.phaseNow()
 	}
+	left := len(msgs)
 	op := t.d.Opcode
 	errText := ""
 	if out.err != nil {
@@ -260,10 +264,9 @@ func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
 		end.Message = "failed: " + errText
 	}
 	endedEnv := e.effect(t, ended, fmt.Sprintf("%s ended: %s", t.what(), out.status))
-	msgs := []kafka.Message{
-		{Topic: events.TopicOpcodes, Event: endedEnv},
-		{Topic: events.TopicProgress, Event: e.effect(t, end, "end of "+t.what())},
-	}
+	msgs = append(msgs,
+		kafka.Message{Topic: events.TopicOpcodes, Event: endedEnv},
+		kafka.Message{Topic: events.TopicProgress, Event: e.effect(t, end, "end of "+t.what())})
 	msgs = append(msgs, e.targetNotice(op.To, endedEnv)...)
 	if out.started {
 		from, to := finalStatuses(op.OpID, out.status == events.JobSuccess)
@@ -288,6 +291,9 @@ func (e *Executor) writeEnd(t *task, out outcome, p *pump, log *slog.Logger) {
 		log.Error("end events not appended; the opcode runs again at the next start", "err", err)
 		e.finish(t, false)
 		return
+	}
+	if left > 0 {
+		e.m.progress.Add(float64(left))
 	}
 	log.Info("opcode ended", "status", out.status, "err", errText)
 	e.finish(t, true)
@@ -315,9 +321,13 @@ func (e *Executor) reportStatus(t *task) func(node string, status events.NodeMov
 // sendProgress is the pump's send: a failed progress append is logged, not
 // fatal, because progress is advice to watchers; the end events are what
 // the protocol depends on.
+func (e *Executor) progressOf(t *task, ev events.Progress) events.Envelope {
+	return e.effect(t, ev, "progress of "+t.what())
+}
+
 func (e *Executor) sendProgress(ctx context.Context, t *task) func(events.Progress) {
 	return func(ev events.Progress) {
-		env := e.effect(t, ev, "progress of "+t.what())
+		env := e.progressOf(t, ev)
 		ctx, cancel := context.WithTimeout(ctx, progressAppendTimeout)
 		defer cancel()
 		if err := e.append(ctx, events.TopicProgress, env); err != nil {
