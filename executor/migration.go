@@ -362,6 +362,8 @@ func (e *Executor) sendPhaseProgress(ctx context.Context, t *migTask) func(event
 	}
 }
 
+// phaseProgressOf is a report of t as its event: what the pump sends, and
+// what is left of it at the end (writePhaseEnd).
 func (e *Executor) phaseProgressOf(t *migTask, ev events.Progress) events.Envelope {
 	if ev.Phase == events.PhaseBegin && t.d.Phase != events.PhaseBegin {
 		ev.Phase = t.d.Phase // the pump's default before any report

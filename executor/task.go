@@ -318,13 +318,15 @@ func (e *Executor) reportStatus(t *task) func(node string, status events.NodeMov
 	}
 }
 
-// sendProgress is the pump's send: a failed progress append is logged, not
-// fatal, because progress is advice to watchers; the end events are what
-// the protocol depends on.
+// progressOf is a report of t as its event: what the pump sends, and
+// what is left of it at the end (writeEnd).
 func (e *Executor) progressOf(t *task, ev events.Progress) events.Envelope {
 	return e.effect(t, ev, "progress of "+t.what())
 }
 
+// sendProgress is the pump's send: a failed progress append is logged, not
+// fatal, because progress is advice to watchers; the end events are what
+// the protocol depends on.
 func (e *Executor) sendProgress(ctx context.Context, t *task) func(events.Progress) {
 	return func(ev events.Progress) {
 		env := e.progressOf(t, ev)
