@@ -31,7 +31,6 @@ type pump struct {
 	phase      string
 	phaseStart time.Time
 	lastSent   time.Time
-	keep       bool // closing: leave what is left to closeLeft
 
 	wake     chan struct{}
 	stop     chan struct{}
@@ -82,11 +81,12 @@ func (p *pump) phaseNow() string {
 	return p.phase
 }
 
-// close sends what is left and stops the pump; the last report always
+// close stops the pump and sends what is left; the last report always
 // reaches the log, so a finished move shows Current == Total.
 func (p *pump) close() {
-	close(p.stop)
-	<-p.finished
+	for _, ev := range p.closeLeft() {
+		p.send(ev)
+	}
 }
 
 // closeLeft stops the pump and returns what it has not sent, for the
@@ -94,9 +94,6 @@ func (p *pump) close() {
 // the log with the end, not in an append of its own that the end waited
 // for (5-10 ms at the end of every phase).
 func (p *pump) closeLeft() []events.Progress {
-	p.mu.Lock()
-	p.keep = true
-	p.mu.Unlock()
 	close(p.stop)
 	<-p.finished
 	p.mu.Lock()
@@ -107,16 +104,6 @@ func (p *pump) closeLeft() []events.Progress {
 	}
 	p.queue, p.pending = nil, nil
 	return left
-}
-
-// last sends what is left as the pump stops, unless closeLeft takes it.
-func (p *pump) last() {
-	p.mu.Lock()
-	keep := p.keep
-	p.mu.Unlock()
-	if !keep {
-		p.flush()
-	}
 }
 
 func (p *pump) poke() {
@@ -132,8 +119,7 @@ func (p *pump) run() {
 		select {
 		case <-p.wake:
 		case <-p.stop:
-			p.last()
-			return
+			return // what is left is closeLeft's
 		}
 		p.mu.Lock()
 		wait := p.lastSent.Add(p.interval).Sub(p.now())
@@ -145,7 +131,6 @@ func (p *pump) run() {
 			case <-t.C:
 			case <-p.stop:
 				t.Stop()
-				p.last()
 				return
 			}
 		}

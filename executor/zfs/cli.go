@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -112,21 +113,24 @@ func setProp(ctx context.Context, name, p, v string) error {
 	return translate((&gozfs.Dataset{Name: name}).SetProperty(p, v))
 }
 
-// setProps sets each property of ps on name, all at once. Each set
-// waits for a transaction group to sync, and zfs-fuse's `zfs set` takes
-// one property a command: one after another, a new replica's three marks
-// cost three groups (37-45 ms beside a writer, in every first sync), at
-// once they mostly share one.
+// setProps sets each property of ps on name, all at once (atOnce). Each
+// set waits for a transaction group to sync, and zfs-fuse's `zfs set`
+// takes one property a command: one after another, a new replica's three
+// marks cost three groups (37-45 ms beside a writer, in every first
+// sync), at once they mostly share one.
 func setProps(ctx context.Context, name string, ps map[string]string) error {
-	errs := make(chan error, len(ps))
-	for p, v := range ps {
-		go func() { errs <- setProp(ctx, name, p, v) }()
+	return atOnce(slices.Collect(maps.Keys(ps)), func(p string) error { return setProp(ctx, name, p, ps[p]) })
+}
+
+// atOnce runs f for each of ps, all at once, and joins their errors.
+func atOnce(ps []string, f func(p string) error) error {
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() { errs[i] = f(p) })
 	}
-	var all []error
-	for range ps {
-		all = append(all, <-errs)
-	}
-	return errors.Join(all...)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // intProps reads the numeric properties ps of every one of names in one
@@ -178,11 +182,7 @@ func inherit(ctx context.Context, name, p string) error {
 // clearProps clears each of ps on name, all at once as setProps does. A
 // failure is ignored: each caller clears marks that may not be set.
 func clearProps(ctx context.Context, name string, ps ...string) {
-	var wg sync.WaitGroup
-	for _, p := range ps {
-		wg.Go(func() { _ = inherit(ctx, name, p) })
-	}
-	wg.Wait()
+	_ = atOnce(ps, func(p string) error { return inherit(ctx, name, p) })
 }
 
 // setVouched sets marks on name at once (setProps), then voucher to v. A
