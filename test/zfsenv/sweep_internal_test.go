@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -39,7 +40,7 @@ func TestRemoveEmptyDirsKeepsOnlyWhatHoldsAFile(t *testing.T) {
 
 // A pool's file goes once its pool is not imported and its creator is
 // gone; a file whose creator runs, whose pool is imported, or that has
-// no owner file yet (CreatePool writes it second) stays.
+// no owner file (its creator unknown) stays.
 func TestSweepImagesTakesOnlyOrphans(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	if err := os.MkdirAll(stateDir(), 0o755); err != nil {
@@ -93,5 +94,26 @@ func TestWriteOwnerLeavesTheWholePidOnly(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(stateDir(), "*"))
 	if len(left) != 1 {
 		t.Fatalf("files left beside the owner file: %v", left)
+	}
+}
+
+// A bench's image is written whole, every block allocated on the host;
+// a test's is sparse.
+func TestMakeImageWrittenOrSparse(t *testing.T) {
+	dir := t.TempDir()
+	const size = 3<<20 + 512
+	for _, written := range []bool{true, false} {
+		img := filepath.Join(dir, strconv.FormatBool(written)+".img")
+		if err := makeImage(img, size, written); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocated := fi.Sys().(*syscall.Stat_t).Blocks * 512
+		if fi.Size() != size || (allocated >= size) != written {
+			t.Errorf("written %v: %d bytes, %d allocated", written, fi.Size(), allocated)
+		}
 	}
 }
