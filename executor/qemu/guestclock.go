@@ -223,7 +223,7 @@ func guestPause(st []guestStamp, es []guestEdge, from, to time.Time) (pause, gap
 		slices.Sort(gaps)
 		gap = gaps[len(gaps)/2]
 	}
-	return max(step(es, k), 0), gap, true
+	return max(top(es[k:k+edgesAfter])-top(es[:k-1]), 0), gap, true
 }
 
 // riseOver is how far above every edge before it an edge's offset must
@@ -232,15 +232,19 @@ func guestPause(st []guestStamp, es []guestEdge, from, to time.Time) (pause, gap
 // as much.
 const riseOver = 5 * time.Millisecond
 
-// firstRise is where the pause the best split k measured is: the first
-// edge, from the one before k, to rise above every edge before it. A
-// split one edge early measures a little more when that edge was the
-// most prompt before the pause; the first edge after a pause that spans
-// a second's edge is seen at the resume, mid-second, and rises only
-// part of the way (a split after it would measure the rest). Only the
-// splits in (the caller's window) are looked at.
+// firstRise is where the pause the best split k measured ends: the first
+// edge, from the one before k to two after it, to rise above every edge
+// before it. The pause's step is measured from there, against the edges
+// before the one before it: that one may be the edge of a second that
+// ended in the pause, seen at the resume, mid-second, its offset risen
+// only by the part of the pause after it (under riseOver when the pause
+// began just before the second's end). Readers whose windows differ
+// (the executor's from the switch's start, a test's from before its
+// request) take k one edge apart and so must arrive at the same edge:
+// the range reaches two past k. Only the splits in (the caller's
+// window) are looked at.
 func firstRise(es []guestEdge, k int, in func(int) bool) int {
-	for j := k - 1; j <= k+1; j++ {
+	for j := k - 1; j <= k+2; j++ {
 		if in(j) && es[j].off > top(es[:j])+riseOver {
 			return j
 		}

@@ -243,3 +243,44 @@ func TestGuestPauseTooEarlyHasNoFigure(t *testing.T) {
 		t.Errorf("a pause 2 s after the first chunk: %s, %v; want ErrNoGuestClock", got, err)
 	}
 }
+
+// Every reader measures a pause alike, whatever its window around it:
+// the executor's, from the switch's start to just after the resume, and
+// a test's, from before its request to long after. A pause that began
+// a few ms before a second's edge has the edge seen at the resume, its
+// rise only those few ms: within the executor's window that edge was
+// once taken for the last before the pause (the figure low by its
+// rise), within the test's the edge before it (CI saw the two readings
+// 1-2 ms apart).
+func TestGuestPauseAlikeInEveryWindow(t *testing.T) {
+	const ms = time.Millisecond
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, before := range []time.Duration{500 * time.Microsecond, 2 * ms, 3 * ms, 4 * ms, 6 * ms, 8 * ms, 40 * ms, 300 * ms} {
+		for _, lead := range []time.Duration{20 * ms, 50 * ms, 150 * ms, 300 * ms, 600 * ms, 900 * ms} {
+			phase := time.Duration(r.Int64N(int64(time.Second)))
+			sw := span{15*time.Second + phase - before, 409 * ms}
+			run := clockRun{start: 5 * time.Second, interval: 9 * ms, phase: phase,
+				pauses: []span{sw},
+				late:   func(time.Duration) time.Duration { return time.Duration(r.Int64N(int64(ms))) }}
+			call := sw.at + sw.len + 20*ms
+			newest := int((run.guestTime(call) - run.start) / run.interval)
+			run.chunks = newest + int(8*time.Second/run.interval)
+			disk := filepath.Join(t.TempDir(), "d.raw")
+			run.write(t, disk)
+			since := sw.at - lead
+			exec, ok, err := pauseSince(disk, uint32(newest), host(since), host(call), host(run.end()))
+			if err != nil || !ok {
+				t.Fatalf("the executor's reading: %v, measured %v", err, ok)
+			}
+			test, err := run.gap(disk, since-1500*ms, call+3*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := sw.len + run.interval
+			if d := exec - test; d < -ms/2 || d > ms/2 || (exec-want).Abs() > 2*ms {
+				t.Errorf("paused %s, %s before an edge, the switch %s before: the executor's reading %s, a test's %s; want both %s",
+					sw.len, before, lead, exec, test, want)
+			}
+		}
+	}
+}
