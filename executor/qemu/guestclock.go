@@ -223,6 +223,8 @@ func guestPause(st []guestStamp, es []guestEdge, from, to time.Time) (pause, gap
 		slices.Sort(gaps)
 		gap = gaps[len(gaps)/2]
 	}
+	// Not step(es, k): the edge before k may be one seen at the resume
+	// (firstRise), so the level before the pause leaves it out.
 	return max(top(es[k:k+edgesAfter])-top(es[:k-1]), 0), gap, true
 }
 
