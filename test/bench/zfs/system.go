@@ -54,6 +54,14 @@ type migrationResult struct {
 	// Every timed bare run and every move's first sync, in order.
 	BareRunsMiBps   []float64 `json:"bare_runs_mibps"`
 	FirstSyncsMiBps []float64 `json:"first_syncs_mibps"`
+	// CopyRelayRatio is the median of the copy relays (copyRelay, one
+	// beside each bare run) divided by the bare runs' median: what two
+	// stages that only copy every byte through pipes cost this machine
+	// in this run. Drove's two ends do that and more (a cipher each way,
+	// TCP between them), so on a day when this is under 0.9, so is any
+	// relay's throughput_ratio.
+	CopyRelayRatio     float64   `json:"copy_relay_ratio"`
+	CopyRelayRunsMiBps []float64 `json:"copy_relay_runs_mibps"`
 	// BestRatio is the fastest first sync against the fastest bare run:
 	// the extremes of two noisy samples, a stricter bar than the
 	// medians, kept to compare with the runs before ThroughputRatio was
@@ -103,7 +111,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	src, dst := cluster.Nodes[0].Name, cluster.Nodes[1].Name
 	trace := traceCPU(100 * time.Millisecond)
 	defer trace.Stop()
-	bares, err := bareRuns(demo.Dataset(src, "local-1"), demo.Pools[dst], 2)
+	bares, relays, err := bareRuns(demo.Dataset(src, "local-1"), demo.Pools[dst], 2)
 	if err != nil {
 		return err
 	}
@@ -114,8 +122,8 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	}
 	defer sys.Stop()
 	sys.BeforeMove = func(from, to string) error {
-		r, err := bareRuns(demo.Dataset(from, "local-1"), demo.Pools[to], 1)
-		bares = append(bares, r...)
+		b, r, err := bareRuns(demo.Dataset(from, "local-1"), demo.Pools[to], 1)
+		bares, relays = append(bares, b...), append(relays, r...)
 		return err
 	}
 	stopProfile, err := profile(cpuProfile)
@@ -133,11 +141,11 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	if len(ms)%2 == 1 {
 		at, other = dst, src
 	}
-	after, err := bareRuns(demo.Dataset(at, "local-1"), demo.Pools[other], 2)
+	after, relayed, err := bareRuns(demo.Dataset(at, "local-1"), demo.Pools[other], 2)
 	if err != nil {
 		return err
 	}
-	bares = append(bares, after...)
+	bares, relays = append(bares, after...), append(relays, relayed...)
 	d := system.Downtimes(ms...)
 	system.PrintDowntimes("zfs_offline", d)
 	if err := system.WriteDowntime(downtimeOut, "zfs_offline", d); err != nil {
@@ -146,7 +154,7 @@ func runSystem(sizeMiB int, writeMiBps float64, out, downtimeOut string, moves i
 	mu.Lock()
 	reps := append([]zfs.MoveReport(nil), reports...)
 	mu.Unlock()
-	return report(ctx, sys.Brokers, ms, reps, bares, trace, sizeMiB, writeMiBps, out)
+	return report(ctx, sys.Brokers, ms, reps, bares, relays, trace, sizeMiB, writeMiBps, out)
 }
 
 // profile starts a CPU profile into file ("": none) and returns its stop.
@@ -185,40 +193,58 @@ func benchWorkload(mibps float64) allinone.Workload {
 	return allinone.Workload{Block: block, Blocks: 512, Interval: every}
 }
 
+// copyRelay is what a copy relay puts between `zfs send` and `zfs
+// receive`: two processes, each reading every byte out of a pipe and
+// writing it into the next, as Drove's two ends do, with no cipher and
+// no network between them.
+const copyRelay = " | cat | cat"
+
 // bareRuns times `zfs send | zfs receive` of a snapshot of ds into pool,
-// once to warm the caches, then runs times.
+// once to warm the caches, then runs times, each followed by the same
+// send through a copy relay.
 // The send has the flags the driver's first sync has: -R where this
 // zfs replicates (a replication stream costs zfs-fuse about 5 % more).
-func bareRuns(ds, pool string, runs int) ([]span, error) {
+func bareRuns(ds, pool string, runs int) (bares, relays []span, err error) {
 	snap := ds + "@bare"
 	if err := sh("zfs snapshot " + snap); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer zfsenv.DestroyDataset(snap)
 	if zfs.Detect(context.Background(), ds).Replicate {
 		snap = "-R " + snap
 	}
 	if err := sh("zfs send " + snap + " > /dev/null"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size, err := sendSize(snap)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var done []span
 	for i := range runs {
-		t0 := time.Now()
-		into := fmt.Sprintf("%s/bare%d", pool, i)
-		if err := sh(fmt.Sprintf("zfs send %s | zfs receive %s", snap, into)); err != nil {
-			return nil, err
+		b, err := timedCopy(snap, "", fmt.Sprintf("%s/bare%d", pool, i), size)
+		if err != nil {
+			return nil, nil, err
 		}
-		done = append(done, span{bytes: size, from: t0, to: time.Now()})
-		if err := zfsenv.DestroyDataset(into); err != nil {
-			return nil, err
+		r, err := timedCopy(snap, copyRelay, fmt.Sprintf("%s/relay%d", pool, i), size)
+		if err != nil {
+			return nil, nil, err
 		}
+		bares, relays = append(bares, b), append(relays, r)
 	}
-	fmt.Printf("system: bare zfs send %s | zfs receive: %d MiB at %s MiB/s\n", snap, size>>20, mibps(rates(done)))
-	return done, nil
+	fmt.Printf("system: bare zfs send %s | zfs receive: %d MiB at %s MiB/s; through%s: %s MiB/s\n",
+		snap, size>>20, mibps(rates(bares)), copyRelay, mibps(rates(relays)))
+	return bares, relays, nil
+}
+
+// timedCopy times `zfs send snap` through via into a new dataset, into,
+// and destroys that.
+func timedCopy(snap, via, into string, size int64) (span, error) {
+	t0 := time.Now()
+	if err := sh(fmt.Sprintf("zfs send %s%s | zfs receive %s", snap, via, into)); err != nil {
+		return span{}, err
+	}
+	s := span{bytes: size, from: t0, to: time.Now()}
+	return s, zfsenv.DestroyDataset(into)
 }
 
 func sendSize(snap string) (int64, error) {
@@ -231,9 +257,9 @@ func sendSize(snap string) (int64, error) {
 
 // report works out the figures, prints them and writes them to out. Each
 // move's first sync is a full send (the one before was finalized).
-func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bares []span, trace *cpuTrace, sizeMiB int, writeMiBps float64, out string) error {
+func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bares, relays []span, trace *cpuTrace, sizeMiB int, writeMiBps float64, out string) error {
 	r := migrationResult{SizeMiB: sizeMiB, WriteMiBps: writeMiBps}
-	syncs, err := r.throughput(ctx, brokers, ms, reps, bares)
+	syncs, err := r.throughput(ctx, brokers, ms, reps, bares, relays)
 	if err != nil {
 		return err
 	}
@@ -252,7 +278,7 @@ func report(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs
 
 // throughput fills in the first syncs' figures against the bare runs'.
 // It returns the first syncs' spans.
-func (r *migrationResult) throughput(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bareRuns []span) ([]span, error) {
+func (r *migrationResult) throughput(ctx context.Context, brokers []string, ms []*system.Move, reps []zfs.MoveReport, bareRuns, relayRuns []span) ([]span, error) {
 	var firsts []span
 	var syncs, sends []float64
 	for i, m := range ms {
@@ -276,9 +302,12 @@ func (r *migrationResult) throughput(ctx context.Context, brokers []string, ms [
 	r.ThroughputRatio = round3(cli.Median(syncs) / bare)
 	r.SendRatio = round3(cli.Median(sends) / bare)
 	r.BestRatio = round3(slices.Max(syncs) / slices.Max(bares))
-	fmt.Printf("system: first syncs %s MiB/s, bare runs %s MiB/s\n", mibps(syncs), mibps(bares))
+	relays := rates(relayRuns)
+	r.CopyRelayRunsMiBps, r.CopyRelayRatio = roundedMiBps(relays), round3(cli.Median(relays)/bare)
+	fmt.Printf("system: first syncs %s MiB/s, bare runs %s MiB/s, copy relays %s MiB/s\n", mibps(syncs), mibps(bares), mibps(relays))
 	fmt.Printf("system: throughput ratio %.3f: the first syncs' median %.1f MiB/s against the bare runs' %.1f (send alone %.3f; goal >= 0.9); fastest against fastest %.3f\n",
 		r.ThroughputRatio, r.FirstSyncMiBps, r.BareMiBps, r.SendRatio, r.BestRatio)
+	fmt.Printf("system: copy relay ratio %.3f: the same send through%s, no cipher, no TCP, against the bare runs\n", r.CopyRelayRatio, copyRelay)
 	return firsts, nil
 }
 
