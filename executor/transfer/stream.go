@@ -370,16 +370,26 @@ func (s *Stream) Reply(r Reply) error {
 	if _, err = s.conn.Write(append(b, '\n')); err != nil {
 		return err
 	}
-	if !r.OK && !s.done {
-		// Refused mid-body (a receive that failed: no space, a bad
-		// stream): the sender may still be writing. Closing with bytes
-		// unread would reset the connection, and the reset can destroy
-		// the reply before the sender reads it, leaving it only "cut".
-		// The sender reads the reply as it writes and hangs up; until
-		// then (at most headerTimeout) the rest is read and dropped.
-		_ = s.conn.SetReadDeadline(time.Now().Add(headerTimeout))
-		_, _ = io.Copy(io.Discard, s.conn)
+	if s.done {
+		return nil
 	}
+	// Closing with bytes unread would reset the connection, and the
+	// reset destroys what of the reply the socket has not sent yet: the
+	// sender sees the stream only "cut". So the rest is read first, for
+	// at most headerTimeout.
+	_ = s.conn.SetReadDeadline(time.Now().Add(headerTimeout))
+	if r.OK {
+		// A question (a stream with no body) is answered without
+		// reading its end marker, which follows the header at once; a
+		// checksum's answer carries its block sums, megabytes that
+		// leave the socket after the answer's write returns.
+		_, _ = io.Copy(io.Discard, struct{ io.Reader }{s})
+		return nil
+	}
+	// Refused mid-body (a receive that failed: no space, a bad stream):
+	// the sender may still be writing. It reads the reply as it writes
+	// and hangs up; until then the rest is read and dropped.
+	_, _ = io.Copy(io.Discard, s.conn)
 	return nil
 }
 
