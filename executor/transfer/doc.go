@@ -14,7 +14,11 @@
 //     EOF that would let a truncated `zfs send` stream look whole.
 //
 //   - Every stream ends with exactly one Reply from the receiver; the sender
-//     learns the receiver's verdict (or its error text) from it.
+//     learns the receiver's verdict (or its error text) from it. The reply
+//     arrives whole: the receiver reads the stream to its end marker (a
+//     refusal: until the sender hangs up) before it closes, since a close
+//     with bytes unread resets the connection, and the reset drops what of
+//     the reply the socket has not sent yet.
 //
 //   - Bytes are counted (Meter) after the rate limiter admitted them, so
 //     rates reported for progress are what actually went on the wire. A
