@@ -16,9 +16,10 @@ import (
 
 // A question is a stream with no body: its receiver answers it without
 // reading the end marker that follows the header. Closed with those bytes
-// unread, a connection is reset rather than ended, and a reset can beat
-// the answer to the asker: the zfs bench saw a checksum question that the
-// target took seconds to answer fail as "connection reset by peer".
+// unread, a connection is reset rather than ended, and the reset drops
+// what of the answer the socket has not sent yet: the zfs bench saw the
+// answer to a checksum question (the block sums of 1 GiB) lost that way,
+// as "connection reset by peer".
 func TestAnAnswerAfterTheEndMarkerArrivedIsRead(t *testing.T) {
 	ids, err := nodeid.Bundle(filepath.Join(t.TempDir(), "pki"), "a", "b")
 	if err != nil {
