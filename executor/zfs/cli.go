@@ -423,7 +423,10 @@ func recv(ctx context.Context, r io.Reader, args ...string) error {
 		return err
 	}
 	// A whole stream is in (it ends with its own end record), even if
-	// ctx ended just after.
+	// ctx ended just after. The copy still reads r to its end marker (or
+	// its cut, or ctx's close of it), and r's owner reads it next, to
+	// reply (transfer.Stream.Reply): wait, so that no two read it at once.
+	<-copied
 	return nil
 }
 
