@@ -6,12 +6,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/drovehq/drove/executor/nodeid"
+	"golang.org/x/sys/unix"
 )
 
 // A question is a stream with no body: its receiver answers it without
@@ -80,10 +79,10 @@ func waitUnread(t *testing.T, s *Stream) {
 		if s.br.Buffered() > 0 || sealed != nil && (sealed.br.Buffered() > 0 || len(sealed.plain) > 0) {
 			return
 		}
-		var unread int32
+		var unread int
 		_ = rc.Control(func(fd uintptr) {
-			_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&unread)))
-			if errno != 0 {
+			var err error
+			if unread, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ); err != nil {
 				unread = -1
 			}
 		})
