@@ -39,9 +39,10 @@
 //     move stopped it, tells the target to roll back (a dataset the move
 //     created is destroyed, an existing replica goes back to its base), and
 //     destroys the move's snapshots on the source.
-//   - The target marks the datasets it receives into with user properties
-//     (drove:migration, drove:created, drove:base), so a restarted receiver
-//     or an abort after a restart knows what the move added; a committed
+//   - The target marks the datasets it receives into with one user
+//     property, drove:migration ("KEY created=yes base=N", saved in one
+//     `zfs set`), so a restarted receiver or an abort after a restart
+//     knows what the move added; a committed
 //     move leaves drove:committed=<opcode key>, and a second Run of the
 //     opcode then succeeds at once.
 //   - Progress counts the bytes sent, except that a finished send counts

@@ -25,7 +25,12 @@ const (
 // User properties the target keeps on a dataset it receives into, so a
 // restarted receiver (or an abort after a restart) knows what this move
 // added: the move's key, whether the move created the dataset, and the
-// newest migration snapshot it had before.
+// newest migration snapshot it had before, all three in propMigration
+// (recvState.mark). One property is one `zfs set`, so they are saved at
+// once and a crash never leaves half of them; each `zfs set` waits for a
+// transaction group, and the first receive's marks are saved before its
+// reply, inside the sync. Executors before that kept created and base in
+// propCreated and propBase, set before the key; stateOf still reads them.
 const (
 	propMigration = "drove:migration"
 	propCreated   = "drove:created"
@@ -46,23 +51,44 @@ func (d *Driver) loadState(ctx context.Context, ds, key string) recvState {
 	return stateOf(ps, key)
 }
 
-// stateOf is the move key's state as the dataset's marks ps say.
+// stateOf is the move key's state as the dataset's marks ps say. A mark
+// of the key that does not parse is not known: the receiver then keeps
+// what the dataset holds rather than destroy what it cannot prove it made.
 func stateOf(ps map[string]string, key string) recvState {
 	st := recvState{key: key}
-	if ps[propMigration] == key {
-		st.known = true
+	v := ps[propMigration]
+	if v == key { // an older executor's marks
 		st.created = ps[propCreated] == "yes"
 		st.base, _ = strconv.Atoi(ps[propBase])
+		st.known = true
+		return st
 	}
+	rest, ok := strings.CutPrefix(v, key+" ")
+	f := strings.Fields(rest)
+	if !ok || len(f) != 2 {
+		return st
+	}
+	created, okC := strings.CutPrefix(f[0], "created=")
+	base, okB := strings.CutPrefix(f[1], "base=")
+	n, err := strconv.Atoi(base)
+	if !okC || !okB || err != nil || n < 0 || (created != "yes" && created != "no") {
+		return st
+	}
+	st.created, st.base, st.known = created == "yes", n, true
 	return st
 }
 
-func (d *Driver) saveState(ctx context.Context, ds string, st recvState) error {
+// mark is st as propMigration's value: "KEY created=yes|no base=N".
+func (st recvState) mark() string {
 	created := "no"
 	if st.created {
 		created = "yes"
 	}
-	return setVouched(ctx, ds, map[string]string{propCreated: created, propBase: strconv.Itoa(st.base)}, propMigration, st.key)
+	return fmt.Sprintf("%s created=%s base=%d", st.key, created, st.base)
+}
+
+func (d *Driver) saveState(ctx context.Context, ds string, st recvState) error {
+	return setProp(ctx, ds, propMigration, st.mark())
 }
 
 func (d *Driver) lockDataset(ds string) *sync.Mutex {
