@@ -53,6 +53,31 @@ runAll() {
   done
 }
 
+# leftovers checks the machine as the tests leave it: no pool or mount of
+# theirs (each test destroys its own; one left is a failure), and no
+# zfs-fuse if none ran before them (test/zfsenv starts one, in a session
+# of its own, to outlive each test binary). $left is 1 if any was left.
+daemonBefore=$(timeout 10 pgrep -x zfs-fuse)
+leftovers() {
+  left=0
+  local pools mounts
+  pools=$(timeout 60 zpool list -H -o name 2>&1)
+  if grep -q '^drove_' <<<"$pools"; then
+    echo "zfs-tests: pools left imported: $(grep '^drove_' <<<"$pools" | paste -sd' ')"
+    left=1
+  fi
+  mounts=$(awk '$2 ~ "^/drove_" { print $2 }' /proc/mounts | paste -sd' ')
+  if [ -n "$mounts" ]; then
+    echo "zfs-tests: mounts left: $mounts"
+    left=1
+  fi
+  if [ -z "$daemonBefore" ] && [ -z "$pools" ] && pkill -TERM -x zfs-fuse; then
+    for _ in $(seq 100); do timeout 10 pgrep -x zfs-fuse >/dev/null || return; sleep 0.1; done # polling its exit, 10 s at most
+    echo "zfs-tests: zfs-fuse did not exit within 10 s of SIGTERM"
+    left=1
+  fi
+}
+
 # The watchdog's own tests first, alone: one kills the daemon.
 "$GO" test -count=1 -timeout 5m ./test/zfsenv/ >"$dir/zfsenv.out" 2>&1
 zfsenv=$?
@@ -83,4 +108,5 @@ for retry in 1 2 3; do
   runAll "${ran[@]}"
 done
 cat "$dir/zfsenv.out" "$dir/driver-contracts.all" "$dir/driver-rest.all" "$dir/e2e.all"
-[ "${#failed[@]}" -eq 0 ] && [ "$zfsenv" -eq 0 ]
+leftovers
+[ "${#failed[@]}" -eq 0 ] && [ "$zfsenv" -eq 0 ] && [ "$left" -eq 0 ]

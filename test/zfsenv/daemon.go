@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -93,7 +94,42 @@ func startDaemon() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting zfs-fuse: %w", err)
 	}
+	startedMu.Lock()
+	startedPid = cmd.Process.Pid
+	startedMu.Unlock()
 	go func() { _ = cmd.Wait() }() // reaped here while this binary lives
+	return nil
+}
+
+// startedPid is the zfs-fuse this process last started, 0 if none: the
+// one StopDaemon may stop.
+var (
+	startedMu  sync.Mutex
+	startedPid int
+)
+
+// StopDaemon ends a benchmark as it found the machine: it stops the
+// zfs-fuse this process started, once no pool is imported. Left running
+// it is a process the benchmark left behind (idle, but a pool another
+// run then imports lands on it). A daemon this process did not start is
+// left alone; pools still imported are an error, as Release's are.
+func StopDaemon() error {
+	startedMu.Lock()
+	pid := startedPid
+	startedMu.Unlock()
+	if pid == 0 || DaemonPid() != pid {
+		return nil
+	}
+	if !noPools() {
+		return fmt.Errorf("zfs-fuse (pid %d) left running: it still has pools imported", pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stopping zfs-fuse (pid %d): %w", pid, err)
+	}
+	waitGone()
+	if DaemonPid() != 0 {
+		return fmt.Errorf("zfs-fuse (pid %d) did not exit within 10 s of SIGTERM", pid)
+	}
 	return nil
 }
 

@@ -25,6 +25,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +38,7 @@ import (
 	"github.com/drovehq/drove/executor/qemu"
 	"github.com/drovehq/drove/test/bench/cli"
 	"github.com/drovehq/drove/test/bench/system"
+	"github.com/drovehq/drove/test/zfsenv"
 )
 
 // result is test/bench/results/live.json.
@@ -91,7 +93,8 @@ func main() {
 	}
 	if *withZFS {
 		ms, rate, err := benchZFS(*sizeMiB, *writeMBps, *moves)
-		if err != nil {
+		// With its pools gone, the daemon this bench started goes too.
+		if err = errors.Join(err, zfsenv.StopDaemon()); err != nil {
 			fail("zfs", err)
 		}
 		m := ms[0]

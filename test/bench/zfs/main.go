@@ -18,6 +18,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,17 +47,18 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process during the system's moves to this file")
 	moves := flag.Int("moves", 4, "system moves, there and back: each predicted with what the ones before it measured (the first has no history); the throughput ratio holds their first syncs' median against the bare runs'")
 	flag.Parse()
+	var err error
 	if *direct {
-		if err := run(*sizeMiB, *writeMiBps); err != nil {
-			fmt.Fprintln(os.Stderr, "bench zfs:", err)
-			os.Exit(1)
+		err = run(*sizeMiB, *writeMiBps)
+	}
+	if err == nil && *system {
+		if err = runSystem(*sizeMiB, *writeMiBps, *out, *downtimeOut, *moves, *cpuProfile); err != nil {
+			err = fmt.Errorf("system: %w", err)
 		}
 	}
-	if !*system {
-		return
-	}
-	if err := runSystem(*sizeMiB, *writeMiBps, *out, *downtimeOut, *moves, *cpuProfile); err != nil {
-		fmt.Fprintln(os.Stderr, "bench zfs: system:", err)
+	// Last, with the pools gone: the daemon this bench started goes too.
+	if err = errors.Join(err, zfsenv.StopDaemon()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench zfs:", err)
 		os.Exit(1)
 	}
 }
