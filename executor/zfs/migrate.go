@@ -306,6 +306,10 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if lr, ok := m.d.cfg.Runtime.(LiveRuntime); ok && prior {
 		return m.switchLive(ctx, lr, base) // migrate_live.go
 	}
+	snaps, err := m.listSnapshots(ctx) // out of the downtime
+	if err != nil {
+		return executor.PhaseResult{}, m.switchFailed(ctx, err, false, prior)
+	}
 	var down time.Time
 	if prior {
 		m.progress("stopping "+op.Instance+" on "+op.From+" for the final delta", 0, 0)
@@ -320,7 +324,7 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if n := len(m.rep.Syncs); n > 0 {
 		last = m.rep.Syncs[n-1].Snapshot
 	}
-	final, err := m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)})
+	final, err := m.sendAfter(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}, snaps)
 	if err != nil {
 		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
 	}

@@ -99,9 +99,13 @@ func (m *move) handOverLive(ctx context.Context, lr LiveRuntime, last int) (hand
 	// catch-up too, so that the pause re-reads less, costs a clone on
 	// the source, seconds on zfs-fuse under load, while the guest writes
 	// on: the pause then had more to re-read, not less.)
+	var snaps []int // listed after the catch-up, out of the pause
 	catchUp := func(ctx context.Context) error {
 		var err error
-		last, err = m.sendWith(ctx, false, map[string]string{"snaps": strconv.Itoa(last)})
+		if last, err = m.sendWith(ctx, false, map[string]string{"snaps": strconv.Itoa(last)}); err != nil {
+			return err
+		}
+		snaps, err = m.listSnapshots(ctx)
 		return err
 	}
 	atPause := func(ctx context.Context) error {
@@ -110,7 +114,7 @@ func (m *move) handOverLive(ctx context.Context, lr LiveRuntime, last int) (hand
 			return fmt.Errorf("writing back %s at the pause: %w", in.Mountpoint, err)
 		}
 		var err error
-		if h.final, err = m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}); err != nil {
+		if h.final, err = m.sendAfter(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}, snaps); err != nil {
 			return err
 		}
 		h.sendTime = m.rep.Syncs[len(m.rep.Syncs)-1].Duration
