@@ -222,7 +222,7 @@ func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.
 		prepared.Go(func() { prepare(ctx) })
 	}
 	snap := beside(func() (taken, error) {
-		local, next, err := m.takeSnapshot(ctx)
+		local, next, err := m.takeSnapshot(ctx, nil)
 		return taken{local, next}, err
 	})
 	hello, err := m.request(ctx, kindHello, nil)
@@ -250,22 +250,17 @@ func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string
 // move makes its snapshots, and the list is a round trip to zfs-fuse
 // (about 15 ms here) that the downtime then does not pay.
 func (m *move) sendAfter(ctx context.Context, final bool, hello map[string]string, local []int) (int, error) {
-	local, next, err := m.takeSnapshotAfter(ctx, local)
+	local, next, err := m.takeSnapshot(ctx, local)
 	if err != nil {
 		return 0, err
 	}
 	return m.sendSnapshot(ctx, final, hello, local, next)
 }
 
-// takeSnapshot snapshots the dataset as the next migration snapshot: it
-// returns the ones it found (local) and the new one's number.
-func (m *move) takeSnapshot(ctx context.Context) (local []int, next int, err error) {
-	return m.takeSnapshotAfter(ctx, nil)
-}
-
-// takeSnapshotAfter is takeSnapshot after local, the move's snapshots as
-// listed before; nil lists them now.
-func (m *move) takeSnapshotAfter(ctx context.Context, local []int) ([]int, int, error) {
+// takeSnapshot snapshots the dataset as the next migration snapshot after
+// local, the move's snapshots as listed before (nil: list them now): it
+// returns them and the new one's number.
+func (m *move) takeSnapshot(ctx context.Context, local []int) ([]int, int, error) {
 	if local == nil {
 		var err error
 		if local, err = m.listSnapshots(ctx); err != nil {

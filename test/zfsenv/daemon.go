@@ -109,10 +109,10 @@ var (
 )
 
 // StopDaemon ends a benchmark as it found the machine: it stops the
-// zfs-fuse this process started, once no pool is imported. Left running
-// it is a process the benchmark left behind (idle, but a pool another
-// run then imports lands on it). A daemon this process did not start is
-// left alone; pools still imported are an error, as Release's are.
+// zfs-fuse this process started, once no pool is imported: left running,
+// it is a process the benchmark left behind. A daemon this process did
+// not start is left alone; pools still imported are an error, as
+// Release's are.
 func StopDaemon() error {
 	startedMu.Lock()
 	pid := startedPid
