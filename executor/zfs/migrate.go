@@ -294,7 +294,7 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	}
 	base := commonNewest(local, hello["snaps"])
 	if base == 0 { // no sync yet: a full send while the instance runs
-		if base, err = m.sendWith(ctx, false, hello); err != nil {
+		if base, err = m.sendWith(ctx, false, hello, nil); err != nil {
 			return executor.PhaseResult{}, m.switchFailed(ctx, err, false, prior)
 		}
 	}
@@ -324,7 +324,7 @@ func (m *move) migSwitch(ctx context.Context) (executor.PhaseResult, error) {
 	if n := len(m.rep.Syncs); n > 0 {
 		last = m.rep.Syncs[n-1].Snapshot
 	}
-	final, err := m.sendAfter(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}, snaps)
+	final, err := m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}, snaps)
 	if err != nil {
 		return executor.PhaseResult{}, m.switchFailed(ctx, err, prior, prior)
 	}

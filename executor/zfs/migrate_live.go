@@ -102,7 +102,7 @@ func (m *move) handOverLive(ctx context.Context, lr LiveRuntime, last int) (hand
 	var snaps []int // listed after the catch-up, out of the pause
 	catchUp := func(ctx context.Context) error {
 		var err error
-		if last, err = m.sendWith(ctx, false, map[string]string{"snaps": strconv.Itoa(last)}); err != nil {
+		if last, err = m.sendWith(ctx, false, map[string]string{"snaps": strconv.Itoa(last)}, nil); err != nil {
 			return err
 		}
 		snaps, err = m.listSnapshots(ctx)
@@ -114,7 +114,7 @@ func (m *move) handOverLive(ctx context.Context, lr LiveRuntime, last int) (hand
 			return fmt.Errorf("writing back %s at the pause: %w", in.Mountpoint, err)
 		}
 		var err error
-		if h.final, err = m.sendAfter(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}, snaps); err != nil {
+		if h.final, err = m.sendWith(ctx, true, map[string]string{"snaps": strconv.Itoa(last)}, snaps); err != nil {
 			return err
 		}
 		h.sendTime = m.rep.Syncs[len(m.rep.Syncs)-1].Duration

@@ -169,7 +169,7 @@ func (m *move) run(ctx context.Context) (executor.Result, error) {
 // sides hold) and, when resync, incrementals until the rule says switch.
 func (m *move) sync(ctx context.Context, hello map[string]string, resync bool) (executor.Result, error) {
 	m.phase = events.PhaseSync
-	if _, err := m.sendWith(ctx, false, hello); err != nil {
+	if _, err := m.sendWith(ctx, false, hello, nil); err != nil {
 		return executor.Result{}, err
 	}
 	if m.op.Kind == events.OpInstanceFailover {
@@ -240,16 +240,12 @@ func (m *move) sendAsking(ctx context.Context, final bool, prepare func(context.
 	return m.sendSnapshot(ctx, final, hello, t.local, t.next)
 }
 
-// sendWith takes the next snapshot and sends it, hello already asked.
-func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string) (int, error) {
-	return m.sendAfter(ctx, final, hello, nil)
-}
-
-// sendAfter is sendWith with the move's snapshots as listed before (nil:
-// list them now). A final delta's are listed before the stop: only this
-// move makes its snapshots, and the list is a round trip to zfs-fuse
-// (about 15 ms here) that the downtime then does not pay.
-func (m *move) sendAfter(ctx context.Context, final bool, hello map[string]string, local []int) (int, error) {
+// sendWith takes the next snapshot and sends it, hello already asked,
+// after local, the move's snapshots as listed before (nil: list them
+// now). A final delta's are listed before the stop: only this move makes
+// its snapshots, and the list is a round trip to zfs-fuse (about 15 ms
+// here) that the downtime then does not pay.
+func (m *move) sendWith(ctx context.Context, final bool, hello map[string]string, local []int) (int, error) {
 	local, next, err := m.takeSnapshot(ctx, local)
 	if err != nil {
 		return 0, err
