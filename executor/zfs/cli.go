@@ -224,10 +224,25 @@ func create(ctx context.Context, name string) error {
 	return err
 }
 
+// snapshot takes a snapshot, and finishes even once ctx is done: zfs-fuse's
+// daemon makes a snapshot whose `zfs snapshot` was killed, at a moment of
+// its own. An abort during a sync's first snapshot thus listed none to
+// drop, and @migrate-snap-1 appeared on the source after the abort had
+// ended (CI, 12-03). Waited for, the snapshot is there or not when the
+// caller learns of ctx, and its cleanup sees it. snapshotWait bounds a
+// daemon that never answers.
 func snapshot(ctx context.Context, name string) error {
-	_, err := run(ctx, "snapshot", "-r", name)
-	return err
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), snapshotWait)
+	defer cancel()
+	if _, err := run(sctx, "snapshot", "-r", name); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
+
+// snapshotWait is far above a snapshot's time on a loaded machine (a
+// transaction group, under a second).
+const snapshotWait = time.Minute
 
 // rollback rolls a dataset back to snap, destroying later snapshots.
 // Through exec: go-zfs refuses a Dataset it did not list as a snapshot

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/drovehq/drove/test/zfsenv"
@@ -59,6 +61,29 @@ func TestIntPropsReadsEveryNameInOneCommand(t *testing.T) {
 	}
 	if _, err := intProps(ctx, []string{ds + "@none"}, "used"); err == nil {
 		t.Error("a snapshot that does not exist read without an error")
+	}
+}
+
+// A snapshot asked for under a context already done is taken all the
+// same, and is listed when the call returns, with the context's error: a
+// killed `zfs snapshot` is made by zfs-fuse's daemon later, after the
+// cleanup of the phase it was cut from had listed nothing to drop.
+func TestASnapshotIsThereWhenItsCallReturns(t *testing.T) {
+	ds := zfsenv.Pool(t, "snapdone", 128) + "/d"
+	if _, err := run(context.Background(), "create", ds); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := snapshot(ctx, ds+"@"+snapName(1)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("snapshot under a done context: %v, want context.Canceled", err)
+	}
+	ns, err := snapNumbers(context.Background(), ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ns, []int{1}) {
+		t.Fatalf("snapshots listed after the call: %v, want [1]", ns)
 	}
 }
 
