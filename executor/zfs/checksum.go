@@ -80,10 +80,12 @@ func checksumSnapshot(ctx context.Context, parent, instance string, n int, prev 
 	}
 	clone := fmt.Sprintf("%s/drove-sum--%s--%d", parent, instance, n)
 	_ = destroy(ctx, clone) // a leftover of a crashed attempt
-	if _, err := run(ctx, "clone", ds+"@"+snapName(n), clone); err != nil {
+	// Destroyed whatever the clone's end: one made under a done ctx would
+	// hold the snapshot, which no destroy of it could then drop.
+	defer func() { _ = destroy(context.WithoutCancel(ctx), clone) }()
+	if _, err := runToEnd(ctx, "clone", ds+"@"+snapName(n), clone); err != nil {
 		return treeSum{}, err
 	}
-	defer func() { _ = destroy(context.WithoutCancel(ctx), clone) }()
 	mp, err := prop(ctx, clone, "mountpoint")
 	if err != nil {
 		return treeSum{}, err

@@ -219,30 +219,32 @@ func remount(ctx context.Context, ds string) error {
 	return err
 }
 
-func create(ctx context.Context, name string) error {
-	_, err := run(ctx, "create", "-p", name)
+func snapshot(ctx context.Context, name string) error {
+	_, err := runToEnd(ctx, "snapshot", "-r", name)
 	return err
 }
 
-// snapshot takes a snapshot, and finishes even once ctx is done: zfs-fuse's
-// daemon makes a snapshot whose `zfs snapshot` was killed, at a moment of
-// its own. An abort during a sync's first snapshot thus listed none to
-// drop, and @migrate-snap-1 appeared on the source after the abort had
-// ended (CI, 12-03). Waited for, the snapshot is there or not when the
-// caller learns of ctx, and its cleanup sees it. snapshotWait bounds a
-// daemon that never answers.
-func snapshot(ctx context.Context, name string) error {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), snapshotWait)
+// runToEnd runs a zfs command that makes something (a snapshot, a clone)
+// to its end even once ctx is done, then returns ctx's error: zfs-fuse's
+// daemon finishes a killed command's work at a moment of its own. An
+// abort during a sync's first snapshot thus listed none to drop, and
+// @migrate-snap-1 appeared on the source after the abort had ended (CI,
+// 12-03). Waited for, the thing is there or not when the caller learns
+// of ctx, and its cleanup sees it. makeWait bounds a daemon that never
+// answers.
+func runToEnd(ctx context.Context, args ...string) (string, error) {
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), makeWait)
 	defer cancel()
-	if _, err := run(sctx, "snapshot", "-r", name); err != nil {
-		return err
+	out, err := run(mctx, args...)
+	if err != nil {
+		return "", err
 	}
-	return ctx.Err()
+	return out, ctx.Err()
 }
 
-// snapshotWait is far above a snapshot's time on a loaded machine (a
-// transaction group, under a second).
-const snapshotWait = time.Minute
+// makeWait is far above a snapshot's or a clone's time on a loaded
+// machine (a transaction group, under a second).
+const makeWait = time.Minute
 
 // rollback rolls a dataset back to snap, destroying later snapshots.
 // Through exec: go-zfs refuses a Dataset it did not list as a snapshot
