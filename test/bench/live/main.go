@@ -100,13 +100,16 @@ func main() {
 		m := ms[0]
 		r.GuestWriteMBps, r.GuestFlushEvery = rate, flushEvery
 		r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS, r.MessageZFS = system.Downtime(m.InstanceMigration), m.Took.Seconds(), m.Syncs, m.Message
-		if n := len(switchReport.Syncs); n > 0 {
-			r.FinalDeltaBytes, r.FinalSendMS = switchReport.FinalDelta, switchReport.Syncs[n-1].Duration.Milliseconds()
-			r.ChecksumMS = switchReport.ChecksumTime.Milliseconds()
-			r.ChecksumReadBytes = switchReport.ChecksumRead
+		reps := switches.all()
+		if len(reps) > 0 && len(reps[0].Syncs) > 0 { // the first move's, as the rest of live.json
+			sw := reps[0]
+			r.FinalDeltaBytes, r.FinalSendMS = sw.FinalDelta, sw.Syncs[len(sw.Syncs)-1].Duration.Milliseconds()
+			r.ChecksumMS = sw.ChecksumTime.Milliseconds()
+			r.ChecksumReadBytes = sw.ChecksumRead
 		}
 		fmt.Printf("zfs: %s\n", m.Message)
 		writeDowntime(*downtimeOut, "zfs_live", ms)
+		printSwitches(reps)
 	}
 	r.LoadAverage = cli.LoadAvg()
 	fmt.Printf("\n%-40s %12s %10s %6s\n", "live migration", "downtime ms", "total s", "syncs")

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/drovehq/drove/deploy/allinone"
@@ -54,7 +56,7 @@ func benchZFS(sizeMiB int, writeMBps float64, moves int) (_ []*system.Move, _ fl
 			cfg.Runtime = qemu.ZFSRuntime{Driver: drivers[node], Size: size}
 			cfg.OnMove = func(r zfs.MoveReport) {
 				if n := len(r.Syncs); n > 0 && r.Syncs[n-1].Final {
-					switchReport = r
+					switches.add(r)
 				}
 			}
 		}}
@@ -147,5 +149,38 @@ func mountpoint(demo *allinone.ZFSDemo, node string) string {
 	return trim(out)
 }
 
-// switchReport is the zfs driver's report of the switch.
-var switchReport zfs.MoveReport
+// switches are the zfs driver's reports of the moves' switches, in the
+// order they ended (OnMove runs on the drivers' goroutines).
+var switches switchLog
+
+type switchLog struct {
+	mu   sync.Mutex
+	reps []zfs.MoveReport
+}
+
+func (l *switchLog) add(r zfs.MoveReport) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reps = append(l.reps, r)
+}
+
+func (l *switchLog) all() []zfs.MoveReport {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reps)
+}
+
+// printSwitches says where each switch's downtime went, so that a move
+// far over the others says why (one zfs_live move in 28 took 547 ms on
+// 12-03, and nothing told where).
+func printSwitches(reps []zfs.MoveReport) {
+	for i, r := range reps {
+		send := time.Duration(0)
+		if n := len(r.Syncs); n > 0 {
+			send = r.Syncs[n-1].Duration
+		}
+		rest := r.Downtime - send - r.ChecksumTime
+		fmt.Printf("zfs_live     move %d: driver %d ms down = final delta %d KiB sent in %d ms + checksums %d ms (%d KiB read) + %d ms the rest (the write-back at the pause, QEMU's device state, the resume)\n",
+			i+1, r.Downtime.Milliseconds(), r.FinalDelta>>10, send.Milliseconds(), r.ChecksumTime.Milliseconds(), r.ChecksumRead>>10, rest.Milliseconds())
+	}
+}
