@@ -295,6 +295,15 @@ func (r MoveReport) workloadText() string {
 	return fmt.Sprintf(" (the workload's timeline: %s)", r.WorkloadDowntime.Round(time.Millisecond))
 }
 
+// FinalSync is the switch's final delta: the report's last send, if it
+// was the final one (a report of a sync alone has none).
+func (r MoveReport) FinalSync() (SyncReport, bool) {
+	if n := len(r.Syncs); n > 0 && r.Syncs[n-1].Final {
+		return r.Syncs[n-1], true
+	}
+	return SyncReport{}, false
+}
+
 // SyncReport is one send.
 type SyncReport struct {
 	Snapshot    int

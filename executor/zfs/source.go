@@ -594,8 +594,9 @@ func (m *move) cleanupFailed(ctx context.Context) error {
 // cleanupSource ends a committed move on the source: a zfs-local instance that moved
 // leaves no dataset behind; otherwise only the kept snapshot stays.
 func (m *move) cleanupSource(ctx context.Context, keep string) error {
-	if keep == "" && m.rep.Checksum != "" && m.op.Storage == events.StorageZFSLocal &&
-		m.op.Kind != events.OpInstanceReplaceDisks && len(m.rep.Syncs) > 0 && m.rep.Syncs[len(m.rep.Syncs)-1].Final {
+	_, final := m.rep.FinalSync()
+	if keep == "" && final && m.rep.Checksum != "" && m.op.Storage == events.StorageZFSLocal &&
+		m.op.Kind != events.OpInstanceReplaceDisks {
 		return destroy(ctx, m.ds)
 	}
 	k, _ := strconv.Atoi(keep)

@@ -149,7 +149,7 @@ func TestZfsMigrationAutomatic(t *testing.T) {
 		if r.Err != nil {
 			t.Errorf("phase %s: %v", r.Key, r.Err)
 		}
-		if len(r.Syncs) > 0 && r.Syncs[len(r.Syncs)-1].Final {
+		if _, final := r.FinalSync(); final {
 			sw = r
 		} else {
 			syncs = append(syncs, sent(*r))

@@ -101,9 +101,10 @@ func main() {
 		r.GuestWriteMBps, r.GuestFlushEvery = rate, flushEvery
 		r.DowntimeMSZFS, r.TotalSZFS, r.SyncsZFS, r.MessageZFS = system.Downtime(m.InstanceMigration), m.Took.Seconds(), m.Syncs, m.Message
 		reps := switches.all()
-		if len(reps) > 0 && len(reps[0].Syncs) > 0 { // the first move's, as the rest of live.json
+		if len(reps) > 0 { // the first move's, as the rest of live.json
 			sw := reps[0]
-			r.FinalDeltaBytes, r.FinalSendMS = sw.FinalDelta, sw.Syncs[len(sw.Syncs)-1].Duration.Milliseconds()
+			final, _ := sw.FinalSync()
+			r.FinalDeltaBytes, r.FinalSendMS = sw.FinalDelta, final.Duration.Milliseconds()
 			r.ChecksumMS = sw.ChecksumTime.Milliseconds()
 			r.ChecksumReadBytes = sw.ChecksumRead
 		}

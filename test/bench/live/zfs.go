@@ -55,7 +55,7 @@ func benchZFS(sizeMiB int, writeMBps float64, moves int) (_ []*system.Move, _ fl
 		Tune: func(node string, cfg *zfs.Config) {
 			cfg.Runtime = qemu.ZFSRuntime{Driver: drivers[node], Size: size}
 			cfg.OnMove = func(r zfs.MoveReport) {
-				if n := len(r.Syncs); n > 0 && r.Syncs[n-1].Final {
+				if _, final := r.FinalSync(); final {
 					switches.add(r)
 				}
 			}
@@ -175,12 +175,9 @@ func (l *switchLog) all() []zfs.MoveReport {
 // 12-03, and nothing told where).
 func printSwitches(reps []zfs.MoveReport) {
 	for i, r := range reps {
-		send := time.Duration(0)
-		if n := len(r.Syncs); n > 0 {
-			send = r.Syncs[n-1].Duration
-		}
-		rest := r.Downtime - send - r.ChecksumTime
+		final, _ := r.FinalSync() // switches holds only reports that have one
+		rest := r.Downtime - final.Duration - r.ChecksumTime
 		fmt.Printf("zfs_live     move %d: driver %d ms down = final delta %d KiB sent in %d ms + checksums %d ms (%d KiB read) + %d ms the rest (the write-back at the pause, QEMU's device state, the resume)\n",
-			i+1, r.Downtime.Milliseconds(), r.FinalDelta>>10, send.Milliseconds(), r.ChecksumTime.Milliseconds(), r.ChecksumRead>>10, rest.Milliseconds())
+			i+1, r.Downtime.Milliseconds(), r.FinalDelta>>10, final.Duration.Milliseconds(), r.ChecksumTime.Milliseconds(), r.ChecksumRead>>10, rest.Milliseconds())
 	}
 }

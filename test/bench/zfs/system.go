@@ -329,9 +329,9 @@ type moveSwitch struct {
 func switchOf(m *wire.InstanceMigration, reps []zfs.MoveReport) moveSwitch {
 	sw := moveSwitch{Syncs: m.Syncs, DowntimeMS: max(system.Downtime(m), 0)}
 	for _, rep := range reps {
-		if strings.HasPrefix(rep.Key, m.ID+"#") && len(rep.Syncs) > 0 && rep.Syncs[len(rep.Syncs)-1].Final {
+		if final, ok := rep.FinalSync(); ok && strings.HasPrefix(rep.Key, m.ID+"#") {
 			sw.FinalDeltaBytes, sw.DriverDowntimeMS = rep.FinalDelta, rep.Downtime.Milliseconds()
-			sw.FinalSendMS = rep.Syncs[len(rep.Syncs)-1].Duration.Milliseconds()
+			sw.FinalSendMS = final.Duration.Milliseconds()
 			sw.StopMS, sw.StartMS = rep.StopTime.Milliseconds(), rep.StartTime.Milliseconds()
 			sw.SwitchChecksumMS = rep.ChecksumTime.Milliseconds()
 		}
