@@ -6,10 +6,11 @@
 // then a per-instance migration of a zfs-local instance through the whole
 // system, driven over HTTP (system.go), whose downtime and first-sync
 // throughput (÷ a bare send of the same data) go to -out as JSON.
-// The full send is measured twice: over plain TCP and over TLS 1.3 with
-// node certificates (as executors move), the TLS figure beside the plain.
+// The driver's full send is measured over plain TCP and over TLS 1.3 with
+// node certificates (as executors move), in rounds interleaved with bare
+// runs, medians against medians.
 //
-//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5] [-system=false | -direct=false]
+//	go run ./test/bench/zfs [-size-mib 1024] [-write-mibps 5] [-rounds 3] [-system=false | -direct=false]
 //
 // It needs root and zfs-fuse (make test-deps) and creates and destroys its
 // own file-backed pools.
@@ -34,6 +35,7 @@ import (
 	"github.com/drovehq/drove/executor/nodeid"
 	"github.com/drovehq/drove/executor/transfer"
 	"github.com/drovehq/drove/executor/zfs"
+	"github.com/drovehq/drove/test/bench/cli"
 	"github.com/drovehq/drove/test/zfsenv"
 )
 
@@ -44,12 +46,13 @@ func main() {
 	system := flag.Bool("system", true, "also migrate an instance through the whole system, over HTTP")
 	out := flag.String("out", "test/bench/results/zfs-migration.json", "where the system migration's figures go, as JSON")
 	downtimeOut := flag.String("downtime-out", "test/bench/results/downtime.json", "where the system moves' downtimes go (workload's, reported, predicted), as JSON, beside the live bench's")
+	rounds := flag.Int("rounds", 3, "rounds of the driver's own sends (a bare run, plain TCP and TLS each way), before the system's moves; their medians count")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process during the system's moves to this file")
 	moves := flag.Int("moves", 4, "system moves, there and back: each predicted with what the ones before it measured (the first has no history); the throughput ratio holds their first syncs' median against the bare runs'")
 	flag.Parse()
 	var err error
 	if *direct {
-		err = run(*sizeMiB, *writeMiBps)
+		err = run(*sizeMiB, *writeMiBps, *rounds)
 	}
 	if err == nil && *system {
 		if err = runSystem(*sizeMiB, *writeMiBps, *out, *downtimeOut, *moves, *cpuProfile); err != nil {
@@ -63,7 +66,7 @@ func main() {
 	}
 }
 
-func run(sizeMiB int, writeMiBps float64) (err error) {
+func run(sizeMiB int, writeMiBps float64, rounds int) (err error) {
 	ctx := context.Background()
 	poolSize := sizeMiB*4 + 512
 	a, err := zfsenv.CreatePool("bench_a", poolSize)
@@ -84,10 +87,6 @@ func run(sizeMiB int, writeMiBps float64) (err error) {
 	if err := fill(filepath.Join("/"+ds, "base"), int64(sizeMiB)<<20); err != nil {
 		return err
 	}
-	bare, err := bareSend(ds, b)
-	if err != nil {
-		return err
-	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The nodes' identities: moves over TLS are measured as executors
 	// make them.
@@ -100,41 +99,20 @@ func run(sizeMiB int, writeMiBps float64) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := throughput(ctx, a, b, bare, ids, quiet); err != nil {
+	if err := throughput(ctx, a, b, ds, rounds, ids, quiet); err != nil {
 		return err
 	}
 	return runningMigrate(ctx, a, b, ds, writeMiBps, ids, quiet)
 }
 
-// bareSend times zfs send | zfs receive of the dataset ds into pool b, on
-// the same machine. The first send warms the caches; the best of two timed
-// runs counts, so the ratio is not flattered by a cold bare run.
-func bareSend(ds, b string) (time.Duration, error) {
-	if err := sh("zfs snapshot " + ds + "@bare"); err != nil {
-		return 0, err
-	}
-	if err := sh(fmt.Sprintf("zfs send -R %s@bare > /dev/null", ds)); err != nil {
-		return 0, err
-	}
-	var bare time.Duration
-	for i := 0; i < 2; i++ {
-		t0 := time.Now()
-		// Into a new dataset each time: zfs-fuse calls a just-received
-		// dataset busy for a while; the pool goes at the end anyway.
-		if err := sh(fmt.Sprintf("zfs send -R %s@bare | zfs receive %s/bare%d", ds, b, i)); err != nil {
-			return 0, err
-		}
-		if d := time.Since(t0); bare == 0 || d < bare {
-			bare = d
-		}
-	}
-	return bare, sh(fmt.Sprintf("zfs destroy %s@bare", ds))
-}
-
 // throughput moves the same dataset with the zfs driver's two sides over
-// TCP, as the bare run, with no write load (the instance is stopped): a→b,
-// then b→a; the faster full send counts against the bare one.
-func throughput(ctx context.Context, a, b string, bare time.Duration, ids map[string]*nodeid.Identity, quiet *slog.Logger) error {
+// TCP, with no write load (the instance is stopped), in rounds: a bare
+// run and a copy relay (bareRuns), then the driver's full send a→b and
+// b→a over plain TCP, then the same over TLS. Bare runs here vary by a
+// third from one to the next (docs/benchmarks.md), so each figure is the
+// median over the rounds, interleaved as farm-bench's A/B ratios are,
+// never one run against another taken minutes apart.
+func throughput(ctx context.Context, a, b, ds string, rounds int, ids map[string]*nodeid.Identity, quiet *slog.Logger) error {
 	na, err := zfs.New(ctx, zfs.Config{Node: "na", Parent: a, Runtime: zfs.NewMemRuntime(), Logger: quiet})
 	if err != nil {
 		return err
@@ -144,23 +122,28 @@ func throughput(ctx context.Context, a, b string, bare time.Duration, ids map[st
 		return err
 	}
 	fmt.Printf("zfs mode: %s\n", na.Features().Mode())
-	full, err := fullSend(ctx, na, nb, nil)
-	if err != nil {
-		return err
+	var bares, relays, plain, secure []span
+	for range rounds {
+		bb, rr, err := bareRuns(ds, b, 1)
+		if err != nil {
+			return err
+		}
+		p, err := fullSends(ctx, na, nb, nil)
+		if err != nil {
+			return err
+		}
+		t, err := fullSends(ctx, na, nb, ids)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("Drove full sends: plain TCP %s MiB/s, TLS 1.3 (node certificates) %s MiB/s\n", mibps(rates(p)), mibps(rates(t)))
+		bares, relays, plain, secure = append(bares, bb...), append(relays, rr...), append(plain, p...), append(secure, t...)
 	}
-	secure, err := fullSend(ctx, na, nb, ids)
-	if err != nil {
-		return err
-	}
-	bareRate := float64(full.Bytes) / bare.Seconds()
-	droveRate := float64(full.Bytes) / full.Duration.Seconds()
-	fmt.Printf("bare zfs send | zfs receive: %d MiB in %s = %.1f MiB/s (best of 2)\n", full.Bytes>>20, bare.Round(time.Millisecond), bareRate/(1<<20))
-	fmt.Printf("Drove full send (sync 1):    %d MiB in %s = %.1f MiB/s (best of 2)\n", full.Bytes>>20, full.Duration.Round(time.Millisecond), droveRate/(1<<20))
-	fmt.Printf("throughput ratio Drove/bare: %.3f (target >= 0.9)\n", droveRate/bareRate)
-	tlsRate := float64(secure.Bytes) / secure.Duration.Seconds()
-	fmt.Printf("Drove full send over TLS 1.3 (node certificates): %d MiB in %s = %.1f MiB/s (best of 2)\n",
-		secure.Bytes>>20, secure.Duration.Round(time.Millisecond), tlsRate/(1<<20))
-	fmt.Printf("throughput ratio TLS/plain: %.3f (target >= 0.8); TLS/bare: %.3f\n", tlsRate/droveRate, tlsRate/bareRate)
+	bare, tls, pl := cli.Median(rates(bares)), cli.Median(rates(secure)), cli.Median(rates(plain))
+	fmt.Printf("medians of %d rounds: bare %.1f MiB/s, through%s %.1f, Drove plain %.1f, Drove TLS %.1f\n",
+		rounds, bare/(1<<20), copyRelay, cli.Median(rates(relays))/(1<<20), pl/(1<<20), tls/(1<<20))
+	fmt.Printf("throughput ratio Drove/bare: %.3f (target >= 0.9)\n", pl/bare)
+	fmt.Printf("throughput ratio TLS/plain: %.3f (target >= 0.8); TLS/bare: %.3f\n", tls/pl, tls/bare)
 	return nil
 }
 
@@ -196,23 +179,22 @@ func runningMigrate(ctx context.Context, a, b, ds string, writeMiBps float64, id
 	return nil
 }
 
-// fullSend moves the stopped instance a→b, then b→a, over TLS with ids
-// (nil: plain TCP), and returns the faster full send.
-func fullSend(ctx context.Context, na, nb *zfs.Driver, ids map[string]*nodeid.Identity) (zfs.SyncReport, error) {
-	var full zfs.SyncReport
+// fullSends moves the stopped instance a→b, then b→a, over TLS with ids
+// (nil: plain TCP), and returns each move's full send.
+func fullSends(ctx context.Context, na, nb *zfs.Driver, ids map[string]*nodeid.Identity) ([]span, error) {
+	var sends []span
 	for _, dir := range []struct {
 		src, dst *zfs.Driver
 		from, to string
 	}{{na, nb, "na", "nb"}, {nb, na, "nb", "na"}} {
 		rep, _, _, err := move(ctx, dir.src, dir.dst, dir.from, dir.to, events.RunStopped, ids)
 		if err != nil {
-			return full, err
+			return nil, err
 		}
-		if s := rep.Syncs[0]; full.Duration == 0 || s.Duration < full.Duration {
-			full = s
-		}
+		s := rep.Syncs[0]
+		sends = append(sends, spanOf(s.Bytes, s.Duration))
 	}
-	return full, nil
+	return sends, nil
 }
 
 // move migrates the zfs-local instance "vm" from src's node to dst's,

@@ -231,7 +231,7 @@ func bareRuns(ds, pool string, runs int) (bares, relays []span, err error) {
 		}
 		bares, relays = append(bares, b), append(relays, r)
 	}
-	fmt.Printf("system: bare zfs send %s | zfs receive: %d MiB at %s MiB/s; through%s: %s MiB/s\n",
+	fmt.Printf("bare zfs send %s | zfs receive: %d MiB at %s MiB/s; through%s: %s MiB/s\n",
 		snap, size>>20, mibps(rates(bares)), copyRelay, mibps(rates(relays)))
 	return bares, relays, nil
 }
@@ -361,6 +361,12 @@ func mibps(rates []float64) string {
 type span struct {
 	bytes    int64
 	from, to time.Time
+}
+
+// spanOf is a copy of bytes that took d.
+func spanOf(bytes int64, d time.Duration) span {
+	var t time.Time
+	return span{bytes: bytes, from: t, to: t.Add(d)}
 }
 
 func (s span) wall() time.Duration { return s.to.Sub(s.from) }
