@@ -49,28 +49,32 @@ func TestChaos(t *testing.T) {
 	s := startSystem(t)
 	rng := rand.New(rand.NewPCG(seed, 18))
 	l := ledger{refused: map[string]int{}}
-	evacuate := func(node string) func() {
-		return func() {
+	evacuate := func(node string) func() bool {
+		return func() bool {
 			l.requests = s.submit(l, l.requests, "evacuation of "+node, func(ctx context.Context) (string, error) {
 				a, err := s.api.Evacuate(ctx, wire.Evacuation{Nodes: []string{node}, Mode: "all", Reason: "chaos"})
 				return acceptedID(a, err)
 			})
+			return true
 		}
 	}
-	// The workload, one step at a time: each waits for the one before to
-	// end, so that two plans never count on the same room (concurrent
-	// requests are not what this test is about).
-	steps := []func(){
+	// The workload, one step at a time: each waits for the work of the
+	// one before to end, so that two plans never count on the same room
+	// (concurrent requests are not what this test is about). A step
+	// reports whether it is done; a migration's comes round again until
+	// one succeeds.
+	steps := []func() bool{
 		evacuate("node-g1-001"),
-		func() { l.migrations = s.migrate(l, "g2") },
-		func() {
+		s.migrations(&l, "g2"),
+		func() bool {
 			l.requests = s.submit(l, l.requests, "group change", func(ctx context.Context) (string, error) {
 				a, err := s.api.ChangeGroup(ctx, wire.GroupChange{Instances: s.mirrored("g2", "node-g2-003", 2), Reason: "chaos"})
 				return acceptedID(a, err)
 			})
+			return true
 		},
 		evacuate("node-g2-003"),
-		func() { l.migrations = s.migrate(l, "g1") },
+		s.migrations(&l, "g1"),
 	}
 	killed := map[string]int{}
 	next := 0
@@ -79,8 +83,7 @@ func TestChaos(t *testing.T) {
 			s.KeepLogs()
 			t.Fatalf("the workload did not get through in %d rounds of chaos (step %d of %d)", maxRounds, next, len(steps))
 		}
-		if next < len(steps) && s.ended(l) {
-			steps[next]()
+		if next < len(steps) && s.ended(l) && steps[next]() {
 			next++
 		}
 		switch i {
@@ -244,15 +247,51 @@ func (s *system) mirrored(group, node string, n int) []string {
 	return out
 }
 
+// migrationTries is how many instances of a group a tenant tries to
+// migrate before it gives up on the group.
+const migrationTries = 3
+
+// migrations returns the step that migrates an instance of group and, each
+// time it comes round again with that migration failed, another instance,
+// as a tenant would: under chaos a migration may rightly fail (a node whose
+// heartbeats could not reach the log fences itself and the migration's
+// phase with it; an evacuation may have left the group no room for the
+// instance), while a run where none succeeds proves nothing of them.
+func (s *system) migrations(l *ledger, group string) func() bool {
+	tried := map[string]bool{}
+	var last string
+	return func() bool {
+		if last != "" && (s.succeeded(last) || len(tried) == migrationTries) {
+			return true
+		}
+		before := len(l.migrations)
+		l.migrations = s.migrate(*l, group, tried)
+		if len(l.migrations) == before {
+			return true // no instance of group left to try
+		}
+		last = l.migrations[before]
+		return false
+	}
+}
+
+// succeeded reports whether migration id ended successful, as the API
+// tells (false while the API does not answer).
+func (s *system) succeeded(id string) bool {
+	m, err := s.api.Migration(context.Background(), id)
+	return err == nil && events.MigrationState(m.State) == events.MigrationSuccessful
+}
+
 // migrate starts an automatic per-instance migration of the first
-// instance of group a migration can move and no request holds.
-func (s *system) migrate(l ledger, group string) []string {
+// instance of group not yet tried that a migration can move and no
+// request holds, and adds it to tried.
+func (s *system) migrate(l ledger, group string, tried map[string]bool) []string {
 	ids := l.migrations
 	for _, in := range s.cluster.Instances {
-		if s.cluster.Groups[s.cluster.Nodes[in.Primary].Group].Name != group ||
+		if s.cluster.Groups[s.cluster.Nodes[in.Primary].Group].Name != group || tried[in.Name] ||
 			events.StorageKind(in.Storage).MigrationRefusal() != "" {
 			continue
 		}
+		tried[in.Name] = true
 		before := len(ids)
 		ids = s.submit(l, ids, "migration of "+in.Name, func(ctx context.Context) (string, error) {
 			a, err := s.api.Migrate(ctx, in.Name, "automatic", client.MigrateOptions{Reason: "chaos"})
