@@ -247,8 +247,8 @@ func (s *system) mirrored(group, node string, n int) []string {
 	return out
 }
 
-// migrationTries is how many instances of a group a tenant tries to
-// migrate before it gives up on the group.
+// migrationTries is how many migrations of a group's instances a tenant
+// starts before it gives up on the group.
 const migrationTries = 3
 
 // migrations returns the step that migrates an instance of group and, each
@@ -258,10 +258,10 @@ const migrationTries = 3
 // phase with it; an evacuation may have left the group no room for the
 // instance), while a run where none succeeds proves nothing of them.
 func (s *system) migrations(l *ledger, group string) func() bool {
-	tried := map[string]bool{}
-	var last string
+	tried := map[string]bool{} // refused instances too, so none is asked twice
+	var started []string
 	return func() bool {
-		if last != "" && (s.succeeded(last) || len(tried) == migrationTries) {
+		if n := len(started); n > 0 && (s.succeeded(started[n-1]) || n >= migrationTries) {
 			return true
 		}
 		before := len(l.migrations)
@@ -269,7 +269,7 @@ func (s *system) migrations(l *ledger, group string) func() bool {
 		if len(l.migrations) == before {
 			return true // no instance of group left to try
 		}
-		last = l.migrations[before]
+		started = append(started, l.migrations[before])
 		return false
 	}
 }
