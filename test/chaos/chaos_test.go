@@ -74,6 +74,7 @@ func TestChaos(t *testing.T) {
 			return true
 		},
 		evacuate("node-g2-003"),
+		s.undrain(&l, "node-g1-001"),
 		s.migrations(&l, "g1"),
 	}
 	killed := map[string]int{}
@@ -128,7 +129,7 @@ func acceptedID(a *wire.Accepted, err error) (string, error) {
 	return a.Request, nil
 }
 
-// startSystem builds drove, starts Postgres and the broker, seeds a small
+// startSystem builds drove, starts Postgres and the brokers, seeds a small
 // cluster (2 groups of 3 nodes) and starts every service as a process.
 func startSystem(t *testing.T) *system {
 	dir := t.TempDir()
@@ -245,6 +246,34 @@ func (s *system) mirrored(group, node string, n int) []string {
 		}
 	}
 	return out
+}
+
+// undrain returns the step that puts node back in service, as an operator
+// does once its maintenance is over, and is done when the planner service
+// has answered (a refusal is logged, not fatal). Without it the first
+// evacuation left g1's other two nodes no room for its migration.
+func (s *system) undrain(l *ledger, node string) func() bool {
+	var id string
+	return func() bool {
+		if id == "" {
+			ids := s.submit(*l, nil, "undrain of "+node, func(ctx context.Context) (string, error) {
+				a, err := s.api.NodeAct(ctx, node, "undrain", "chaos: maintenance over")
+				return acceptedID(a, err)
+			})
+			if len(ids) == 0 {
+				return true // refused, and counted
+			}
+			id = ids[0]
+		}
+		var a wire.NodeAction
+		if s.api.Get(context.Background(), "/v1/node-actions/"+id, &a) != nil || a.State == "requested" {
+			return false // not answered yet, or the API down: the next round asks again
+		}
+		if a.State != "done" {
+			s.T.Logf("undrain of %s %s: %s", node, a.State, a.Answer)
+		}
+		return true
+	}
 }
 
 // migrationTries is how many migrations of a group's instances a tenant
